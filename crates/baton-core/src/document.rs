@@ -1,0 +1,128 @@
+//! The state document (`state.json`, `baton show --json`): the APEX fields of
+//! spec/cli.md, rendered from a task state.
+
+use crate::lease::{DisplayStatus, Lease};
+use crate::state::{PhaseStatus, TaskState};
+use crate::workflow::Workflow;
+use serde_json::{Value, json};
+
+/// The file name of a phase's rendered output, `NN-phase.md`.
+pub fn output_file_name(index: usize, phase: &str) -> String {
+    format!("{:02}-{phase}.md", index + 1)
+}
+
+/// Renders the state document. `status` is the display status (it knows
+/// about crashes), `lease` the current holder if any.
+pub fn render(state: &TaskState, wf: &Workflow, status: DisplayStatus, lease: Option<&Lease>) -> Value {
+    let ts = |t: Option<crate::time::Timestamp>| t.map(|t| t.rfc3339());
+    let out_path = |id: &str| -> Option<String> {
+        let i = state.phases.iter().position(|p| p.id.as_str() == id)?;
+        Some(format!(".baton/tasks/{}/{}", state.task_id, output_file_name(i, id)))
+    };
+    let current = state
+        .phases
+        .iter()
+        .find(|p| matches!(p.status, PhaseStatus::InProgress | PhaseStatus::Waiting | PhaseStatus::Failed))
+        .or_else(|| {
+            if status == DisplayStatus::Complete {
+                None
+            } else {
+                state.phases.iter().find(|p| p.status == PhaseStatus::Pending)
+            }
+        });
+    let current_phase = current.map(|p| {
+        json!({
+            "id": p.id,
+            "status": p.status.as_str(),
+            "started_at": ts(p.started_at),
+            "attempt": p.attempt,
+        })
+    });
+    let completed: Vec<Value> = state
+        .phases
+        .iter()
+        .filter(|p| p.status.is_done())
+        .map(|p| {
+            json!({
+                "id": p.id,
+                "status": p.status.as_str(),
+                "started_at": ts(p.started_at),
+                "completed_at": ts(p.completed_at),
+                "attempt": p.attempt,
+                "summary": p.summary,
+                "output_file": if p.status == PhaseStatus::Pass { out_path(p.id.as_str()) } else { None },
+                "files_changed": p.files_changed,
+            })
+        })
+        .collect();
+    let pending: Vec<&str> = state
+        .phases
+        .iter()
+        .filter(|p| !p.status.is_done())
+        .map(|p| p.id.as_str())
+        .collect();
+    let last_clean = state
+        .phases
+        .iter()
+        .filter(|p| p.status == PhaseStatus::Pass)
+        .max_by_key(|p| p.completed_at)
+        .map(|p| p.id.as_str());
+    let can_resume_from: Vec<&str> = wf
+        .phases
+        .iter()
+        .filter(|d| {
+            d.needs
+                .iter()
+                .all(|n| state.phase(n.as_str()).is_some_and(|p| p.status.is_done()))
+        })
+        .map(|d| d.id.as_str())
+        .collect();
+    let cp = state.last_checkpoint();
+    let waiting = state.waiting_phase().and_then(|p| {
+        p.waiting.as_ref().map(|w| {
+            json!({"phase": p.id, "for": w.description, "due_at": ts(w.due_at)})
+        })
+    });
+    json!({
+        "version": 1,
+        "workflow": state.workflow,
+        "task_id": state.task_id,
+        "project_name": state.project_name,
+        "created_at": state.created_at.rfc3339(),
+        "updated_at": state.updated_at.rfc3339(),
+        "status": status.as_str(),
+        "resumable": status.resumable(),
+        "flags": state.flags,
+        "labels": state.labels,
+        "task_description": state.description,
+        "tech_stack": state.tech_stack,
+        "current_phase": current_phase,
+        "completed_phases": completed,
+        "pending_phases": pending,
+        "iteration_counts": state.iteration_counts,
+        "blockers": state.blockers,
+        "files_changed_total": state.files_changed_total(),
+        "recovery_info": {
+            "last_clean_state": last_clean,
+            "git_branch": cp.and_then(|c| c.branch.clone()),
+            "git_last_commit": cp.and_then(|c| c.head.clone()),
+            "can_resume_from": can_resume_from,
+        },
+        "phases": state.phases.iter().map(|p| json!({
+            "id": p.id,
+            "status": p.status.as_str(),
+            "attempt": p.attempt,
+            "iteration": p.iteration,
+            "last_error": p.last_error,
+        })).collect::<Vec<_>>(),
+        "waiting": waiting,
+        "failure": state.failure,
+        "resume_note": state.resume_note,
+        "definition_hash": state.definition_hash,
+        "owner": lease.map(|l| json!({
+            "host": l.owner.host, "pid": l.owner.pid,
+            "acquired_at": l.acquired_at.rfc3339(), "expires_at": l.expires_at.rfc3339(),
+        })),
+        "last_seq": state.last_seq,
+    })
+}

@@ -1,0 +1,148 @@
+//! Journal events: every state transition of a task, appended in order.
+
+use crate::ids::PhaseId;
+use crate::state::{Checkpoint, ProcessRef};
+use crate::time::Timestamp;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Event {
+    TaskCreated {
+        workflow: String,
+        definition_hash: String,
+        description: String,
+        project_name: String,
+        flags: BTreeMap<String, serde_json::Value>,
+        labels: BTreeMap<String, String>,
+        tech_stack: serde_json::Value,
+        phases: Vec<PhaseId>,
+    },
+    /// A process took the task's lease (run, resume, fork, cancel).
+    Claimed { owner: String, command: String },
+    PhaseStarted {
+        phase: PhaseId,
+        attempt: u32,
+        iteration: u32,
+        checkpoint: Option<Checkpoint>,
+    },
+    PhaseProcess {
+        phase: PhaseId,
+        attempt: u32,
+        process: ProcessRef,
+    },
+    PhasePassed {
+        phase: PhaseId,
+        attempt: u32,
+        summary: String,
+        output: String,
+        files_changed: Vec<String>,
+    },
+    PhaseFailed {
+        phase: PhaseId,
+        attempt: u32,
+        error: String,
+        exit_code: Option<i32>,
+        timed_out: bool,
+        stderr_tail: String,
+        files_changed: Vec<String>,
+        /// The phase goes back to PENDING for another attempt.
+        retry: bool,
+    },
+    PhaseSkipped { phase: PhaseId, reason: String },
+    PhaseWaiting {
+        phase: PhaseId,
+        description: String,
+        due_at: Option<Timestamp>,
+    },
+    /// A crash (or a cancel) cut an attempt short; it will be re-run from its start.
+    PhaseInterrupted {
+        phase: PhaseId,
+        attempt: u32,
+        reason: String,
+    },
+    LoopedBack {
+        from: PhaseId,
+        to: PhaseId,
+        iteration: u32,
+        reset: Vec<PhaseId>,
+    },
+    Rewound { to: PhaseId, reset: Vec<PhaseId> },
+    TaskResumed { from: String, note: String },
+    DefinitionUpgraded {
+        from_hash: String,
+        to_hash: String,
+        phases: Vec<PhaseId>,
+        added: Vec<PhaseId>,
+        removed: Vec<PhaseId>,
+    },
+    TaskCompleted,
+    TaskFailed { phase: Option<PhaseId>, reason: String },
+    TaskCancelled { reason: String },
+    /// Free text for the history (agent events, heartbeats of long phases, notes).
+    Note {
+        phase: Option<PhaseId>,
+        text: String,
+    },
+}
+
+impl Event {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::TaskCreated { .. } => "task_created",
+            Event::Claimed { .. } => "claimed",
+            Event::PhaseStarted { .. } => "phase_started",
+            Event::PhaseProcess { .. } => "phase_process",
+            Event::PhasePassed { .. } => "phase_passed",
+            Event::PhaseFailed { .. } => "phase_failed",
+            Event::PhaseSkipped { .. } => "phase_skipped",
+            Event::PhaseWaiting { .. } => "phase_waiting",
+            Event::PhaseInterrupted { .. } => "phase_interrupted",
+            Event::LoopedBack { .. } => "looped_back",
+            Event::Rewound { .. } => "rewound",
+            Event::TaskResumed { .. } => "task_resumed",
+            Event::DefinitionUpgraded { .. } => "definition_upgraded",
+            Event::TaskCompleted => "task_completed",
+            Event::TaskFailed { .. } => "task_failed",
+            Event::TaskCancelled { .. } => "task_cancelled",
+            Event::Note { .. } => "note",
+        }
+    }
+
+    /// The phase this event is about, if any.
+    pub fn phase(&self) -> Option<&PhaseId> {
+        match self {
+            Event::PhaseStarted { phase, .. }
+            | Event::PhaseProcess { phase, .. }
+            | Event::PhasePassed { phase, .. }
+            | Event::PhaseFailed { phase, .. }
+            | Event::PhaseSkipped { phase, .. }
+            | Event::PhaseWaiting { phase, .. }
+            | Event::PhaseInterrupted { phase, .. } => Some(phase),
+            Event::LoopedBack { from, .. } => Some(from),
+            Event::Rewound { to, .. } => Some(to),
+            Event::TaskFailed { phase, .. } | Event::Note { phase, .. } => phase.as_ref(),
+            _ => None,
+        }
+    }
+
+    pub fn attempt(&self) -> Option<u32> {
+        match self {
+            Event::PhaseStarted { attempt, .. }
+            | Event::PhaseProcess { attempt, .. }
+            | Event::PhasePassed { attempt, .. }
+            | Event::PhaseFailed { attempt, .. }
+            | Event::PhaseInterrupted { attempt, .. } => Some(*attempt),
+            _ => None,
+        }
+    }
+}
+
+/// An event as stored: numbered per task and stamped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventRecord {
+    pub seq: u64,
+    pub ts: Timestamp,
+    pub event: Event,
+}

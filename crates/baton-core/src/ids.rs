@@ -1,0 +1,164 @@
+//! Task and phase identifiers, validated so they are always safe as file names.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {what} {value:?}: {reason}")]
+pub struct IdError {
+    pub what: &'static str,
+    pub value: String,
+    pub reason: &'static str,
+}
+
+/// A task id such as `01-add-auth-middleware`: letters, digits, `-`, `_`, `.`,
+/// starting with a letter or digit, at most 64 characters, never `..`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct TaskId(String);
+
+/// A phase id: `[a-z0-9][a-z0-9-]*`, at most 64 characters.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct PhaseId(String);
+
+impl TaskId {
+    pub fn parse(s: &str) -> Result<Self, IdError> {
+        let err = |reason| {
+            Err(IdError {
+                what: "task id",
+                value: s.to_string(),
+                reason,
+            })
+        };
+        if s.is_empty() {
+            return err("it is empty");
+        }
+        if s.len() > 64 {
+            return err("it is longer than 64 characters");
+        }
+        if s.contains("..") {
+            return err("it contains '..'");
+        }
+        let first = s.as_bytes()[0];
+        if !first.is_ascii_alphanumeric() {
+            return err("it must start with a letter or a digit");
+        }
+        if !s
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+        {
+            return err("only letters, digits, '-', '_' and '.' are allowed");
+        }
+        Ok(TaskId(s.to_string()))
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PhaseId {
+    pub fn parse(s: &str) -> Result<Self, IdError> {
+        let err = |reason| {
+            Err(IdError {
+                what: "phase id",
+                value: s.to_string(),
+                reason,
+            })
+        };
+        if s.is_empty() {
+            return err("it is empty");
+        }
+        if s.len() > 64 {
+            return err("it is longer than 64 characters");
+        }
+        let first = s.as_bytes()[0];
+        if !(first.is_ascii_lowercase() || first.is_ascii_digit()) {
+            return err("it must start with a lowercase letter or a digit");
+        }
+        if !s
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        {
+            return err("only lowercase letters, digits and '-' are allowed");
+        }
+        Ok(PhaseId(s.to_string()))
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+macro_rules! id_impls {
+    ($t:ty) => {
+        impl TryFrom<String> for $t {
+            type Error = IdError;
+            fn try_from(s: String) -> Result<Self, IdError> {
+                <$t>::parse(&s)
+            }
+        }
+        impl From<$t> for String {
+            fn from(id: $t) -> String {
+                id.0
+            }
+        }
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+        impl std::borrow::Borrow<str> for $t {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+    };
+}
+id_impls!(TaskId);
+id_impls!(PhaseId);
+
+/// Turns a free-text description into a task-id slug: `Add auth middleware` →
+/// `add-auth-middleware`, prefixed by a two-digit sequence number.
+pub fn slugify(seq: u32, description: &str) -> String {
+    let mut slug = String::new();
+    let mut dash = false;
+    for c in description.chars() {
+        if c.is_ascii_alphanumeric() {
+            if dash && !slug.is_empty() {
+                slug.push('-');
+            }
+            dash = false;
+            slug.push(c.to_ascii_lowercase());
+        } else {
+            dash = true;
+        }
+        if slug.len() >= 40 {
+            break;
+        }
+    }
+    if slug.is_empty() {
+        slug.push_str("task");
+    }
+    format!("{seq:02}-{slug}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_path_traversal() {
+        for bad in ["../x", "/abs", "a/b", "x\0y", "..", "", ".hidden", "a..b"] {
+            assert!(TaskId::parse(bad).is_err(), "{bad:?} accepted");
+            assert!(PhaseId::parse(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(TaskId::parse("01-add-auth.v2_x").is_ok());
+        assert!(PhaseId::parse("run-tests").is_ok());
+        assert!(PhaseId::parse("Run").is_err());
+    }
+
+    #[test]
+    fn slugs() {
+        assert_eq!(slugify(1, "Add auth middleware!"), "01-add-auth-middleware");
+        assert_eq!(slugify(12, "  ***  "), "12-task");
+    }
+}

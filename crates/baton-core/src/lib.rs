@@ -1,0 +1,27 @@
+//! baton-core: the domain of baton with no IO, no clock and no randomness.
+//!
+//! Workflow definitions are parsed and validated here, and the task state
+//! machine lives here as pure functions: `decide` turns a state and an input
+//! into journal events, `apply` folds an event into the state. Everything
+//! that touches the world (processes, git, the store, time) is passed in by
+//! the engine.
+
+pub mod brief;
+pub mod condition;
+pub mod document;
+pub mod error;
+pub mod event;
+pub mod ids;
+pub mod lease;
+pub mod machine;
+pub mod state;
+pub mod template;
+pub mod time;
+pub mod workflow;
+
+pub use error::{ErrorKind, Exit};
+pub use event::{Event, EventRecord};
+pub use ids::{PhaseId, TaskId};
+pub use state::{PhaseState, PhaseStatus, TaskState, TaskStatus};
+pub use time::{Clock, Timestamp};
+pub use workflow::Workflow;

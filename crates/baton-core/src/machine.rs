@@ -1,0 +1,663 @@
+//! The task state machine: `next` says what should happen, `decide` checks an
+//! input against the rules and returns the events it causes, `apply` folds an
+//! event into the state. All three are pure.
+
+use crate::event::{Event, EventRecord};
+use crate::ids::{PhaseId, TaskId};
+use crate::state::{Checkpoint, PhaseState, PhaseStatus, ProcessRef, TaskState, TaskStatus, WaitState};
+use crate::time::Timestamp;
+use crate::workflow::{OnFailure, PhaseKind, WaitSpec, Workflow};
+use std::collections::BTreeMap;
+
+/// A request the rules refuse, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct RuleError(pub String);
+
+fn refuse<T>(msg: impl Into<String>) -> Result<T, RuleError> {
+    Err(RuleError(msg.into()))
+}
+
+/// What the driver should do next with a task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    Start(PhaseId),
+    Skip(PhaseId, String),
+    Wait(PhaseId),
+    Complete,
+    /// A phase is IN_PROGRESS: it must finish or be interrupted first.
+    InProgress(PhaseId),
+    /// A phase is WAITING for something outside.
+    Waiting(PhaseId),
+    /// The task is not running (complete, failed, cancelled, waiting).
+    Stopped(TaskStatus),
+}
+
+/// What the driver reports or asks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    Claim { owner: String, command: String },
+    Start { phase: PhaseId, checkpoint: Option<Checkpoint> },
+    Process { phase: PhaseId, process: ProcessRef },
+    Pass { phase: PhaseId, summary: String, output: String, files_changed: Vec<String> },
+    Fail { phase: PhaseId, failure: Failure },
+    Skip { phase: PhaseId },
+    Wait { phase: PhaseId },
+    /// A durable timer is due: the waiting phase passes.
+    TimerDue { phase: PhaseId },
+    Complete,
+    /// The running process died; `reason` says how it was found out.
+    Interrupt { reason: String },
+    Resume { crashed: bool },
+    Rewind { to: PhaseId },
+    Cancel { reason: String },
+    Upgrade { to: Box<Workflow> },
+    Note { phase: Option<PhaseId>, text: String },
+}
+
+/// How an attempt failed.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Failure {
+    pub message: String,
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    pub stderr_tail: String,
+    pub files_changed: Vec<String>,
+}
+
+/// Everything needed to create a task.
+#[derive(Debug, Clone)]
+pub struct NewTask {
+    pub task_id: TaskId,
+    pub description: String,
+    pub project_name: String,
+    pub flags: BTreeMap<String, serde_json::Value>,
+    pub labels: BTreeMap<String, String>,
+    pub tech_stack: serde_json::Value,
+}
+
+/// The first event of a task; flags given override the workflow's defaults.
+pub fn create(wf: &Workflow, new: NewTask) -> Result<Event, RuleError> {
+    let mut flags = wf.flags.clone();
+    for (k, v) in new.flags {
+        if !flags.contains_key(&k) {
+            let known: Vec<&str> = wf.flags.keys().map(String::as_str).collect();
+            return refuse(format!(
+                "workflow {:?} has no flag {k:?} (its flags: {})",
+                wf.name,
+                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+            ));
+        }
+        flags.insert(k, v);
+    }
+    let mut labels = new.labels;
+    labels
+        .entry("task-id".into())
+        .or_insert_with(|| new.task_id.to_string());
+    labels
+        .entry("workflow-type".into())
+        .or_insert_with(|| wf.name.clone());
+    labels
+        .entry("repository".into())
+        .or_insert_with(|| new.project_name.clone());
+    Ok(Event::TaskCreated {
+        workflow: wf.name.clone(),
+        definition_hash: wf.hash(),
+        description: new.description,
+        project_name: new.project_name,
+        flags,
+        labels,
+        tech_stack: new.tech_stack,
+        phases: wf.phases.iter().map(|p| p.id.clone()).collect(),
+    })
+}
+
+/// Folds a whole journal into a state.
+pub fn replay(task_id: &TaskId, events: &[EventRecord]) -> Option<TaskState> {
+    let first = events.first()?;
+    let mut state = initial(task_id.clone(), first)?;
+    for r in &events[1..] {
+        apply(&mut state, r);
+    }
+    Some(state)
+}
+
+/// The state right after `TaskCreated`.
+pub fn initial(task_id: TaskId, record: &EventRecord) -> Option<TaskState> {
+    let Event::TaskCreated {
+        workflow,
+        definition_hash,
+        description,
+        project_name,
+        flags,
+        labels,
+        tech_stack,
+        phases,
+    } = &record.event
+    else {
+        return None;
+    };
+    Some(TaskState {
+        task_id,
+        workflow: workflow.clone(),
+        definition_hash: definition_hash.clone(),
+        description: description.clone(),
+        project_name: project_name.clone(),
+        created_at: record.ts,
+        updated_at: record.ts,
+        status: TaskStatus::Running,
+        flags: flags.clone(),
+        labels: labels.clone(),
+        tech_stack: tech_stack.clone(),
+        phases: phases.iter().cloned().map(PhaseState::new).collect(),
+        iteration_counts: BTreeMap::new(),
+        blockers: Vec::new(),
+        resume_note: None,
+        failure: None,
+        last_seq: record.seq,
+    })
+}
+
+/// What should happen next.
+pub fn next(state: &TaskState, wf: &Workflow) -> Next {
+    if let Some(p) = state.in_progress() {
+        return Next::InProgress(p.id.clone());
+    }
+    if state.status != TaskStatus::Running {
+        return Next::Stopped(state.status);
+    }
+    if let Some(p) = state.waiting_phase() {
+        return Next::Waiting(p.id.clone());
+    }
+    for def in &wf.phases {
+        let Some(ps) = state.phase(def.id.as_str()) else {
+            continue;
+        };
+        if ps.status != PhaseStatus::Pending || !needs_done(state, wf, &def.id) {
+            continue;
+        }
+        if let Some(cond) = &def.when
+            && !cond.eval(&state.flags)
+        {
+            return Next::Skip(def.id.clone(), "its `when` condition is false".into());
+        }
+        if matches!(def.kind, PhaseKind::Wait(_)) {
+            return Next::Wait(def.id.clone());
+        }
+        return Next::Start(def.id.clone());
+    }
+    Next::Complete
+}
+
+fn needs_done(state: &TaskState, wf: &Workflow, id: &PhaseId) -> bool {
+    wf.phase(id.as_str()).is_some_and(|def| {
+        def.needs
+            .iter()
+            .all(|n| state.phase(n.as_str()).is_some_and(|p| p.status.is_done()))
+    })
+}
+
+/// Checks `input` against the rules; returns the events it causes, in order.
+pub fn decide(
+    state: &TaskState,
+    wf: &Workflow,
+    input: Input,
+    now: Timestamp,
+) -> Result<Vec<Event>, RuleError> {
+    let phase_state = |id: &PhaseId| -> Result<&PhaseState, RuleError> {
+        state
+            .phase(id.as_str())
+            .ok_or_else(|| RuleError(format!("task {} has no phase {id:?}", state.task_id)))
+    };
+    let running = || -> Result<(), RuleError> {
+        if state.status == TaskStatus::Running {
+            Ok(())
+        } else {
+            refuse(format!(
+                "task {} is {}, not RUNNING",
+                state.task_id,
+                state.status.as_str()
+            ))
+        }
+    };
+    match input {
+        Input::Claim { owner, command } => Ok(vec![Event::Claimed { owner, command }]),
+        Input::Note { phase, text } => Ok(vec![Event::Note { phase, text }]),
+        Input::Start { phase, checkpoint } => {
+            running()?;
+            if let Some(p) = state.in_progress() {
+                return refuse(format!("phase {} is already in progress", p.id));
+            }
+            match next(state, wf) {
+                Next::Start(n) if n == phase => {}
+                other => return refuse(format!("phase {phase} cannot start now (next is {other:?})")),
+            }
+            let ps = phase_state(&phase)?;
+            Ok(vec![Event::PhaseStarted {
+                attempt: ps.attempt + 1,
+                iteration: ps.iteration,
+                phase,
+                checkpoint,
+            }])
+        }
+        Input::Process { phase, process } => {
+            let ps = phase_state(&phase)?;
+            if ps.status != PhaseStatus::InProgress {
+                return refuse(format!("phase {phase} is not in progress"));
+            }
+            Ok(vec![Event::PhaseProcess {
+                attempt: ps.attempt,
+                phase,
+                process,
+            }])
+        }
+        Input::Pass {
+            phase,
+            summary,
+            output,
+            files_changed,
+        } => {
+            let ps = phase_state(&phase)?;
+            if ps.status != PhaseStatus::InProgress {
+                return refuse(format!("phase {phase} is not in progress"));
+            }
+            Ok(vec![Event::PhasePassed {
+                attempt: ps.attempt,
+                phase,
+                summary,
+                output,
+                files_changed,
+            }])
+        }
+        Input::TimerDue { phase } => {
+            let ps = phase_state(&phase)?;
+            if ps.status != PhaseStatus::Waiting {
+                return refuse(format!("phase {phase} is not waiting"));
+            }
+            match ps.waiting.as_ref().and_then(|w| w.due_at) {
+                Some(due) if due <= now => {}
+                Some(due) => return refuse(format!("the timer of phase {phase} is due at {due}")),
+                None => return refuse(format!("phase {phase} does not wait for a timer")),
+            }
+            let mut events = Vec::new();
+            if state.status == TaskStatus::Waiting {
+                events.push(Event::TaskResumed {
+                    from: "WAITING".into(),
+                    note: format!("The timer of phase {phase} elapsed."),
+                });
+            }
+            events.push(Event::PhasePassed {
+                attempt: ps.attempt,
+                phase,
+                summary: "timer elapsed".into(),
+                output: String::new(),
+                files_changed: Vec::new(),
+            });
+            Ok(events)
+        }
+        Input::Fail { phase, failure } => {
+            let ps = phase_state(&phase)?;
+            if ps.status != PhaseStatus::InProgress {
+                return refuse(format!("phase {phase} is not in progress"));
+            }
+            let def = wf
+                .phase(phase.as_str())
+                .ok_or_else(|| RuleError(format!("workflow has no phase {phase}")))?;
+            let count = state.iteration_counts.get(phase.as_str()).copied().unwrap_or(0);
+            let can_loop = def.loop_to.is_some() && count < def.max_iterations;
+            let failures = ps.failures + 1;
+            let retry = !can_loop && failures < def.max_attempts;
+            let mut events = vec![Event::PhaseFailed {
+                attempt: ps.attempt,
+                phase: phase.clone(),
+                error: failure.message.clone(),
+                exit_code: failure.exit_code,
+                timed_out: failure.timed_out,
+                stderr_tail: failure.stderr_tail,
+                files_changed: failure.files_changed,
+                retry,
+            }];
+            if can_loop {
+                let to = def.loop_to.clone().expect("can_loop");
+                events.push(Event::LoopedBack {
+                    from: phase,
+                    reset: in_order(wf, wf.descendants(&to)),
+                    to,
+                    iteration: count + 1,
+                });
+            } else if !retry {
+                match def.on_failure {
+                    OnFailure::Skip => events.push(Event::PhaseSkipped {
+                        reason: format!(
+                            "failed {failures} time(s) ({}); on_failure = \"skip\"",
+                            failure.message
+                        ),
+                        phase,
+                    }),
+                    OnFailure::Halt | OnFailure::Retry => events.push(Event::TaskFailed {
+                        reason: format!(
+                            "phase {phase} failed {failures} time(s): {}",
+                            failure.message
+                        ),
+                        phase: Some(phase),
+                    }),
+                }
+            }
+            Ok(events)
+        }
+        Input::Skip { phase } => {
+            running()?;
+            match next(state, wf) {
+                Next::Skip(n, reason) if n == phase => Ok(vec![Event::PhaseSkipped { phase, reason }]),
+                other => refuse(format!("phase {phase} cannot be skipped now (next is {other:?})")),
+            }
+        }
+        Input::Wait { phase } => {
+            running()?;
+            match next(state, wf) {
+                Next::Wait(n) if n == phase => {}
+                other => return refuse(format!("phase {phase} cannot wait now (next is {other:?})")),
+            }
+            let Some(PhaseKind::Wait(spec)) = wf.phase(phase.as_str()).map(|p| &p.kind) else {
+                return refuse(format!("phase {phase} is not a wait phase"));
+            };
+            let due_at = match spec {
+                WaitSpec::Duration { millis } => Some(now.plus_millis(*millis as i64)),
+                _ => None,
+            };
+            Ok(vec![Event::PhaseWaiting {
+                phase,
+                description: spec.describe(),
+                due_at,
+            }])
+        }
+        Input::Complete => {
+            running()?;
+            if let Some(p) = state.phases.iter().find(|p| !p.status.is_done()) {
+                return refuse(format!("phase {} is {}", p.id, p.status.as_str()));
+            }
+            Ok(vec![Event::TaskCompleted])
+        }
+        Input::Interrupt { reason } => match state.in_progress() {
+            Some(p) => Ok(vec![Event::PhaseInterrupted {
+                phase: p.id.clone(),
+                attempt: p.attempt,
+                reason,
+            }]),
+            None => refuse("no phase is in progress"),
+        },
+        Input::Resume { crashed } => {
+            let (from, note) = match state.status {
+                TaskStatus::Running if crashed => {
+                    let at = next_phase_name(state, wf);
+                    let when = state.updated_at;
+                    ("CRASHED", format!("Resuming from {at} after a crash (the last recorded step was at {when})."))
+                }
+                TaskStatus::Running => return refuse(format!("task {} is running", state.task_id)),
+                TaskStatus::Failed => {
+                    let failed = state.phases.iter().find(|p| p.status == PhaseStatus::Failed);
+                    let note = match failed {
+                        Some(p) => format!(
+                            "Resuming from {} after it failed: {}",
+                            p.id,
+                            p.last_error.as_deref().unwrap_or("unknown error")
+                        ),
+                        None => "Resuming after a failure.".to_string(),
+                    };
+                    ("FAILED", note)
+                }
+                TaskStatus::Waiting => ("WAITING", "Resuming after a wait.".to_string()),
+                TaskStatus::Complete => return refuse(format!("task {} is already COMPLETE", state.task_id)),
+                TaskStatus::Cancelled => return refuse(format!("task {} was cancelled", state.task_id)),
+            };
+            Ok(vec![Event::TaskResumed {
+                from: from.into(),
+                note,
+            }])
+        }
+        Input::Rewind { to } => {
+            if state.in_progress().is_some() {
+                return refuse("a phase is still in progress; interrupt it first");
+            }
+            phase_state(&to)?;
+            let def = wf
+                .phase(to.as_str())
+                .ok_or_else(|| RuleError(format!("the workflow has no phase {to:?}")))?;
+            for n in &def.needs {
+                if !state.phase(n.as_str()).is_some_and(|p| p.status.is_done()) {
+                    return refuse(format!(
+                        "cannot rewind to {to}: it needs {n}, which has not passed yet"
+                    ));
+                }
+            }
+            Ok(vec![Event::Rewound {
+                reset: in_order(wf, wf.descendants(&to)),
+                to,
+            }])
+        }
+        Input::Cancel { reason } => {
+            if matches!(state.status, TaskStatus::Complete | TaskStatus::Cancelled) {
+                return refuse(format!(
+                    "task {} is already {}",
+                    state.task_id,
+                    state.status.as_str()
+                ));
+            }
+            let mut events = Vec::new();
+            if let Some(p) = state.in_progress() {
+                events.push(Event::PhaseInterrupted {
+                    phase: p.id.clone(),
+                    attempt: p.attempt,
+                    reason: "cancelled".into(),
+                });
+            }
+            events.push(Event::TaskCancelled { reason });
+            Ok(events)
+        }
+        Input::Upgrade { to } => {
+            if state.in_progress().is_some() {
+                return refuse("a phase is still in progress; interrupt it first");
+            }
+            let new_ids: Vec<PhaseId> = to.phases.iter().map(|p| p.id.clone()).collect();
+            let added = new_ids
+                .iter()
+                .filter(|id| state.phase(id.as_str()).is_none())
+                .cloned()
+                .collect();
+            let removed = state
+                .phases
+                .iter()
+                .filter(|p| to.phase(p.id.as_str()).is_none())
+                .map(|p| p.id.clone())
+                .collect();
+            Ok(vec![Event::DefinitionUpgraded {
+                from_hash: state.definition_hash.clone(),
+                to_hash: to.hash(),
+                phases: new_ids,
+                added,
+                removed,
+            }])
+        }
+    }
+}
+
+fn next_phase_name(state: &TaskState, wf: &Workflow) -> String {
+    match next(state, wf) {
+        Next::Start(p) | Next::Skip(p, _) | Next::Wait(p) | Next::InProgress(p) | Next::Waiting(p) => {
+            p.to_string()
+        }
+        _ => "the next phase".into(),
+    }
+}
+
+fn in_order(wf: &Workflow, set: std::collections::HashSet<PhaseId>) -> Vec<PhaseId> {
+    wf.phases
+        .iter()
+        .filter(|p| set.contains(&p.id))
+        .map(|p| p.id.clone())
+        .collect()
+}
+
+/// Folds one stored event into the state.
+pub fn apply(state: &mut TaskState, record: &EventRecord) {
+    state.last_seq = record.seq;
+    state.updated_at = record.ts;
+    let ts = record.ts;
+    match &record.event {
+        Event::TaskCreated { .. } | Event::Claimed { .. } | Event::Note { .. } => {}
+        Event::PhaseStarted {
+            phase,
+            attempt,
+            checkpoint,
+            ..
+        } => {
+            if let Some(p) = state.phase_mut(phase.as_str()) {
+                p.status = PhaseStatus::InProgress;
+                p.attempt = *attempt;
+                p.started_at = Some(ts);
+                p.completed_at = None;
+                p.process = None;
+                if checkpoint.is_some() {
+                    p.checkpoint = checkpoint.clone();
+                }
+            }
+        }
+        Event::PhaseProcess { phase, process, .. } => {
+            if let Some(p) = state.phase_mut(phase.as_str()) {
+                p.process = Some(process.clone());
+            }
+        }
+        Event::PhasePassed {
+            phase,
+            summary,
+            output,
+            files_changed,
+            ..
+        } => {
+            if let Some(p) = state.phase_mut(phase.as_str()) {
+                p.status = PhaseStatus::Pass;
+                p.completed_at = Some(ts);
+                p.summary = Some(summary.clone());
+                p.output = Some(output.clone());
+                p.files_changed = files_changed.clone();
+                p.process = None;
+                p.last_error = None;
+                p.waiting = None;
+            }
+            let prefix = format!("{phase}: ");
+            state.blockers.retain(|b| !b.starts_with(&prefix));
+            state.resume_note = None;
+        }
+        Event::PhaseFailed {
+            phase,
+            error,
+            retry,
+            files_changed,
+            ..
+        } => {
+            if let Some(p) = state.phase_mut(phase.as_str()) {
+                p.failures += 1;
+                p.status = if *retry {
+                    PhaseStatus::Pending
+                } else {
+                    PhaseStatus::Failed
+                };
+                p.completed_at = Some(ts);
+                p.process = None;
+                p.last_error = Some(error.clone());
+                p.files_changed = files_changed.clone();
+            }
+            let blocker = format!("{phase}: {error}");
+            let prefix = format!("{phase}: ");
+            state.blockers.retain(|b| !b.starts_with(&prefix));
+            state.blockers.push(blocker);
+        }
+        Event::PhaseSkipped { phase, .. } => {
+            if let Some(p) = state.phase_mut(phase.as_str()) {
+                p.status = PhaseStatus::Skipped;
+                p.completed_at = Some(ts);
+                p.process = None;
+            }
+        }
+        Event::PhaseWaiting {
+            phase,
+            description,
+            due_at,
+        } => {
+            if let Some(p) = state.phase_mut(phase.as_str()) {
+                p.status = PhaseStatus::Waiting;
+                p.started_at = Some(ts);
+                p.waiting = Some(WaitState {
+                    description: description.clone(),
+                    due_at: *due_at,
+                });
+            }
+            state.status = TaskStatus::Waiting;
+        }
+        Event::PhaseInterrupted { phase, .. } => {
+            if let Some(p) = state.phase_mut(phase.as_str()) {
+                p.status = PhaseStatus::Pending;
+                p.process = None;
+            }
+        }
+        Event::LoopedBack {
+            from,
+            iteration,
+            reset,
+            ..
+        } => {
+            for id in reset {
+                if let Some(p) = state.phase_mut(id.as_str()) {
+                    p.reset();
+                }
+            }
+            state.iteration_counts.insert(from.to_string(), *iteration);
+        }
+        Event::Rewound { reset, .. } => {
+            for id in reset {
+                if let Some(p) = state.phase_mut(id.as_str()) {
+                    p.reset();
+                }
+                state.iteration_counts.remove(id.as_str());
+                let prefix = format!("{id}: ");
+                state.blockers.retain(|b| !b.starts_with(&prefix));
+            }
+            state.status = TaskStatus::Running;
+            state.failure = None;
+        }
+        Event::TaskResumed { from, note } => {
+            if from == "FAILED" {
+                for p in state.phases.iter_mut().filter(|p| p.status == PhaseStatus::Failed) {
+                    p.status = PhaseStatus::Pending;
+                    p.failures = 0;
+                }
+            }
+            state.status = TaskStatus::Running;
+            state.failure = None;
+            state.resume_note = Some(note.clone());
+        }
+        Event::DefinitionUpgraded { to_hash, phases, .. } => {
+            let mut old: Vec<PhaseState> = std::mem::take(&mut state.phases);
+            state.phases = phases
+                .iter()
+                .map(|id| match old.iter().position(|p| &p.id == id) {
+                    Some(i) => old.swap_remove(i),
+                    None => PhaseState::new(id.clone()),
+                })
+                .collect();
+            state.definition_hash = to_hash.clone();
+        }
+        Event::TaskCompleted => {
+            state.status = TaskStatus::Complete;
+            state.resume_note = None;
+        }
+        Event::TaskFailed { reason, .. } => {
+            state.status = TaskStatus::Failed;
+            state.failure = Some(reason.clone());
+        }
+        Event::TaskCancelled { reason } => {
+            state.status = TaskStatus::Cancelled;
+            state.failure = Some(reason.clone());
+        }
+    }
+}

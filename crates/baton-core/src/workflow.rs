@@ -1,0 +1,728 @@
+//! Workflow definitions (`.baton/workflows/NAME.toml`, spec/workflow.md):
+//! parsing with exact error locations, and validation of the phase graph.
+
+use crate::condition::Condition;
+use crate::ids::PhaseId;
+use crate::template;
+use serde::{Deserialize, Serialize};
+use serde_spanned::Spanned;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::Range;
+
+/// A validated workflow. Serialized as JSON it is the pinned definition a
+/// task keeps (prompt files are inlined, so editing them changes the hash).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Workflow {
+    pub name: String,
+    pub description: String,
+    pub defaults: Defaults,
+    pub flags: BTreeMap<String, serde_json::Value>,
+    pub phases: Vec<Phase>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Defaults {
+    pub agent: Option<String>,
+    pub timeout_ms: Option<u64>,
+    pub max_attempts: u32,
+    pub on_failure: OnFailure,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnFailure {
+    Halt,
+    Skip,
+    Retry,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Phase {
+    pub id: PhaseId,
+    pub needs: Vec<PhaseId>,
+    pub when: Option<Condition>,
+    pub kind: PhaseKind,
+    pub agent: Option<String>,
+    pub loop_to: Option<PhaseId>,
+    pub max_iterations: u32,
+    pub max_attempts: u32,
+    pub on_failure: OnFailure,
+    pub timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PhaseKind {
+    /// A shell command; exit 0 is PASS.
+    Run { command: String },
+    /// An agent phase; `template` is the prompt (inlined from `prompt_file`
+    /// when `file` is set).
+    Prompt {
+        template: String,
+        file: Option<String>,
+    },
+    /// Waits for an external event, a human, or a durable timer.
+    Wait(WaitSpec),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitSpec {
+    Event {
+        event: String,
+        matches: BTreeMap<String, String>,
+    },
+    Human {
+        question: String,
+        options: Vec<String>,
+    },
+    Duration {
+        millis: u64,
+    },
+}
+
+impl WaitSpec {
+    /// A sentence saying what the phase waits for.
+    pub fn describe(&self) -> String {
+        match self {
+            WaitSpec::Event { event, matches } if matches.is_empty() => {
+                format!("the event {event}")
+            }
+            WaitSpec::Event { event, matches } => {
+                let m: Vec<String> = matches.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                format!("the event {event} matching {}", m.join(", "))
+            }
+            WaitSpec::Human { question, options } if options.is_empty() => {
+                format!("a human answer to {question:?}")
+            }
+            WaitSpec::Human { question, options } => {
+                format!("a human answer to {question:?} ({})", options.join("/"))
+            }
+            WaitSpec::Duration { millis } => {
+                format!("a timer of {}", crate::time::human_millis(*millis as i64))
+            }
+        }
+    }
+}
+
+impl Phase {
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            PhaseKind::Run { .. } => "command",
+            PhaseKind::Prompt { .. } => "agent",
+            PhaseKind::Wait(_) => "wait",
+        }
+    }
+}
+
+/// An invalid workflow file, located at `file:line:column`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}:{column}: {message}")]
+pub struct WorkflowError {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+impl Workflow {
+    /// Parses and validates a workflow. `file` is the path shown in errors,
+    /// `stem` the file name without `.toml` (the `name` must equal it), and
+    /// `read_prompt` loads a `prompt_file` (relative to `.baton/`).
+    pub fn parse(
+        source: &str,
+        file: &str,
+        stem: &str,
+        read_prompt: &dyn Fn(&str) -> Result<String, String>,
+    ) -> Result<Workflow, WorkflowError> {
+        let at = |span: Option<Range<usize>>, message: String| {
+            let (line, column) = line_col(source, span.map(|s| s.start).unwrap_or(0));
+            WorkflowError {
+                file: file.to_string(),
+                line,
+                column,
+                message,
+            }
+        };
+        let raw: RawWorkflow = toml::from_str(source).map_err(|e| {
+            let msg = e.message().trim().to_string();
+            at(e.span(), msg)
+        })?;
+        if raw.name.get_ref() != stem {
+            return Err(at(
+                Some(raw.name.span()),
+                format!(
+                    "name {:?} must equal the file name {stem:?}",
+                    raw.name.get_ref()
+                ),
+            ));
+        }
+        let mut flags = BTreeMap::new();
+        for (k, v) in raw.flags.unwrap_or_default() {
+            let v = match v.into_inner() {
+                toml::Value::Boolean(b) => serde_json::Value::Bool(b),
+                toml::Value::Integer(i) => serde_json::Value::from(i),
+                toml::Value::String(s) => serde_json::Value::String(s),
+                other => {
+                    return Err(at(
+                        None,
+                        format!(
+                            "flag {k:?} must be a boolean, an integer or a string, not a {}",
+                            other.type_str()
+                        ),
+                    ));
+                }
+            };
+            flags.insert(k, v);
+        }
+        let d = raw.defaults.unwrap_or_default();
+        let defaults = Defaults {
+            agent: d.agent,
+            timeout_ms: match &d.timeout {
+                Some(t) => Some(parse_duration(t.get_ref()).map_err(|m| at(Some(t.span()), m))?),
+                None => None,
+            },
+            max_attempts: match &d.max_attempts {
+                Some(m) if *m.get_ref() == 0 => {
+                    return Err(at(Some(m.span()), "max_attempts must be at least 1".into()));
+                }
+                Some(m) => *m.get_ref(),
+                None => 1,
+            },
+            on_failure: match &d.on_failure {
+                Some(o) => parse_on_failure(o.get_ref()).map_err(|m| at(Some(o.span()), m))?,
+                None => OnFailure::Halt,
+            },
+        };
+        if raw.phase.is_empty() {
+            return Err(at(None, "a workflow needs at least one [[phase]]".into()));
+        }
+
+        // Ids first, so `needs` and `loop_to` can point forward.
+        let mut ids: HashMap<String, usize> = HashMap::new();
+        for (i, p) in raw.phase.iter().enumerate() {
+            let id = p.get_ref().id.get_ref();
+            PhaseId::parse(id).map_err(|e| at(Some(p.get_ref().id.span()), e.to_string()))?;
+            if ids.insert(id.clone(), i).is_some() {
+                return Err(at(
+                    Some(p.get_ref().id.span()),
+                    format!("duplicate phase id {id:?}"),
+                ));
+            }
+        }
+        let check_template = |t: &Spanned<String>| -> Result<(), WorkflowError> {
+            check_template(t.get_ref(), &flags).map_err(|m| at(Some(t.span()), m))
+        };
+
+        let mut phases = Vec::with_capacity(raw.phase.len());
+        let mut need_spans: Vec<Vec<Range<usize>>> = Vec::new();
+        let mut loop_spans: Vec<Option<Range<usize>>> = Vec::new();
+        for (i, sp) in raw.phase.iter().enumerate() {
+            let p = sp.get_ref();
+            let id = PhaseId::parse(p.id.get_ref()).expect("checked above");
+            let phase_at = Some(p.id.span());
+            let mut needs = Vec::new();
+            let mut spans = Vec::new();
+            match &p.needs {
+                Some(list) => {
+                    for n in list {
+                        if !ids.contains_key(n.get_ref()) {
+                            return Err(at(
+                                Some(n.span()),
+                                format!(
+                                    "phase {id:?} needs unknown phase {:?}",
+                                    n.get_ref()
+                                ),
+                            ));
+                        }
+                        if n.get_ref() == id.as_str() {
+                            return Err(at(
+                                Some(n.span()),
+                                format!("phase {id:?} cannot need itself"),
+                            ));
+                        }
+                        needs.push(PhaseId::parse(n.get_ref()).expect("known id"));
+                        spans.push(n.span());
+                    }
+                }
+                None if i > 0 => {
+                    let prev = raw.phase[i - 1].get_ref().id.get_ref();
+                    needs.push(PhaseId::parse(prev).expect("known id"));
+                    spans.push(p.id.span());
+                }
+                None => {}
+            }
+            need_spans.push(spans);
+
+            let set = [
+                p.run.is_some(),
+                p.prompt.is_some(),
+                p.prompt_file.is_some(),
+                p.wait.is_some(),
+            ]
+            .iter()
+            .filter(|b| **b)
+            .count();
+            if set != 1 {
+                return Err(at(
+                    phase_at,
+                    format!(
+                        "phase {id:?} must have exactly one of `prompt`, `prompt_file`, `run` or `wait` (it has {set})"
+                    ),
+                ));
+            }
+            let kind = if let Some(run) = &p.run {
+                check_template(run)?;
+                PhaseKind::Run {
+                    command: run.get_ref().clone(),
+                }
+            } else if let Some(prompt) = &p.prompt {
+                check_template(prompt)?;
+                PhaseKind::Prompt {
+                    template: prompt.get_ref().clone(),
+                    file: None,
+                }
+            } else if let Some(pf) = &p.prompt_file {
+                let rel = pf.get_ref();
+                if rel.starts_with('/') || rel.split('/').any(|c| c == "..") {
+                    return Err(at(
+                        Some(pf.span()),
+                        format!("prompt_file {rel:?} must be a path inside .baton/"),
+                    ));
+                }
+                let text = read_prompt(rel).map_err(|m| {
+                    at(Some(pf.span()), format!("cannot read prompt_file {rel:?}: {m}"))
+                })?;
+                check_template(&Spanned::new(pf.span(), text.clone()))
+                    .map_err(|e| WorkflowError {
+                        message: format!("in {rel}: {}", e.message),
+                        ..e
+                    })?;
+                PhaseKind::Prompt {
+                    template: text,
+                    file: Some(rel.clone()),
+                }
+            } else {
+                let w = p.wait.as_ref().expect("counted above");
+                PhaseKind::Wait(parse_wait(w.get_ref(), &flags).map_err(|m| at(Some(w.span()), m))?)
+            };
+            let when = match &p.when {
+                Some(w) => Some(
+                    Condition::parse(w.get_ref(), |f| flags.contains_key(f))
+                        .map_err(|m| at(Some(w.span()), m))?,
+                ),
+                None => None,
+            };
+            let loop_to = match &p.loop_to {
+                Some(l) => {
+                    if !ids.contains_key(l.get_ref()) {
+                        return Err(at(
+                            Some(l.span()),
+                            format!("phase {id:?} loops to unknown phase {:?}", l.get_ref()),
+                        ));
+                    }
+                    Some(PhaseId::parse(l.get_ref()).expect("known id"))
+                }
+                None => None,
+            };
+            loop_spans.push(p.loop_to.as_ref().map(|l| l.span()));
+            if p.max_iterations.is_some() && loop_to.is_none() {
+                return Err(at(
+                    phase_at,
+                    format!("phase {id:?} sets max_iterations without loop_to"),
+                ));
+            }
+            let max_attempts = match &p.max_attempts {
+                Some(m) if *m.get_ref() == 0 => {
+                    return Err(at(Some(m.span()), "max_attempts must be at least 1".into()));
+                }
+                Some(m) => *m.get_ref(),
+                None => defaults.max_attempts,
+            };
+            phases.push(Phase {
+                id,
+                needs,
+                when,
+                kind,
+                agent: p.agent.clone().or_else(|| defaults.agent.clone()),
+                loop_to,
+                max_iterations: p.max_iterations.unwrap_or(3),
+                max_attempts,
+                on_failure: match &p.on_failure {
+                    Some(o) => parse_on_failure(o.get_ref()).map_err(|m| at(Some(o.span()), m))?,
+                    None => defaults.on_failure,
+                },
+                timeout_ms: match &p.timeout {
+                    Some(t) => Some(parse_duration(t.get_ref()).map_err(|m| at(Some(t.span()), m))?),
+                    None => defaults.timeout_ms,
+                },
+            });
+        }
+
+        let wf = Workflow {
+            name: raw.name.into_inner(),
+            description: raw.description.unwrap_or_default(),
+            defaults,
+            flags,
+            phases,
+        };
+        if let Some((i, j)) = wf.find_cycle() {
+            let span = need_spans[i].get(j).cloned();
+            return Err(at(
+                span,
+                format!(
+                    "phase {:?} needing {:?} makes a cycle",
+                    wf.phases[i].id.as_str(),
+                    wf.phases[i].needs[j].as_str()
+                ),
+            ));
+        }
+        for (i, p) in wf.phases.iter().enumerate() {
+            if let Some(l) = &p.loop_to
+                && !wf.ancestors(&p.id).contains(l)
+            {
+                return Err(at(
+                    loop_spans[i].clone(),
+                    format!(
+                        "phase {:?} loops to {:?}, which is not one of the phases it needs (directly or through others)",
+                        p.id.as_str(),
+                        l.as_str()
+                    ),
+                ));
+            }
+        }
+        Ok(wf)
+    }
+
+    /// The SHA-256 of the canonical JSON form: the definition's identity.
+    pub fn hash(&self) -> String {
+        let json = serde_json::to_vec(self).expect("workflow serializes");
+        let digest = Sha256::digest(&json);
+        digest.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    pub fn phase(&self, id: &str) -> Option<&Phase> {
+        self.phases.iter().find(|p| p.id.as_str() == id)
+    }
+
+    pub fn index_of(&self, id: &str) -> Option<usize> {
+        self.phases.iter().position(|p| p.id.as_str() == id)
+    }
+
+    /// Every phase `id` needs, directly or through others.
+    pub fn ancestors(&self, id: &PhaseId) -> HashSet<PhaseId> {
+        let mut seen = HashSet::new();
+        let mut stack = vec![id.clone()];
+        while let Some(cur) = stack.pop() {
+            if let Some(p) = self.phase(cur.as_str()) {
+                for n in &p.needs {
+                    if seen.insert(n.clone()) {
+                        stack.push(n.clone());
+                    }
+                }
+            }
+        }
+        seen
+    }
+
+    /// `id` and every phase that needs it, directly or through others.
+    pub fn descendants(&self, id: &PhaseId) -> HashSet<PhaseId> {
+        let mut seen = HashSet::new();
+        seen.insert(id.clone());
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for p in &self.phases {
+                if !seen.contains(&p.id) && p.needs.iter().any(|n| seen.contains(n)) {
+                    seen.insert(p.id.clone());
+                    changed = true;
+                }
+            }
+        }
+        seen
+    }
+
+    /// A (phase index, needs index) that closes a cycle, if any.
+    fn find_cycle(&self) -> Option<(usize, usize)> {
+        // 0 = unvisited, 1 = on stack, 2 = done
+        let mut mark = vec![0u8; self.phases.len()];
+        fn visit(wf: &Workflow, i: usize, mark: &mut [u8]) -> Option<(usize, usize)> {
+            mark[i] = 1;
+            for (j, n) in wf.phases[i].needs.iter().enumerate() {
+                let k = wf.index_of(n.as_str()).expect("validated");
+                if mark[k] == 1 {
+                    return Some((i, j));
+                }
+                if mark[k] == 0
+                    && let Some(c) = visit(wf, k, mark)
+                {
+                    return Some(c);
+                }
+            }
+            mark[i] = 2;
+            None
+        }
+        for i in 0..self.phases.len() {
+            if mark[i] == 0
+                && let Some(c) = visit(self, i, &mut mark)
+            {
+                return Some(c);
+            }
+        }
+        None
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(source.len());
+    let before = &source[..offset];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+/// Parses `30m`, `2h`, `1h 30m`, `500ms` into milliseconds.
+pub fn parse_duration(s: &str) -> Result<u64, String> {
+    humantime::parse_duration(s)
+        .map(|d| d.as_millis() as u64)
+        .map_err(|e| format!("invalid duration {s:?}: {e} (write e.g. \"30s\", \"10m\", \"2h\")"))
+}
+
+fn parse_on_failure(s: &str) -> Result<OnFailure, String> {
+    match s {
+        "halt" => Ok(OnFailure::Halt),
+        "skip" => Ok(OnFailure::Skip),
+        "retry" => Ok(OnFailure::Retry),
+        other => Err(format!(
+            "on_failure must be \"halt\", \"skip\" or \"retry\", not {other:?}"
+        )),
+    }
+}
+
+/// Refuses templates with unknown variables.
+fn check_template(t: &str, flags: &BTreeMap<String, serde_json::Value>) -> Result<(), String> {
+    let vars = template::variables(t).map_err(|e| e.to_string())?;
+    for v in vars {
+        if !is_known_variable(v, flags) {
+            return Err(format!(
+                "unknown template variable {{{{{v}}}}} (known: task, task_id, phase, brief, flags.NAME, labels.NAME)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub fn is_known_variable(v: &str, flags: &BTreeMap<String, serde_json::Value>) -> bool {
+    match v {
+        "task" | "task_id" | "phase" | "brief" => true,
+        _ => {
+            if let Some(f) = v.strip_prefix("flags.") {
+                flags.contains_key(f)
+            } else if let Some(l) = v.strip_prefix("labels.") {
+                !l.is_empty()
+            } else {
+                false
+            }
+        }
+    }
+}
+
+fn parse_wait(w: &RawWait, flags: &BTreeMap<String, serde_json::Value>) -> Result<WaitSpec, String> {
+    let kinds = [w.event.is_some(), w.human.is_some(), w.duration.is_some()]
+        .iter()
+        .filter(|b| **b)
+        .count();
+    if kinds != 1 {
+        return Err("wait must have exactly one of `event`, `human` or `duration`".into());
+    }
+    if w.r#match.is_some() && w.event.is_none() {
+        return Err("wait `match` only goes with `event`".into());
+    }
+    if w.options.is_some() && w.human.is_none() {
+        return Err("wait `options` only go with `human`".into());
+    }
+    if let Some(event) = &w.event {
+        let matches = w.r#match.clone().unwrap_or_default();
+        for v in matches.values() {
+            check_template(v, flags)?;
+        }
+        Ok(WaitSpec::Event {
+            event: event.clone(),
+            matches,
+        })
+    } else if let Some(q) = &w.human {
+        Ok(WaitSpec::Human {
+            question: q.clone(),
+            options: w.options.clone().unwrap_or_default(),
+        })
+    } else {
+        Ok(WaitSpec::Duration {
+            millis: parse_duration(w.duration.as_deref().expect("counted"))?,
+        })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkflow {
+    name: Spanned<String>,
+    description: Option<String>,
+    defaults: Option<RawDefaults>,
+    flags: Option<BTreeMap<String, Spanned<toml::Value>>>,
+    #[serde(default)]
+    phase: Vec<Spanned<RawPhase>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawDefaults {
+    agent: Option<String>,
+    timeout: Option<Spanned<String>>,
+    max_attempts: Option<Spanned<u32>>,
+    on_failure: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPhase {
+    id: Spanned<String>,
+    needs: Option<Vec<Spanned<String>>>,
+    when: Option<Spanned<String>>,
+    run: Option<Spanned<String>>,
+    prompt: Option<Spanned<String>>,
+    prompt_file: Option<Spanned<String>>,
+    agent: Option<String>,
+    loop_to: Option<Spanned<String>>,
+    max_iterations: Option<u32>,
+    max_attempts: Option<Spanned<u32>>,
+    on_failure: Option<Spanned<String>>,
+    timeout: Option<Spanned<String>>,
+    wait: Option<Spanned<RawWait>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWait {
+    event: Option<String>,
+    r#match: Option<BTreeMap<String, String>>,
+    human: Option<String>,
+    options: Option<Vec<String>>,
+    duration: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(src: &str) -> Result<Workflow, WorkflowError> {
+        Workflow::parse(src, "wf.toml", "wf", &|p| {
+            if p == "prompts/x.md" {
+                Ok("Do {{task}}".into())
+            } else {
+                Err("no such file".into())
+            }
+        })
+    }
+
+    #[test]
+    fn parses_spec_example() {
+        let wf = parse(
+            r#"
+name = "wf"
+[defaults]
+agent = "claude"
+timeout = "30m"
+max_attempts = 2
+[flags]
+security = false
+[[phase]]
+id = "analyze"
+prompt = "Analyze {{task}}\n{{brief}}"
+[[phase]]
+id = "execute"
+prompt_file = "prompts/x.md"
+agent = "codex"
+[[phase]]
+id = "validate"
+run = "cargo test"
+loop_to = "execute"
+max_iterations = 3
+[[phase]]
+id = "security"
+when = "flags.security"
+run = "true"
+[[phase]]
+id = "approve"
+wait = { human = "Ship it?", options = ["yes", "no"] }
+"#,
+        )
+        .unwrap();
+        assert_eq!(wf.phases.len(), 5);
+        assert_eq!(wf.phases[1].needs[0].as_str(), "analyze");
+        assert_eq!(wf.phases[1].agent.as_deref(), Some("codex"));
+        assert_eq!(wf.phases[0].agent.as_deref(), Some("claude"));
+        assert_eq!(wf.phases[2].timeout_ms, Some(1_800_000));
+        assert_eq!(wf.phases[2].max_attempts, 2);
+        assert!(matches!(&wf.phases[1].kind, PhaseKind::Prompt { template, .. } if template == "Do {{task}}"));
+    }
+
+    fn err(src: &str) -> WorkflowError {
+        parse(src).expect_err("should be invalid")
+    }
+
+    #[test]
+    fn unknown_key_has_line_and_column() {
+        let e = err("name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\nrnu = 1\n");
+        assert_eq!((e.line, e.column), (5, 1), "{e}");
+        assert!(e.message.contains("unknown field `rnu`"), "{e}");
+    }
+
+    #[test]
+    fn unknown_needs_and_loop_to() {
+        let e = err("name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\nneeds = [\"zz\"]\n");
+        assert_eq!(e.line, 5);
+        assert!(e.message.contains("unknown phase \"zz\""));
+        let e = err("name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\n[[phase]]\nid = \"b\"\nrun = \"x\"\nloop_to = \"c\"\n");
+        assert_eq!(e.line, 8);
+    }
+
+    #[test]
+    fn cycles_duplicates_and_templates() {
+        let e = err("name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\nneeds = [\"b\"]\n[[phase]]\nid = \"b\"\nrun = \"true\"\nneeds = [\"a\"]\n");
+        assert!(e.message.contains("cycle"), "{e}");
+        let e = err("name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\n");
+        assert!(e.message.contains("duplicate phase id"), "{e}");
+        assert_eq!(e.line, 6);
+        let e = err("name = \"wf\"\n[[phase]]\nid = \"a\"\nprompt = \"hi {{nope}}\"\n");
+        assert!(e.message.contains("unknown template variable {{nope}}"), "{e}");
+        assert_eq!((e.line, e.column), (4, 10));
+        let e = err("name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"echo {{flags.x}}\"\n");
+        assert!(e.message.contains("flags.x"), "{e}");
+    }
+
+    #[test]
+    fn loop_to_must_be_an_ancestor() {
+        let e = err("name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\nloop_to = \"b\"\n[[phase]]\nid = \"b\"\nrun = \"true\"\n");
+        assert!(e.message.contains("not one of the phases it needs"), "{e}");
+    }
+
+    #[test]
+    fn name_must_match_and_phase_ids_are_safe() {
+        let e = err("name = \"other\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\n");
+        assert!(e.message.contains("must equal the file name"));
+        let e = err("name = \"wf\"\n[[phase]]\nid = \"../x\"\nrun = \"true\"\n");
+        assert!(e.message.contains("invalid phase id"), "{e}");
+        let e = err("name = \"wf\"\n[[phase]]\nid = \"a\"\nprompt_file = \"../../etc/passwd\"\n");
+        assert!(e.message.contains("inside .baton"), "{e}");
+    }
+
+    #[test]
+    fn hash_changes_with_content() {
+        let a = parse("name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\n").unwrap();
+        let b = parse("name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"false\"\n").unwrap();
+        assert_ne!(a.hash(), b.hash());
+        assert_eq!(a.hash(), a.clone().hash());
+    }
+}
