@@ -1,1 +1,5 @@
-fn main() {}
+//! The `baton` binary: parse arguments and hand over to the library.
+
+fn main() -> std::process::ExitCode {
+    baton_cli::run()
+}

@@ -1,7 +1,7 @@
 //! Journal events: every state transition of a task, appended in order.
 
 use crate::ids::PhaseId;
-use crate::state::{Checkpoint, ProcessRef};
+use crate::state::{Checkpoint, PhaseState, ProcessRef, TaskStatus};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -80,6 +80,15 @@ pub enum Event {
     TaskCompleted,
     TaskFailed { phase: Option<PhaseId>, reason: String },
     TaskCancelled { reason: String },
+    /// Phase states taken over wholesale: a fork inheriting the phases
+    /// before its starting point, or `doctor --fix` rebuilding a task from its
+    /// rendered files.
+    Adopted {
+        source: String,
+        phases: Vec<PhaseState>,
+        iteration_counts: BTreeMap<String, u32>,
+        status: TaskStatus,
+    },
     /// Free text for the history (agent events, heartbeats of long phases, notes).
     Note {
         phase: Option<PhaseId>,
@@ -106,6 +115,7 @@ impl Event {
             Event::TaskCompleted => "task_completed",
             Event::TaskFailed { .. } => "task_failed",
             Event::TaskCancelled { .. } => "task_cancelled",
+            Event::Adopted { .. } => "adopted",
             Event::Note { .. } => "note",
         }
     }

@@ -390,8 +390,11 @@ pub fn decide(
             let (from, note) = match state.status {
                 TaskStatus::Running if crashed => {
                     let at = next_phase_name(state, wf);
-                    let when = state.updated_at;
-                    ("CRASHED", format!("Resuming from {at} after a crash (the last recorded step was at {when})."))
+                    let note = match state.phase(&at).filter(|p| p.attempt > 0).and_then(|p| p.started_at.map(|t| (p.attempt, t))) {
+                        Some((n, t)) => format!("Resuming from {at} after a crash: attempt {n}, started at {t}, was interrupted and runs again from its start."),
+                        None => format!("Resuming from {at} after a crash."),
+                    };
+                    ("CRASHED", note)
                 }
                 TaskStatus::Running => return refuse(format!("task {} is running", state.task_id)),
                 TaskStatus::Failed => {
@@ -496,6 +499,24 @@ fn in_order(wf: &Workflow, set: std::collections::HashSet<PhaseId>) -> Vec<Phase
         .filter(|p| set.contains(&p.id))
         .map(|p| p.id.clone())
         .collect()
+}
+
+/// The phases an event changes, read before it is applied; `None` means the
+/// phase list itself changes. The store rewrites only these rows.
+pub fn touched(state: &TaskState, event: &Event) -> Option<Vec<PhaseId>> {
+    Some(match event {
+        Event::DefinitionUpgraded { .. } | Event::TaskCreated { .. } => return None,
+        Event::LoopedBack { reset, .. } | Event::Rewound { reset, .. } => reset.clone(),
+        Event::Adopted { phases, .. } => phases.iter().map(|p| p.id.clone()).collect(),
+        Event::TaskResumed { from, .. } if from == "FAILED" => state
+            .phases
+            .iter()
+            .filter(|p| p.status == PhaseStatus::Failed)
+            .map(|p| p.id.clone())
+            .collect(),
+        Event::TaskFailed { .. } | Event::Note { .. } => Vec::new(),
+        other => other.phase().cloned().into_iter().collect(),
+    })
 }
 
 /// Folds one stored event into the state.
@@ -646,6 +667,20 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
                 })
                 .collect();
             state.definition_hash = to_hash.clone();
+        }
+        Event::Adopted {
+            phases,
+            iteration_counts,
+            status,
+            ..
+        } => {
+            for adopted in phases {
+                if let Some(p) = state.phase_mut(adopted.id.as_str()) {
+                    *p = adopted.clone();
+                }
+            }
+            state.iteration_counts = iteration_counts.clone();
+            state.status = *status;
         }
         Event::TaskCompleted => {
             state.status = TaskStatus::Complete;

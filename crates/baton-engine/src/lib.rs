@@ -1,1 +1,21 @@
-//! placeholder
+//! baton-engine: drives tasks through their phases, durably.
+//!
+//! It owns all IO around the pure core: the project folder and its config,
+//! leases and heartbeats, phase processes in their own process groups, git
+//! checkpoints, and the files rendered from the store. It never talks to the
+//! user directly; it reports through an [`Observer`].
+
+pub mod config;
+pub mod doctor;
+pub mod engine;
+pub mod error;
+pub mod git;
+pub mod host;
+pub mod process;
+pub mod project;
+pub mod render;
+pub mod techstack;
+
+pub use engine::{Engine, Observer, Outcome, RunOptions, ResumeOptions};
+pub use error::Error;
+pub use project::Project;

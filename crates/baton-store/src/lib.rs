@@ -1,1 +1,149 @@
-//! placeholder
+//! baton-store: where the journal and the projections live.
+//!
+//! [`Store`] speaks domain types only. Every transition is committed as one
+//! transaction holding the new journal events, the task row and the phase
+//! rows that changed, after checking that the writer still holds the task's
+//! lease and has seen the latest event. [`sqlite::SqliteStore`] is the
+//! embedded backend; a PostgreSQL backend implements the same trait.
+
+pub mod sqlite;
+
+use baton_core::lease::{Lease, LeaseOwner};
+use baton_core::state::{PhaseState, TaskStatus};
+use baton_core::{EventRecord, TaskId, TaskState, Timestamp};
+
+pub use sqlite::{SqliteStore, Synchronous};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("no task {0}")]
+    NotFound(TaskId),
+    #[error("a task {0} already exists")]
+    AlreadyExists(TaskId),
+    #[error("the lease of task {task} is no longer held by this process")]
+    LeaseLost { task: TaskId, holder: Option<Lease> },
+    #[error("task {task} changed underneath: expected event {expected}, the store is at {found}")]
+    SeqConflict { task: TaskId, expected: u64, found: u64 },
+    #[error("cannot open the store at {path}: {reason}")]
+    Open { path: String, reason: String },
+    #[error("the store holds damaged data: {0}")]
+    Corrupt(String),
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A task as loaded: its projection plus who holds it.
+#[derive(Debug, Clone)]
+pub struct TaskSnapshot {
+    pub state: TaskState,
+    pub lease: Option<Lease>,
+    pub cancel_requested: bool,
+}
+
+/// One line of `baton ls`, read without loading phases.
+#[derive(Debug, Clone)]
+pub struct TaskSummary {
+    pub id: TaskId,
+    pub workflow: String,
+    pub description: String,
+    pub status: TaskStatus,
+    pub last_phase: Option<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub lease: Option<Lease>,
+}
+
+/// Which phase rows a commit rewrites.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PhaseWrites {
+    /// Only these indices into `state.phases` changed.
+    Changed(Vec<usize>),
+    /// The phase list itself changed (a definition upgrade): rewrite all.
+    All,
+}
+
+/// What acquiring a lease found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Acquire {
+    Acquired,
+    /// Someone else holds it (and was not the owner we were told to replace).
+    Held(Lease),
+}
+
+/// A pinned workflow definition.
+#[derive(Debug, Clone)]
+pub struct StoredDefinition {
+    pub hash: String,
+    pub name: String,
+    /// The validated workflow as JSON (`baton_core::Workflow`).
+    pub json: String,
+}
+
+/// The storage seam. Implementations must make `create_task` and `commit`
+/// atomic, and `acquire` a compare-and-swap.
+pub trait Store: Send + Sync {
+    /// Stores a definition if it is not stored yet.
+    fn put_definition(&self, def: &StoredDefinition) -> Result<()>;
+    fn definition(&self, hash: &str) -> Result<Option<StoredDefinition>>;
+
+    /// Creates a task with its first event(s), holding `lease`.
+    fn create_task(&self, state: &TaskState, events: &[EventRecord], lease: &Lease) -> Result<()>;
+
+    /// Appends `events` and writes the projection, if `owner` holds the lease
+    /// and `events[0].seq` follows the stored last seq.
+    fn commit(
+        &self,
+        owner: &LeaseOwner,
+        state: &TaskState,
+        phases: &PhaseWrites,
+        events: &[EventRecord],
+    ) -> Result<()>;
+
+    fn load(&self, id: &TaskId) -> Result<Option<TaskSnapshot>>;
+    fn list(&self) -> Result<Vec<TaskSummary>>;
+    /// Journal events with `seq > after`, at most `limit`.
+    fn events(&self, id: &TaskId, after: u64, limit: usize) -> Result<Vec<EventRecord>>;
+
+    /// Takes the lease if it is free, already ours, or held by `replace`
+    /// (an owner the caller proved dead or expired).
+    fn acquire(&self, id: &TaskId, lease: &Lease, replace: Option<&LeaseOwner>) -> Result<Acquire>;
+    /// Extends our lease; `Ok(false)` if we no longer hold it. Returns
+    /// whether a cancel was requested.
+    fn renew(&self, id: &TaskId, owner: &LeaseOwner, expires_at: Timestamp) -> Result<RenewOutcome>;
+    fn release(&self, id: &TaskId, owner: &LeaseOwner) -> Result<()>;
+    fn request_cancel(&self, id: &TaskId) -> Result<()>;
+    /// Deletes a task with its journal; `false` if there was none.
+    fn delete_task(&self, id: &TaskId) -> Result<bool>;
+    /// Overwrites a task's projection (task row and every phase row) without
+    /// touching its journal or lease; `doctor --fix` uses it to put back the
+    /// projection replayed from the journal.
+    fn replace_projection(&self, state: &TaskState) -> Result<()>;
+    /// Runs the backend's own integrity check; returns problems found.
+    fn check(&self) -> Result<Vec<String>>;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RenewOutcome {
+    Renewed { cancel_requested: bool },
+    Lost,
+}
+
+/// Which phase `ls` shows: the one in progress, waiting or failed, else the
+/// last one completed.
+pub fn last_phase(state: &TaskState) -> Option<String> {
+    use baton_core::PhaseStatus::*;
+    state
+        .phases
+        .iter()
+        .find(|p| matches!(p.status, InProgress | Waiting | Failed))
+        .or_else(|| {
+            state
+                .phases
+                .iter()
+                .filter(|p| p.completed_at.is_some() && p.status.is_done())
+                .max_by_key(|p| p.completed_at)
+        })
+        .map(|p: &PhaseState| p.id.to_string())
+}

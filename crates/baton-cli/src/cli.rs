@@ -1,0 +1,176 @@
+//! Command-line definitions (clap); no behaviour lives here.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(name = "baton", version, about = "Durable multi-phase workflows for AI coding agents", long_about = "baton runs multi-phase workflows (analyze, plan, execute, validate, review, test, ...) with agent CLIs and commands, records every transition in a journal, and resumes exactly where the work stopped after any crash.")]
+pub struct Cli {
+    /// The project folder (default: found by walking up to `.baton/`).
+    #[arg(long, global = true, env = "BATON_PROJECT", value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// Print only errors.
+    #[arg(long, short, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Print more detail (and debug logs).
+    #[arg(long, short, global = true)]
+    pub verbose: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create `.baton/` here: config.toml, workflows/example.toml and workflows/apex.toml.
+    Init(InitArgs),
+    /// Start a task and drive it until it completes, fails or waits.
+    Run(RunArgs),
+    /// Continue a crashed, failed or waiting task (default: the current task).
+    Resume(ResumeArgs),
+    /// Start a new task from a recorded checkpoint of another; the original stays untouched.
+    Fork(ForkArgs),
+    /// List tasks: id, workflow, status, last phase, updated, resumable.
+    Ls(LsArgs),
+    /// Show one task (default: the current task).
+    Show(ShowArgs),
+    /// Print a task's journal.
+    Log(LogArgs),
+    /// Stop a task.
+    Cancel(IdArg),
+    /// Delete a task's record, rendered files and checkpoints.
+    Rm(IdArg),
+    /// Delete the records of completed tasks, keeping their rendered outputs.
+    Clean(CleanArgs),
+    /// Check the store, rendered files, leases and checkpoints; repair with --fix.
+    Doctor(DoctorArgs),
+    /// Show a real crash and resume in a throw-away git repository.
+    Demo(DemoArgs),
+    /// Print a shell completion script.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff).
+    Man,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Rewrite config.toml and the example workflows even if they exist.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The workflow: `.baton/workflows/WORKFLOW.toml`.
+    pub workflow: String,
+    /// What the task is about ({{task}} in templates).
+    #[arg(value_name = "DESC")]
+    pub description: Option<String>,
+    /// The task id (default: a slug of the description).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Set a workflow flag, e.g. --flag tests=false.
+    #[arg(long = "flag", value_name = "K=V")]
+    pub flags: Vec<String>,
+    /// Attach a label, e.g. --label issue=42.
+    #[arg(long = "label", value_name = "K=V")]
+    pub labels: Vec<String>,
+    /// Run every agent phase with this agent.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Run in the background and return at once.
+    #[arg(long)]
+    pub detach: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The task (default: the current task).
+    pub id: Option<String>,
+    /// Rewind to PHASE first (state and, where recorded, the worktree).
+    #[arg(long, value_name = "PHASE")]
+    pub from: Option<String>,
+    /// Run every agent phase with this agent.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Adopt the edited workflow definition.
+    #[arg(long)]
+    pub upgrade: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ForkArgs {
+    /// The task to fork.
+    pub id: String,
+    /// The phase the new task starts at.
+    #[arg(long, value_name = "PHASE")]
+    pub from: String,
+    /// The new task's id.
+    #[arg(long = "id", value_name = "NEW")]
+    pub new_id: String,
+}
+
+#[derive(Debug, Args)]
+pub struct LsArgs {
+    /// Include completed and cancelled tasks.
+    #[arg(long, short)]
+    pub all: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    pub id: Option<String>,
+    /// Print the state document (state.json).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    pub id: Option<String>,
+    /// Print JSON Lines.
+    #[arg(long)]
+    pub json: bool,
+    /// Keep printing new events until the task stops.
+    #[arg(long, short)]
+    pub follow: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct IdArg {
+    pub id: String,
+}
+
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    /// Delete without asking.
+    #[arg(long, short)]
+    pub yes: bool,
+    /// Print JSON (the ids deleted, or that would be).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Repair what can be repaired.
+    #[arg(long)]
+    pub fix: bool,
+    /// Print the findings as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Keep the demo repository instead of deleting it.
+    #[arg(long)]
+    pub keep: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    pub shell: clap_complete::Shell,
+}

@@ -1,0 +1,36 @@
+//! `baton doctor [--fix]`: prints what the engine's doctor found.
+
+use super::Result;
+use crate::cli::DoctorArgs;
+use crate::printer::Printer;
+use baton_core::Exit;
+use baton_engine::Project;
+use std::sync::Arc;
+
+pub fn run(project: &Project, args: DoctorArgs, printer: &Arc<Printer>) -> Result<Exit> {
+    let findings = baton_engine::doctor::run(project, args.fix, printer.clone())?;
+    if args.json {
+        let rows: Vec<_> = findings
+            .iter()
+            .map(|f| serde_json::json!({"level": f.level, "message": f.message, "hint": f.hint}))
+            .collect();
+        printer.data(&serde_json::to_string(&rows).expect("json"));
+    } else {
+        for f in &findings {
+            let word = match f.level {
+                "ok" => printer.status_word("PASS").replace("PASS", "ok     "),
+                "fixed" => printer.status_word("COMPLETE").replace("COMPLETE", "fixed  "),
+                _ => printer.status_word("FAILED").replace("FAILED", "problem"),
+            };
+            printer.data(&format!("{word} {}", f.message));
+            if let Some(h) = &f.hint {
+                printer.data(&format!("        hint: {h}"));
+            }
+        }
+    }
+    let open = findings.iter().filter(|f| f.level == "problem").count();
+    if open > 0 && !args.fix {
+        printer.info(&format!("{open} problem(s); `baton doctor --fix` repairs what can be repaired"));
+    }
+    Ok(if open > 0 { Exit::Failed } else { Exit::Done })
+}

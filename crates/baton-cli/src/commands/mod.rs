@@ -1,0 +1,65 @@
+//! One module per command; `dispatch` routes a parsed command line.
+
+mod demo;
+mod doctor;
+mod init;
+mod manage;
+mod meta;
+mod query;
+mod run;
+
+use crate::cli::{Cli, Command};
+use crate::printer::Printer;
+use baton_core::{Exit, TaskId};
+use baton_engine::{Engine, Error, Project};
+use std::sync::Arc;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+pub fn dispatch(cli: Cli, printer: &Arc<Printer>) -> Result<Exit> {
+    let project = cli.project.clone();
+    match cli.command {
+        Command::Init(a) => init::run(project, a, printer),
+        Command::Run(a) => run::run(&project_of(project)?, a, printer),
+        Command::Resume(a) => run::resume(&project_of(project)?, a, printer),
+        Command::Fork(a) => run::fork(&project_of(project)?, a, printer),
+        Command::Ls(a) => query::ls(&project_of(project)?, a, printer),
+        Command::Show(a) => query::show(&project_of(project)?, a, printer),
+        Command::Log(a) => query::log(&project_of(project)?, a, printer),
+        Command::Cancel(a) => manage::cancel(&project_of(project)?, a, printer),
+        Command::Rm(a) => manage::rm(&project_of(project)?, a, printer),
+        Command::Clean(a) => manage::clean(&project_of(project)?, a, printer),
+        Command::Doctor(a) => doctor::run(&project_of(project)?, a, printer),
+        Command::Demo(a) => demo::run(a, printer),
+        Command::Completions(a) => meta::completions(a),
+        Command::Man => meta::man(),
+    }
+}
+
+fn project_of(dir: Option<std::path::PathBuf>) -> Result<Project> {
+    match dir {
+        Some(d) => {
+            if !d.join(".baton").is_dir() {
+                return Err(Error::bad_input(format!("{} has no .baton/ folder", d.display()))
+                    .hint(format!("run `baton init` in {} first", d.display())));
+            }
+            Project::open(&d)
+        }
+        None => Project::discover(&std::env::current_dir()?),
+    }
+}
+
+/// Opens the engine with the printer as its observer.
+fn engine(project: &Project, printer: &Arc<Printer>) -> Result<Engine> {
+    Engine::open(project.clone(), printer.clone())
+}
+
+/// A task id from the argument, or the current task.
+fn task_id(project: &Project, id: Option<&str>) -> Result<TaskId> {
+    match id {
+        Some(id) => TaskId::parse(id).map_err(|e| Error::bad_input(e.to_string()).hint("run `baton ls --all` to see the task ids")),
+        None => project.current_task().ok_or_else(|| {
+            Error::bad_input("no current task").hint("name a task id; `baton ls --all` lists them")
+        }),
+    }
+}

@@ -1,0 +1,196 @@
+//! `baton ls`, `baton show`, `baton log`: read-only views of the store.
+
+use super::{Result, engine, task_id};
+use crate::cli::{LogArgs, LsArgs, ShowArgs};
+use crate::printer::Printer;
+use baton_core::Exit;
+use baton_core::lease::{DisplayStatus, Liveness};
+use baton_core::state::PhaseStatus;
+use baton_engine::Project;
+use serde_json::json;
+use std::sync::Arc;
+
+pub fn ls(project: &Project, args: LsArgs, printer: &Arc<Printer>) -> Result<Exit> {
+    let eng = engine(project, printer)?;
+    let all = eng.list()?;
+    let total = all.len();
+    let shown: Vec<_> = all
+        .into_iter()
+        .filter(|(_, d)| args.all || !matches!(d, DisplayStatus::Complete | DisplayStatus::Cancelled))
+        .collect();
+    if args.json {
+        let rows: Vec<_> = shown
+            .iter()
+            .map(|(t, d)| {
+                json!({
+                    "id": t.id,
+                    "workflow": t.workflow,
+                    "description": t.description,
+                    "status": d.as_str(),
+                    "last_phase": t.last_phase,
+                    "created_at": t.created_at.rfc3339(),
+                    "updated_at": t.updated_at.rfc3339(),
+                    "resumable": d.resumable(),
+                    "owner": t.lease.as_ref().filter(|_| *d == DisplayStatus::Running).map(|l| json!({"host": l.owner.host, "pid": l.owner.pid})),
+                })
+            })
+            .collect();
+        printer.data(&serde_json::to_string(&rows).expect("json"));
+        return Ok(Exit::Done);
+    }
+    if shown.is_empty() {
+        printer.info(if total == 0 { "no tasks yet; start one with `baton run WORKFLOW \"what to do\"`" } else { "no unfinished tasks" });
+    } else {
+        let mut lines = vec![format!("{:<28} {:<12} {:<10} {:<14} {:<20} RESUMABLE", "ID", "WORKFLOW", "STATUS", "PHASE", "UPDATED")];
+        for (t, d) in &shown {
+            lines.push(format!(
+                "{:<28} {:<12} {:<10} {:<14} {:<20} {}",
+                t.id.as_str(),
+                t.workflow,
+                d.as_str(),
+                t.last_phase.as_deref().unwrap_or("-"),
+                t.updated_at.rfc3339().get(..19).unwrap_or("").replace('T', " "),
+                if d.resumable() { "yes: baton resume" } else { "-" }
+            ));
+        }
+        printer.data(&lines.join("\n"));
+    }
+    let hidden = total - shown.len();
+    if hidden > 0 && !args.all {
+        printer.info(&format!("({hidden} complete or cancelled task(s) hidden; --all shows them)"));
+    }
+    Ok(Exit::Done)
+}
+
+pub fn show(project: &Project, args: ShowArgs, printer: &Arc<Printer>) -> Result<Exit> {
+    let eng = engine(project, printer)?;
+    let id = task_id(project, args.id.as_deref())?;
+    let snap = eng.load(&id)?;
+    if eng.repair_rendered(&snap)? && !args.json {
+        printer.info(&format!("re-rendered the files of task {id} from the store"));
+    }
+    let doc = eng.document(&snap)?;
+    if args.json {
+        printer.data(&serde_json::to_string_pretty(&doc).expect("json"));
+        return Ok(Exit::Done);
+    }
+    let st = &snap.state;
+    let status = eng.display_status(st.status, snap.lease.as_ref());
+    let mut out = vec![
+        format!("task      {}", st.task_id),
+        format!("workflow  {}", st.workflow),
+        format!("status    {}", printer.status_word(status.as_str())),
+    ];
+    if !st.description.is_empty() {
+        out.push(format!("about     {}", st.description));
+    }
+    out.push(format!("created   {}   updated {}", st.created_at, st.updated_at));
+    if let (DisplayStatus::Running, Some(l)) = (status, &snap.lease) {
+        out.push(format!("runner    {}", l.owner.describe()));
+    }
+    if let (DisplayStatus::Crashed, Liveness::Dead(why)) = (status, eng.liveness(snap.lease.as_ref())) {
+        out.push(format!("crash     {why}"));
+    }
+    out.push(String::new());
+    for p in &st.phases {
+        let mark = match p.status {
+            PhaseStatus::Pass => "✓",
+            PhaseStatus::Failed => "✗",
+            PhaseStatus::Skipped => "-",
+            PhaseStatus::InProgress => "▶",
+            PhaseStatus::Waiting => "…",
+            PhaseStatus::Pending => " ",
+        };
+        let mut line = format!("  {mark} {:<16} {:<11}", p.id.as_str(), p.status.as_str());
+        if p.attempt > 1 {
+            line.push_str(&format!(" attempt {}", p.attempt));
+        }
+        if let Some(n) = st.iteration_counts.get(p.id.as_str()) {
+            line.push_str(&format!(" loops {n}"));
+        }
+        let note = match p.status {
+            PhaseStatus::Pass => p.summary.as_deref().and_then(|s| s.lines().next()).unwrap_or(""),
+            PhaseStatus::Failed => p.last_error.as_deref().unwrap_or(""),
+            PhaseStatus::Waiting => p.waiting.as_ref().map(|w| w.description.as_str()).unwrap_or(""),
+            _ => "",
+        };
+        if !note.is_empty() {
+            let short: String = note.chars().take(80).collect();
+            line.push_str(&format!("  {short}"));
+        }
+        out.push(line);
+    }
+    if let Some(f) = &st.failure {
+        out.push(String::new());
+        out.push(format!("failure   {f}"));
+    }
+    if status.resumable() {
+        out.push(String::new());
+        out.push(format!("resume with `baton resume {id}`"));
+    }
+    printer.data(&out.join("\n"));
+    Ok(Exit::Done)
+}
+
+pub fn log(project: &Project, args: LogArgs, printer: &Arc<Printer>) -> Result<Exit> {
+    let eng = engine(project, printer)?;
+    let id = task_id(project, args.id.as_deref())?;
+    eng.load(&id)?;
+    let mut after = 0;
+    loop {
+        let events = eng.events(&id, after, 1000)?;
+        for r in &events {
+            after = r.seq;
+            if args.json {
+                let mut v = serde_json::to_value(&r.event).expect("json");
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("seq".into(), json!(r.seq));
+                    o.insert("ts".into(), json!(r.ts.rfc3339()));
+                    o.insert("task_id".into(), json!(id));
+                    if let Some(a) = r.event.attempt() {
+                        o.insert("attempt".into(), json!(a));
+                    }
+                }
+                printer.data(&serde_json::to_string(&v).expect("json"));
+            } else {
+                printer.data(&format!("{:>5}  {}  {:<18} {}", r.seq, r.ts, r.event.kind(), describe(&r.event)));
+            }
+        }
+        if events.len() == 1000 {
+            continue;
+        }
+        if !args.follow {
+            break;
+        }
+        let snap = eng.load(&id)?;
+        let d = eng.display_status(snap.state.status, snap.lease.as_ref());
+        if d != DisplayStatus::Running && eng.events(&id, after, 1)?.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    Ok(Exit::Done)
+}
+
+fn describe(e: &baton_core::Event) -> String {
+    use baton_core::Event::*;
+    match e {
+        TaskCreated { workflow, description, .. } => format!("workflow {workflow}: {description}"),
+        Claimed { owner, command } => format!("{owner} ({command})"),
+        PhaseStarted { phase, attempt, iteration, .. } => format!("{phase} attempt {attempt} iteration {iteration}"),
+        PhaseProcess { phase, process, .. } => format!("{phase} pid {}", process.pid),
+        PhasePassed { phase, summary, .. } => format!("{phase}: {}", summary.lines().next().unwrap_or("")),
+        PhaseFailed { phase, error, retry, .. } => format!("{phase}: {error}{}", if *retry { " (will retry)" } else { "" }),
+        PhaseSkipped { phase, reason } => format!("{phase}: {reason}"),
+        PhaseWaiting { phase, description, .. } => format!("{phase} waits for {description}"),
+        PhaseInterrupted { phase, attempt, reason } => format!("{phase} attempt {attempt}: {reason}"),
+        LoopedBack { from, to, iteration, .. } => format!("{from} → {to} (iteration {iteration})"),
+        Rewound { to, reset } => format!("to {to} ({} phase(s) reset)", reset.len()),
+        TaskResumed { note, .. } => note.clone(),
+        DefinitionUpgraded { added, removed, .. } => format!("added {added:?}, removed {removed:?}"),
+        Adopted { source, phases, .. } => format!("{source}: {} phase(s)", phases.len()),
+        TaskCompleted => String::new(),
+        TaskFailed { reason, .. } | TaskCancelled { reason } => reason.clone(),
+        Note { text, .. } => text.clone(),
+    }
+}

@@ -1,0 +1,110 @@
+//! `baton run`, `baton resume`, `baton fork`: drive a task and turn how it
+//! ended into an exit code.
+
+use super::{Result, engine, task_id};
+use crate::cli::{ForkArgs, ResumeArgs, RunArgs};
+use crate::printer::Printer;
+use baton_core::Exit;
+use baton_core::lease::DisplayStatus;
+use baton_engine::{Error, Outcome, Project, ResumeOptions, RunOptions};
+use std::io::{BufRead, IsTerminal, Write};
+use std::sync::Arc;
+
+pub fn run(project: &Project, args: RunArgs, printer: &Arc<Printer>) -> Result<Exit> {
+    let eng = engine(project, printer)?;
+    // An unfinished current task: offer to resume it, on a terminal only.
+    if std::io::stdin().is_terminal()
+        && std::io::stderr().is_terminal()
+        && args.id.is_none()
+        && let Some(cur) = project.current_task()
+        && let Ok(snap) = eng.load(&cur)
+    {
+        let status = eng.display_status(snap.state.status, snap.lease.as_ref());
+        if status.resumable() {
+            eprint!("The current task {cur} is {} at {}. Resume this task? (Y/n) ", status.as_str(), baton_store::last_phase(&snap.state).unwrap_or_else(|| "its start".into()));
+            let _ = std::io::stderr().flush();
+            let mut answer = String::new();
+            let _ = std::io::stdin().lock().read_line(&mut answer);
+            let a = answer.trim().to_ascii_lowercase();
+            if a.is_empty() || a == "y" || a == "yes" {
+                let outcome = eng.resume(&cur, ResumeOptions { agent: args.agent.clone(), ..Default::default() })?;
+                return Ok(report(&cur, outcome, printer));
+            }
+        }
+    }
+    let opts = RunOptions {
+        workflow: args.workflow,
+        description: args.description.unwrap_or_default(),
+        id: args.id,
+        flags: args.flags,
+        labels: args.labels,
+        agent: args.agent,
+        create_only: args.detach,
+    };
+    let (id, outcome) = eng.run(opts)?;
+    if args.detach {
+        return detach(project, &id, printer);
+    }
+    Ok(report(&id, outcome, printer))
+}
+
+/// Starts `baton resume ID` in the background, in its own session, with
+/// its output in the task folder.
+fn detach(project: &Project, id: &baton_core::TaskId, printer: &Printer) -> Result<Exit> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe()?;
+    let dir = project.task_dir(id);
+    fs_err::create_dir_all(&dir)?;
+    let log = fs_err::File::create(dir.join("detached.log"))?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("--project")
+        .arg(&project.root)
+        .arg("resume")
+        .arg(id.as_str())
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone()?.into_parts().0)
+        .stderr(log.into_parts().0)
+        .process_group(0);
+    let child = cmd.spawn()?;
+    printer.info(&format!("task {id} runs in the background (pid {}); follow it with `baton log {id} --follow`", child.id()));
+    printer.data(id.as_str());
+    Ok(Exit::Done)
+}
+
+pub fn resume(project: &Project, args: ResumeArgs, printer: &Arc<Printer>) -> Result<Exit> {
+    let eng = engine(project, printer)?;
+    let id = task_id(project, args.id.as_deref())?;
+    let outcome = eng.resume(
+        &id,
+        ResumeOptions {
+            from: args.from,
+            agent: args.agent,
+            upgrade: args.upgrade,
+        },
+    )?;
+    Ok(report(&id, outcome, printer))
+}
+
+pub fn fork(project: &Project, args: ForkArgs, printer: &Arc<Printer>) -> Result<Exit> {
+    let eng = engine(project, printer)?;
+    let src = task_id(project, Some(&args.id))?;
+    if eng.store.load(&baton_core::TaskId::parse(&args.new_id).map_err(|e| Error::bad_input(e.to_string()))?)?.is_some() {
+        return Err(Error::bad_input(format!("a task {} already exists", args.new_id)).hint("pick another --id"));
+    }
+    let (id, outcome) = eng.fork(&src, &args.from, &args.new_id)?;
+    Ok(report(&id, outcome, printer))
+}
+
+/// Prints how the task ended and picks the exit code.
+pub fn report(id: &baton_core::TaskId, outcome: Outcome, printer: &Printer) -> Exit {
+    match &outcome {
+        Outcome::Complete => printer.info(&format!("task {id} is {}", printer.status_word(DisplayStatus::Complete.as_str()))),
+        Outcome::Failed(why) => {
+            printer.info(&format!("task {id} {}: {why}", printer.status_word("FAILED")));
+            printer.info(&format!("hint: fix the cause, then `baton resume {id}` re-runs the failed phase"));
+        }
+        Outcome::Waiting(what) => printer.info(&format!("task {id} is {}: {what}", printer.status_word("WAITING"))),
+        Outcome::Cancelled => printer.info(&format!("task {id} was {}", printer.status_word("CANCELLED"))),
+    }
+    outcome.exit()
+}

@@ -1,0 +1,128 @@
+//! `.baton/config.toml`: project settings. Every key is documented in
+//! docs/config.md; unknown keys are refused so a typo never goes unnoticed.
+
+use crate::error::{Error, Result};
+use baton_store::Synchronous;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub store: StoreConfig,
+    #[serde(default)]
+    pub lease: LeaseConfig,
+    #[serde(default)]
+    pub defaults: DefaultsConfig,
+    #[serde(default)]
+    pub agents: BTreeMap<String, AgentConfig>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// "full" (default) or "normal".
+    pub synchronous: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseConfig {
+    /// How long a lease lives without a heartbeat (default "30s").
+    pub ttl: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DefaultsConfig {
+    /// Agent for prompt phases whose workflow names none.
+    pub agent: Option<String>,
+}
+
+/// A generic agent adapter: any CLI that takes a prompt.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// argv; `{{prompt_file}}` and `{{prompt}}` are substituted.
+    pub command: Vec<String>,
+    /// Extra environment for the agent process.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+impl Config {
+    pub fn parse(source: &str, file: &str) -> Result<Config> {
+        let cfg: Config = toml::from_str(source).map_err(|e| {
+            let (line, col) = baton_core::workflow::line_col(source, e.span().map_or(0, |s| s.start));
+            Error::bad_input(format!("{file}:{line}:{col}: {}", e.message().trim()))
+                .hint("see docs/config.md for the keys config.toml accepts")
+        })?;
+        cfg.synchronous()?;
+        cfg.lease_ttl_ms()?;
+        for (name, a) in &cfg.agents {
+            if a.command.is_empty() {
+                return Err(Error::bad_input(format!(
+                    "{file}: [agents.{name}] command is empty"
+                ))
+                .hint(format!(
+                    "write e.g. command = [\"{name}\", \"-p\", \"{{{{prompt}}}}\"]"
+                )));
+            }
+        }
+        Ok(cfg)
+    }
+
+    pub fn synchronous(&self) -> Result<Synchronous> {
+        match self.store.synchronous.as_deref() {
+            None | Some("full") | Some("FULL") => Ok(Synchronous::Full),
+            Some("normal") | Some("NORMAL") => Ok(Synchronous::Normal),
+            Some(other) => Err(Error::bad_input(format!(
+                "config.toml: [store] synchronous must be \"full\" or \"normal\", not {other:?}"
+            ))),
+        }
+    }
+
+    pub fn lease_ttl_ms(&self) -> Result<i64> {
+        match &self.lease.ttl {
+            None => Ok(30_000),
+            Some(t) => {
+                let ms = baton_core::workflow::parse_duration(t)
+                    .map_err(|m| Error::bad_input(format!("config.toml: [lease] ttl: {m}")))?;
+                if ms < 1000 {
+                    return Err(Error::bad_input("config.toml: [lease] ttl must be at least 1s"));
+                }
+                Ok(ms as i64)
+            }
+        }
+    }
+}
+
+/// The config.toml `baton init` writes.
+pub const INIT_CONFIG: &str = r#"# baton project settings. Every key is documented in baton's docs/config.md.
+
+[store]
+# "full": every transition is on disk before baton goes on (default).
+# "normal": faster; a power cut may lose the last transitions, never corrupt them.
+synchronous = "full"
+
+[lease]
+# A task whose runner stops renewing its lease for this long (on another
+# machine) counts as CRASHED. On this machine a dead runner is seen at once.
+ttl = "30s"
+
+[defaults]
+# Agent for prompt phases whose workflow names none.
+agent = "claude"
+
+# Agents: any CLI that takes a prompt. {{prompt_file}} is the path of a file
+# holding the rendered prompt, {{prompt}} the prompt itself.
+[agents.claude]
+command = ["claude", "-p", "{{prompt}}"]
+
+[agents.codex]
+command = ["codex", "exec", "{{prompt}}"]
+
+[agents.gemini]
+command = ["gemini", "-p", "{{prompt}}"]
+"#;

@@ -1,0 +1,289 @@
+//! `baton doctor`: checks the store, the rendered files, leases, orphaned
+//! processes and hidden git refs, and repairs them with `--fix`. When the
+//! store itself is lost, it is rebuilt from the rendered `state.json` files
+//! and phase outputs instead of starting blank.
+
+use crate::engine::{Engine, Observer, Silent, SystemClock};
+use crate::error::Result;
+use crate::project::Project;
+use crate::{process, render};
+use baton_core::lease::{DisplayStatus, Liveness};
+use baton_core::state::{PhaseState, PhaseStatus, TaskStatus};
+use baton_core::{Clock, Event, EventRecord, PhaseId, TaskId, TaskState, Timestamp, machine};
+use baton_store::{SqliteStore, Store};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// `ok`, `problem` or `fixed`.
+    pub level: &'static str,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl Finding {
+    fn ok(m: impl Into<String>) -> Self {
+        Finding { level: "ok", message: m.into(), hint: None }
+    }
+    fn problem(m: impl Into<String>, hint: impl Into<String>) -> Self {
+        Finding { level: "problem", message: m.into(), hint: Some(hint.into()) }
+    }
+    fn fixed(m: impl Into<String>) -> Self {
+        Finding { level: "fixed", message: m.into(), hint: None }
+    }
+}
+
+pub fn run(project: &Project, fix: bool, observer: Arc<dyn Observer>) -> Result<Vec<Finding>> {
+    let mut out = Vec::new();
+    let db = project.db_path();
+    let opened = SqliteStore::open(&db, project.config.synchronous()?).and_then(|s| {
+        let problems = s.check()?;
+        if problems.is_empty() {
+            Ok(s)
+        } else {
+            Err(baton_store::Error::Corrupt(problems.join("; ")))
+        }
+    });
+    let store = match opened {
+        Ok(s) => {
+            out.push(Finding::ok(format!("store {} opens and passes its integrity check", db.display())));
+            s
+        }
+        Err(e) if !fix => {
+            out.push(Finding::problem(
+                format!("the store cannot be used: {e}"),
+                "run `baton doctor --fix` to set it aside and rebuild it from .baton/tasks/*/state.json",
+            ));
+            return Ok(out);
+        }
+        Err(e) => {
+            let stamp = SystemClock.now().millis();
+            for suffix in ["", "-wal", "-shm"] {
+                let from = std::path::PathBuf::from(format!("{}{suffix}", db.display()));
+                if from.exists() {
+                    let to = format!("{}.damaged-{stamp}{suffix}", db.display());
+                    fs_err::rename(&from, &to)?;
+                }
+            }
+            out.push(Finding::fixed(format!("set the damaged store aside as baton.db.damaged-{stamp} ({e})")));
+            let s = SqliteStore::open(&db, project.config.synchronous()?)?;
+            let eng = Engine::with_store(project.clone(), Arc::new(s), Arc::new(SystemClock), Arc::new(Silent))?;
+            out.extend(rebuild_from_rendered(&eng)?);
+            SqliteStore::open(&db, project.config.synchronous()?)?
+        }
+    };
+    let eng = Engine::with_store(project.clone(), Arc::new(store), Arc::new(SystemClock), observer)?;
+    out.extend(check_tasks(&eng, fix)?);
+    Ok(out)
+}
+
+fn check_tasks(eng: &Engine, fix: bool) -> Result<Vec<Finding>> {
+    let mut out = Vec::new();
+    let tasks = eng.store.list()?;
+    let mut known = std::collections::HashSet::new();
+    for t in &tasks {
+        known.insert(t.id.to_string());
+        let id = &t.id;
+        // The projection must equal the journal folded from the start.
+        let events = eng.store.events(id, 0, usize::MAX)?;
+        let replayed = machine::replay(id, &events);
+        let loaded = eng.store.load(id);
+        match (loaded, replayed) {
+            (Ok(Some(snap)), Some(r)) if snap.state == r => {}
+            (_, Some(r)) => {
+                if fix {
+                    eng.store.replace_projection(&r)?;
+                    out.push(Finding::fixed(format!("task {id}: rebuilt its projection from its journal ({} events)", events.len())));
+                } else {
+                    out.push(Finding::problem(format!("task {id}: its projection does not match its journal"), "run `baton doctor --fix`"));
+                }
+            }
+            (loaded, None) => {
+                let e = loaded.err().map(|e| e.to_string()).unwrap_or_else(|| "no task_created event".into());
+                out.push(Finding::problem(format!("task {id}: its journal cannot be replayed: {e}"), format!("inspect it with `baton log {id}`, or delete it with `baton rm {id}`")));
+                continue;
+            }
+        }
+        let Some(snap) = eng.store.load(id)? else { continue };
+        // Rendered files.
+        let path = eng.task_dir(id).join("state.json");
+        let good = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok()).is_some_and(|v| v.get("last_seq").and_then(|s| s.as_u64()) == Some(snap.state.last_seq));
+        if !good {
+            if fix {
+                eng.repair_rendered(&snap)?;
+                out.push(Finding::fixed(format!("task {id}: re-rendered state.json and phase outputs from the store")));
+            } else {
+                out.push(Finding::problem(format!("task {id}: state.json is missing, damaged or stale"), "run `baton doctor --fix` (or any command on the task) to re-render it"));
+            }
+        } else if fix {
+            render::phase_outputs(&eng.task_dir(id), &snap.state)?;
+        }
+        // Leases and orphans.
+        let live = eng.liveness(snap.lease.as_ref());
+        let display = DisplayStatus::of(snap.state.status, &live);
+        if display == DisplayStatus::Crashed {
+            let why = match &live {
+                Liveness::Dead(w) => w.clone(),
+                Liveness::Expired => "its runner's lease expired".into(),
+                _ => "nobody is running it".into(),
+            };
+            out.push(Finding::problem(format!("task {id} is CRASHED at {}: {why}", baton_store::last_phase(&snap.state).unwrap_or_else(|| "its start".into())), format!("continue it with `baton resume {id}`")));
+            if let Some(p) = snap.state.in_progress().and_then(|p| p.process.clone()) {
+                let alive = crate::host::process_start_time(p.pid).is_some_and(|st| st == p.start_time);
+                if alive {
+                    if fix {
+                        process::kill_orphan(&p);
+                        out.push(Finding::fixed(format!("task {id}: killed its orphaned phase process group {}", p.pid)));
+                    } else {
+                        out.push(Finding::problem(format!("task {id}: its phase process {} is still running with no baton watching it", p.pid), "run `baton doctor --fix` to kill it, or `baton resume` (which kills it first)"));
+                    }
+                }
+            }
+        }
+    }
+    out.push(Finding::ok(format!("{} task(s) checked", tasks.len())));
+    // Hidden refs of tasks that no longer exist.
+    if let Some(git) = eng.git() {
+        for t in git.ref_tasks() {
+            if known.contains(&t) {
+                continue;
+            }
+            if fix {
+                let n = git.delete_refs(&format!("refs/baton/{t}/")).map_err(|e| crate::Error::op(e.to_string()))?;
+                out.push(Finding::fixed(format!("deleted {n} checkpoint ref(s) of the removed task {t}")));
+            } else {
+                out.push(Finding::problem(format!("checkpoint refs remain for the removed task {t} (refs/baton/{t}/)"), "run `baton doctor --fix` to delete them"));
+            }
+        }
+        if let Ok(prunable) = git.run(&["worktree", "prune", "--dry-run", "-v"], &[]) {
+            let lines: Vec<&str> = prunable.lines().filter(|l| !l.trim().is_empty()).collect();
+            if !lines.is_empty() {
+                if fix {
+                    let _ = git.run(&["worktree", "prune"], &[]);
+                    out.push(Finding::fixed(format!("pruned {} stale git worktree record(s)", lines.len())));
+                } else {
+                    out.push(Finding::problem(format!("{} stale git worktree record(s)", lines.len()), "run `baton doctor --fix` to prune them"));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Rebuilds tasks from `.baton/tasks/*/state.json` and their phase outputs.
+fn rebuild_from_rendered(eng: &Engine) -> Result<Vec<Finding>> {
+    let mut out = Vec::new();
+    let dir = eng.project.tasks_dir();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        out.push(Finding::ok("no rendered tasks to rebuild from"));
+        return Ok(out);
+    };
+    let mut names: Vec<_> = entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.join("state.json").is_file()).collect();
+    names.sort();
+    for path in names {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        match rebuild_one(eng, &path) {
+            Ok(id) => out.push(Finding::fixed(format!("rebuilt task {id} from its rendered files"))),
+            Err(e) => out.push(Finding::problem(format!("cannot rebuild task {name}: {e}"), "its rendered files stay in .baton/tasks/; start it again with `baton run`")),
+        }
+    }
+    Ok(out)
+}
+
+fn rebuild_one(eng: &Engine, path: &std::path::Path) -> Result<TaskId, String> {
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(path.join("state.json")).map_err(|e| e.to_string())?).map_err(|e| format!("state.json: {e}"))?;
+    let s = |k: &str| doc.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
+    let ts = |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).and_then(Timestamp::parse_rfc3339);
+    let id = TaskId::parse(&s("task_id")).map_err(|e| e.to_string())?;
+    let wf = eng.load_workflow(&s("workflow")).map_err(|e| e.message)?;
+    let phases_doc = doc.get("phases").and_then(|p| p.as_array()).cloned().unwrap_or_default();
+    let ids: Vec<String> = phases_doc.iter().filter_map(|p| p.get("id").and_then(|i| i.as_str()).map(str::to_string)).collect();
+    let wf_ids: Vec<String> = wf.phases.iter().map(|p| p.id.to_string()).collect();
+    if ids != wf_ids {
+        return Err(format!("its phases ({}) differ from .baton/workflows/{}.toml now ({})", ids.join(", "), wf.name, wf_ids.join(", ")));
+    }
+    let completed: BTreeMap<String, serde_json::Value> = doc.get("completed_phases").and_then(|c| c.as_array()).cloned().unwrap_or_default().into_iter().filter_map(|c| Some((c.get("id")?.as_str()?.to_string(), c))).collect();
+    let mut phases = Vec::new();
+    for (i, p) in phases_doc.iter().enumerate() {
+        let pid = PhaseId::parse(&ids[i]).map_err(|e| e.to_string())?;
+        let mut ps = PhaseState::new(pid.clone());
+        ps.status = match p.get("status").and_then(|s| s.as_str()).unwrap_or("PENDING") {
+            "PASS" => PhaseStatus::Pass,
+            "SKIPPED" => PhaseStatus::Skipped,
+            "FAILED" => PhaseStatus::Failed,
+            "WAITING" => PhaseStatus::Waiting,
+            _ => PhaseStatus::Pending, // an IN_PROGRESS phase re-runs
+        };
+        ps.attempt = p.get("attempt").and_then(|a| a.as_u64()).unwrap_or(0) as u32;
+        ps.iteration = p.get("iteration").and_then(|a| a.as_u64()).unwrap_or(0) as u32;
+        ps.last_error = p.get("last_error").and_then(|a| a.as_str()).map(str::to_string);
+        if let Some(c) = completed.get(pid.as_str()) {
+            ps.started_at = ts(c.get("started_at"));
+            ps.completed_at = ts(c.get("completed_at"));
+            ps.summary = c.get("summary").and_then(|s| s.as_str()).map(str::to_string);
+            ps.files_changed = c.get("files_changed").and_then(|f| serde_json::from_value(f.clone()).ok()).unwrap_or_default();
+        }
+        if ps.status == PhaseStatus::Pass {
+            let md = path.join(baton_core::document::output_file_name(i, pid.as_str()));
+            if let Ok(text) = std::fs::read_to_string(md) {
+                let (summary, output) = render::parse_phase_markdown(&text);
+                if ps.summary.is_none() {
+                    ps.summary = Some(summary);
+                }
+                ps.output = Some(output);
+            }
+        }
+        if ps.status == PhaseStatus::Waiting {
+            ps.status = PhaseStatus::Pending; // the wait is entered again
+        }
+        phases.push(ps);
+    }
+    let status = match s("status").as_str() {
+        "COMPLETE" => TaskStatus::Complete,
+        "FAILED" => TaskStatus::Failed,
+        "CANCELLED" => TaskStatus::Cancelled,
+        _ => TaskStatus::Running,
+    };
+    fn map<T: serde::de::DeserializeOwned + Default>(doc: &serde_json::Value, k: &str) -> T {
+        doc.get(k).cloned().and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default()
+    }
+    let created_at = ts(doc.get("created_at")).unwrap_or(Timestamp(0));
+    let first = EventRecord {
+        seq: 1,
+        ts: created_at,
+        event: Event::TaskCreated {
+            workflow: wf.name.clone(),
+            definition_hash: wf.hash(),
+            description: s("task_description"),
+            project_name: s("project_name"),
+            flags: map(&doc, "flags"),
+            labels: map(&doc, "labels"),
+            tech_stack: doc.get("tech_stack").cloned().unwrap_or_default(),
+            phases: wf.phases.iter().map(|p| p.id.clone()).collect(),
+        },
+    };
+    let second = EventRecord {
+        seq: 2,
+        ts: SystemClock.now(),
+        event: Event::Adopted {
+            source: "rebuilt by `baton doctor --fix` from state.json and phase outputs".into(),
+            phases,
+            iteration_counts: map(&doc, "iteration_counts"),
+            status,
+        },
+    };
+    let events = vec![first, second];
+    let state: TaskState = machine::replay(&id, &events).ok_or("cannot replay")?;
+    eng.store
+        .put_definition(&baton_store::StoredDefinition { hash: wf.hash(), name: wf.name.clone(), json: serde_json::to_string(&wf).map_err(|e| e.to_string())? })
+        .map_err(|e| e.to_string())?;
+    let owner = crate::host::this_owner();
+    let lease = baton_core::lease::Lease { owner: owner.clone(), acquired_at: SystemClock.now(), expires_at: SystemClock.now() };
+    eng.store.create_task(&state, &events, &lease).map_err(|e| e.to_string())?;
+    eng.store.release(&id, &owner).map_err(|e| e.to_string())?;
+    if let Ok(Some(snap)) = eng.store.load(&id) {
+        let _ = eng.repair_rendered(&snap);
+    }
+    Ok(id)
+}

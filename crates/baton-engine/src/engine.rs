@@ -1,0 +1,1095 @@
+//! The engine: creates tasks, holds their leases, runs their phases one at a
+//! time and commits every transition through the pure state machine.
+
+use crate::error::{Error, Result};
+use crate::git::Git;
+use crate::process::{self, Spec, Stop, Waited};
+use crate::project::Project;
+use crate::{host, render};
+use baton_core::lease::{self, DisplayStatus, Lease, LeaseOwner, Liveness, LocalHost};
+use baton_core::machine::{self, Failure, Input, NewTask, Next};
+use baton_core::state::{PhaseStatus, TaskStatus};
+use baton_core::workflow::{PhaseKind, Workflow};
+use baton_core::{Clock, Event, EventRecord, TaskId, TaskState, Timestamp, brief, document, template};
+use baton_store::{Acquire, PhaseWrites, RenewOutcome, Store, StoredDefinition, TaskSnapshot, TaskSummary};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How a drive of a task ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Complete,
+    Failed(String),
+    Waiting(String),
+    Cancelled,
+}
+
+impl Outcome {
+    pub fn exit(&self) -> baton_core::Exit {
+        use baton_core::Exit;
+        match self {
+            Outcome::Complete => Exit::Done,
+            Outcome::Failed(_) | Outcome::Cancelled => Exit::Failed,
+            Outcome::Waiting(_) => Exit::Waiting,
+        }
+    }
+}
+
+/// Where the engine reports progress; the CLI decides how it looks.
+pub trait Observer: Send + Sync {
+    fn task_started(&self, _task: &TaskId, _workflow: &str) {}
+    fn phase_started(&self, _task: &TaskId, _phase: &str, _attempt: u32, _kind: &str) {}
+    fn phase_finished(&self, _task: &TaskId, _phase: &str, _status: PhaseStatus, _elapsed_ms: i64, _detail: &str) {}
+    /// A remark for the user (warnings, what was repaired).
+    fn info(&self, _message: &str) {}
+}
+
+/// An observer that reports nothing.
+pub struct Silent;
+impl Observer for Silent {}
+
+pub struct SystemClock;
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        Timestamp(jiff::Timestamp::now().as_millisecond())
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub workflow: String,
+    pub description: String,
+    pub id: Option<String>,
+    pub flags: Vec<String>,
+    pub labels: Vec<String>,
+    pub agent: Option<String>,
+    /// Create the task and return without running it (for `--detach`).
+    pub create_only: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ResumeOptions {
+    pub from: Option<String>,
+    pub agent: Option<String>,
+    pub upgrade: bool,
+}
+
+pub struct Engine {
+    pub project: Project,
+    pub store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    observer: Arc<dyn Observer>,
+    owner: LeaseOwner,
+    local: LocalHost,
+    ttl_ms: i64,
+    git: Option<Git>,
+    /// Test hook (`BATON_TEST_CRASH_AT=POINT:PHASE`): SIGKILL ourselves there.
+    crash_at: Option<String>,
+    pub command: String,
+}
+
+/// A task whose lease this process holds.
+struct Held {
+    state: TaskState,
+    wf: Workflow,
+    lease: Lease,
+    hb: Heartbeat,
+    agent: Option<String>,
+}
+
+impl Engine {
+    pub fn open(project: Project, observer: Arc<dyn Observer>) -> Result<Engine> {
+        let store = baton_store::SqliteStore::open(&project.db_path(), project.config.synchronous()?)?;
+        Self::with_store(project, Arc::new(store), Arc::new(SystemClock), observer)
+    }
+
+    pub fn with_store(
+        project: Project,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        observer: Arc<dyn Observer>,
+    ) -> Result<Engine> {
+        let ttl_ms = project.config.lease_ttl_ms()?;
+        let git = Git::open(&project.root);
+        Ok(Engine {
+            store,
+            clock,
+            observer,
+            owner: host::this_owner(),
+            local: host::local_host(),
+            ttl_ms,
+            git,
+            crash_at: std::env::var("BATON_TEST_CRASH_AT").ok(),
+            command: "baton".into(),
+            project,
+        })
+    }
+
+    fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    fn crash_point(&self, point: &str, phase: &str) {
+        if self.crash_at.as_deref() == Some(&format!("{point}:{phase}")) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+
+    // ----- reading -------------------------------------------------------
+
+    pub fn liveness(&self, lease: Option<&Lease>) -> Liveness {
+        lease::classify(lease, self.now(), &self.local, host::process_start_time)
+    }
+
+    pub fn display_status(&self, status: TaskStatus, lease: Option<&Lease>) -> DisplayStatus {
+        DisplayStatus::of(status, &self.liveness(lease))
+    }
+
+    pub fn list(&self) -> Result<Vec<(TaskSummary, DisplayStatus)>> {
+        Ok(self
+            .store
+            .list()?
+            .into_iter()
+            .map(|t| {
+                let d = self.display_status(t.status, t.lease.as_ref());
+                (t, d)
+            })
+            .collect())
+    }
+
+    pub fn load(&self, id: &TaskId) -> Result<TaskSnapshot> {
+        self.store.load(id)?.ok_or_else(|| {
+            Error::bad_input(format!("no task {id}")).hint("run `baton ls --all` to see the tasks")
+        })
+    }
+
+    /// The definition a task was started with.
+    pub fn pinned(&self, hash: &str) -> Result<Workflow> {
+        let def = self
+            .store
+            .definition(hash)?
+            .ok_or_else(|| Error::op(format!("the store lacks workflow definition {hash}")))?;
+        serde_json::from_str(&def.json)
+            .map_err(|e| Error::op(format!("workflow definition {hash} is damaged: {e}")))
+    }
+
+    /// The state document of a task (what `show --json` prints).
+    pub fn document(&self, snap: &TaskSnapshot) -> Result<serde_json::Value> {
+        let wf = self.pinned(&snap.state.definition_hash)?;
+        let status = self.display_status(snap.state.status, snap.lease.as_ref());
+        Ok(document::render(&snap.state, &wf, status, snap.lease.as_ref()))
+    }
+
+    /// Re-renders `state.json` if it is missing or damaged; says so.
+    pub fn repair_rendered(&self, snap: &TaskSnapshot) -> Result<bool> {
+        let dir = self.project.task_dir(&snap.state.task_id);
+        let path = dir.join("state.json");
+        let ok = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .is_some_and(|v| v.get("last_seq").and_then(|s| s.as_u64()) == Some(snap.state.last_seq));
+        if !ok {
+            render::state_json(&dir, &self.document(snap)?)?;
+        }
+        let wrote = render::phase_outputs(&dir, &snap.state)?;
+        Ok(!ok || wrote > 0)
+    }
+
+    pub fn events(&self, id: &TaskId, after: u64, limit: usize) -> Result<Vec<EventRecord>> {
+        Ok(self.store.events(id, after, limit)?)
+    }
+
+    /// Loads `.baton/workflows/NAME.toml`.
+    pub fn load_workflow(&self, name: &str) -> Result<Workflow> {
+        let valid = !name.is_empty()
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        let path = self.project.workflows_dir().join(format!("{name}.toml"));
+        if !valid || !path.is_file() {
+            let mut known: Vec<String> = std::fs::read_dir(self.project.workflows_dir())
+                .map(|d| {
+                    d.filter_map(|e| e.ok())
+                        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".toml").map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            known.sort();
+            return Err(Error::bad_input(format!("no workflow {name:?} in .baton/workflows/")).hint(
+                if known.is_empty() {
+                    "create .baton/workflows/NAME.toml (see `baton init`)".to_string()
+                } else {
+                    format!("the workflows here are: {}", known.join(", "))
+                },
+            ));
+        }
+        let src = fs_err::read_to_string(&path)?;
+        let baton = self.project.baton_dir();
+        let rel = format!(".baton/workflows/{name}.toml");
+        Workflow::parse(&src, &rel, name, &|p| {
+            std::fs::read_to_string(baton.join(p)).map_err(|e| e.to_string())
+        })
+        .map_err(|e| Error::bad_input(e.to_string()).hint(format!("fix {rel} and run the command again")))
+    }
+
+    // ----- starting ------------------------------------------------------
+
+    /// `baton run`: creates a task and drives it.
+    pub fn run(&self, opts: RunOptions) -> Result<(TaskId, Outcome)> {
+        let wf = self.load_workflow(&opts.workflow)?;
+        self.check_agents(&wf, None, opts.agent.as_deref())?;
+        let flags = parse_pairs(&opts.flags, "--flag")?
+            .into_iter()
+            .map(|(k, v)| (k, baton_core::condition::parse_flag_value(&v)))
+            .collect();
+        let labels = parse_pairs(&opts.labels, "--label")?;
+        let id = match &opts.id {
+            Some(id) => TaskId::parse(id).map_err(|e| Error::bad_input(e.to_string()).hint("task ids use letters, digits, '-', '_' and '.'"))?,
+            None => self.new_task_id(&opts.description)?,
+        };
+        let created = machine::create(
+            &wf,
+            NewTask {
+                task_id: id.clone(),
+                description: opts.description.clone(),
+                project_name: self.project.name(),
+                flags,
+                labels,
+                tech_stack: crate::techstack::detect(&self.project.root),
+            },
+        )?;
+        let mut held = self.create(&id, wf, vec![created], opts.agent.clone())?;
+        if opts.create_only {
+            self.release(held);
+            return Ok((id, Outcome::Waiting("detached".into())));
+        }
+        let outcome = self.drive(&mut held);
+        self.release(held);
+        Ok((id, outcome?))
+    }
+
+    fn new_task_id(&self, description: &str) -> Result<TaskId> {
+        let existing: std::collections::HashSet<String> =
+            self.store.list()?.into_iter().map(|t| t.id.to_string()).collect();
+        let mut seq = existing.len() as u32 + 1;
+        loop {
+            let slug = baton_core::ids::slugify(seq, description);
+            if !existing.contains(&slug) {
+                return TaskId::parse(&slug).map_err(|e| Error::op(e.to_string()));
+            }
+            seq += 1;
+        }
+    }
+
+    /// Stores a new task (its first events) holding its lease.
+    fn create(&self, id: &TaskId, wf: Workflow, first: Vec<Event>, agent: Option<String>) -> Result<Held> {
+        let json = serde_json::to_string(&wf).expect("workflow serializes");
+        self.store.put_definition(&StoredDefinition {
+            hash: wf.hash(),
+            name: wf.name.clone(),
+            json,
+        })?;
+        let now = self.now();
+        let mut records = Vec::new();
+        let mut state: Option<TaskState> = None;
+        for (i, ev) in first.into_iter().enumerate() {
+            let rec = EventRecord {
+                seq: i as u64 + 1,
+                ts: now,
+                event: ev,
+            };
+            match &mut state {
+                None => state = machine::initial(id.clone(), &rec),
+                Some(s) => machine::apply(s, &rec),
+            }
+            records.push(rec);
+        }
+        let state = state.ok_or_else(|| Error::op("a task must start with task_created"))?;
+        let lease = self.new_lease();
+        self.store.create_task(&state, &records, &lease)?;
+        let hb = Heartbeat::start(self.store.clone(), id.clone(), self.owner.clone(), self.clock.clone(), self.ttl_ms);
+        let mut held = Held {
+            state,
+            wf,
+            lease,
+            hb,
+            agent,
+        };
+        self.set_current(id);
+        self.commit(&mut held, vec![Event::Claimed {
+            owner: self.owner.describe(),
+            command: self.command.clone(),
+        }])?;
+        self.observer.task_started(id, &held.wf.name);
+        Ok(held)
+    }
+
+    fn new_lease(&self) -> Lease {
+        let now = self.now();
+        Lease {
+            owner: self.owner.clone(),
+            acquired_at: now,
+            expires_at: now.plus_millis(self.ttl_ms),
+        }
+    }
+
+    fn set_current(&self, id: &TaskId) {
+        let _ = render::atomic_write(&self.project.current_file(), format!("{id}\n").as_bytes());
+    }
+
+    /// Every agent phase still to run must name a configured agent.
+    fn check_agents(&self, wf: &Workflow, state: Option<&TaskState>, agent: Option<&str>) -> Result<()> {
+        for p in &wf.phases {
+            if !matches!(p.kind, PhaseKind::Prompt { .. }) {
+                continue;
+            }
+            if state.and_then(|s| s.phase(p.id.as_str())).is_some_and(|s| s.status.is_done()) {
+                continue;
+            }
+            let name = agent
+                .map(str::to_string)
+                .or_else(|| p.agent.clone())
+                .or_else(|| self.project.config.defaults.agent.clone());
+            match name {
+                None => {
+                    return Err(Error::bad_input(format!("phase {} is an agent phase but names no agent", p.id))
+                        .hint("set `agent` on the phase or under [defaults] in the workflow, or pass --agent NAME"));
+                }
+                Some(n) if !self.project.config.agents.contains_key(&n) => {
+                    return Err(Error::bad_input(format!(
+                        "phase {} uses agent {n:?}, which .baton/config.toml does not define",
+                        p.id
+                    ))
+                    .hint(format!("add [agents.{n}] with command = [\"{n}\", \"-p\", \"{{{{prompt}}}}\"] to .baton/config.toml")));
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    // ----- resuming ------------------------------------------------------
+
+    fn busy(&self, id: &TaskId, lease: &Lease) -> Error {
+        Error::busy(format!(
+            "task {id} is being run by {} (lease taken at {}, renewed until {})",
+            lease.owner.describe(),
+            lease.acquired_at,
+            lease.expires_at
+        ))
+        .hint(format!("wait for it to finish, or stop it with `baton cancel {id}`"))
+    }
+
+    /// Takes the lease of an existing task, replacing a dead owner.
+    fn take(&self, id: &TaskId, snap: &TaskSnapshot, agent: Option<String>) -> Result<Held> {
+        let live = self.liveness(snap.lease.as_ref());
+        let replace = match (&live, &snap.lease) {
+            (Liveness::Live, Some(l)) if l.owner != self.owner => return Err(self.busy(id, l)),
+            (Liveness::Dead(_) | Liveness::Expired, Some(l)) => Some(l.owner.clone()),
+            _ => None,
+        };
+        let lease = self.new_lease();
+        match self.store.acquire(id, &lease, replace.as_ref())? {
+            Acquire::Acquired => {}
+            Acquire::Held(l) => return Err(self.busy(id, &l)),
+        }
+        let hb = Heartbeat::start(self.store.clone(), id.clone(), self.owner.clone(), self.clock.clone(), self.ttl_ms);
+        // Read again under the lease: another process may have moved it on.
+        let fresh = match self.store.load(id) {
+            Ok(Some(s)) => s,
+            Ok(None) => return Err(Error::bad_input(format!("no task {id}"))),
+            Err(e) => {
+                let _ = self.store.release(id, &self.owner);
+                return Err(e.into());
+            }
+        };
+        let wf = self.pinned(&fresh.state.definition_hash)?;
+        let mut held = Held {
+            state: fresh.state,
+            wf,
+            lease,
+            hb,
+            agent,
+        };
+        self.set_current(id);
+        self.commit(&mut held, vec![Event::Claimed {
+            owner: self.owner.describe(),
+            command: self.command.clone(),
+        }])?;
+        if let Liveness::Dead(why) = live {
+            self.observer.info(&format!("the previous runner is gone: {why}"));
+        }
+        Ok(held)
+    }
+
+    /// `baton resume`: continues a crashed, failed or waiting task.
+    pub fn resume(&self, id: &TaskId, opts: ResumeOptions) -> Result<Outcome> {
+        let snap = self.load(id)?;
+        if self.repair_rendered(&snap)? {
+            self.observer.info(&format!("re-rendered the files of task {id} from the store"));
+        }
+        let pinned = self.pinned(&snap.state.definition_hash)?;
+        let upgrade_to = self.check_definition(&snap.state, &pinned, opts.upgrade)?;
+        let wf_now = upgrade_to.as_ref().unwrap_or(&pinned);
+        if let Some(from) = &opts.from {
+            if wf_now.phase(from).is_none() {
+                let ids: Vec<&str> = wf_now.phases.iter().map(|p| p.id.as_str()).collect();
+                return Err(Error::bad_input(format!("task {id} has no phase {from:?}"))
+                    .hint(format!("its phases are: {}", ids.join(", "))));
+            }
+        } else {
+            match self.display_status(snap.state.status, snap.lease.as_ref()) {
+                DisplayStatus::Complete if upgrade_to.is_none() => {
+                    self.observer.info(&format!("task {id} is already COMPLETE; nothing to resume (use --from PHASE to run phases again)"));
+                    return Ok(Outcome::Complete);
+                }
+                DisplayStatus::Cancelled => {
+                    return Err(Error::bad_input(format!("task {id} was cancelled"))
+                        .hint(format!("run phases again with `baton resume {id} --from PHASE`, or start a new task from it with `baton fork {id} --from PHASE --id NEW`")));
+                }
+                DisplayStatus::Running => {
+                    let l = snap.lease.as_ref().expect("running has a lease");
+                    if l.owner != self.owner {
+                        return Err(self.busy(id, l));
+                    }
+                }
+                DisplayStatus::Waiting => {
+                    if let Some(w) = self.wait_not_due(&snap.state) {
+                        return Ok(Outcome::Waiting(w));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut held = self.take(id, &snap, opts.agent.clone())?;
+        let result = self.resume_held(&mut held, &snap, opts, upgrade_to);
+        self.release(held);
+        result
+    }
+
+    fn resume_held(
+        &self,
+        held: &mut Held,
+        seen: &TaskSnapshot,
+        opts: ResumeOptions,
+        upgrade_to: Option<Workflow>,
+    ) -> Result<Outcome> {
+        // A crashed attempt: kill what it left running, then re-run it.
+        let crashed = held.state.status == TaskStatus::Running;
+        if let Some(p) = held.state.in_progress().cloned() {
+            if let Some(proc_ref) = &p.process
+                && process::kill_orphan(proc_ref)
+            {
+                self.observer.info(&format!("killed the orphaned process group {} of phase {}", proc_ref.pid, p.id));
+            }
+            let reason = match self.liveness(seen.lease.as_ref()) {
+                Liveness::Dead(why) => why,
+                Liveness::Expired => "its runner's lease expired".into(),
+                _ => "its runner is gone".into(),
+            };
+            self.decide_commit(held, Input::Interrupt { reason })?;
+        }
+        if opts.from.is_none() {
+            match held.state.status {
+                TaskStatus::Running if crashed => self.decide_commit(held, Input::Resume { crashed: true })?,
+                TaskStatus::Failed => self.decide_commit(held, Input::Resume { crashed: false })?,
+                TaskStatus::Complete if upgrade_to.is_none() => return Ok(Outcome::Complete),
+                _ => {}
+            }
+        }
+        if let Some(new) = upgrade_to {
+            let before: Vec<String> = held.state.phases.iter().map(|p| p.id.to_string()).collect();
+            self.decide_commit(held, Input::Upgrade { to: Box::new(new.clone()) })?;
+            self.store.put_definition(&StoredDefinition {
+                hash: new.hash(),
+                name: new.name.clone(),
+                json: serde_json::to_string(&new).expect("workflow serializes"),
+            })?;
+            let removed: Vec<String> = before.iter().filter(|p| new.phase(p).is_none()).cloned().collect();
+            let added: Vec<String> = new.phases.iter().map(|p| p.id.to_string()).filter(|p| !before.contains(p)).collect();
+            held.wf = new;
+            self.observer.info(&format!(
+                "adopted the edited workflow: added {}; removed {}",
+                if added.is_empty() { "nothing".to_string() } else { added.join(", ") },
+                if removed.is_empty() { "nothing".to_string() } else { removed.join(", ") },
+            ));
+            if held.state.status == TaskStatus::Complete && held.state.phases.iter().any(|p| !p.status.is_done()) {
+                self.decide_commit(held, Input::Rewind { to: held.state.phases.iter().find(|p| !p.status.is_done()).expect("checked").id.clone() })?;
+            }
+        }
+        if let Some(from) = &opts.from {
+            let to = baton_core::PhaseId::parse(from).map_err(|e| Error::bad_input(e.to_string()))?;
+            self.restore_worktree(&held.state, &to)?;
+            self.decide_commit(held, Input::Rewind { to: to.clone() })?;
+            let note = format!("Resuming from {to}: rewound by the user.");
+            held.state.resume_note = Some(note);
+        }
+        self.check_agents(&held.wf, Some(&held.state), held.agent.as_deref())?;
+        self.drive(held)
+    }
+
+    /// The description of a wait that is not over yet, if so.
+    fn wait_not_due(&self, state: &TaskState) -> Option<String> {
+        let p = state.waiting_phase()?;
+        let w = p.waiting.as_ref()?;
+        match w.due_at {
+            Some(due) if due <= self.now() => None,
+            Some(due) => Some(format!("phase {} waits for {}, due at {due}", p.id, w.description)),
+            None => Some(format!("phase {} waits for {}", p.id, w.description)),
+        }
+    }
+
+    /// Compares the pinned definition with the file; returns the new one if
+    /// `upgrade` is asked and it differs.
+    fn check_definition(&self, state: &TaskState, pinned: &Workflow, upgrade: bool) -> Result<Option<Workflow>> {
+        let path = self.project.workflows_dir().join(format!("{}.toml", state.workflow));
+        if !path.is_file() {
+            if upgrade {
+                return Err(Error::bad_input(format!("--upgrade: .baton/workflows/{}.toml no longer exists", state.workflow)));
+            }
+            return Ok(None);
+        }
+        let current = match self.load_workflow(&state.workflow) {
+            Ok(wf) => wf,
+            Err(e) if upgrade => return Err(e),
+            Err(_) => {
+                self.observer.info(&format!(
+                    "note: .baton/workflows/{}.toml is now invalid; task {} keeps the definition it started with",
+                    state.workflow, state.task_id
+                ));
+                return Ok(None);
+            }
+        };
+        if current.hash() == pinned.hash() {
+            return Ok(None);
+        }
+        if upgrade {
+            return Ok(Some(current));
+        }
+        self.observer.info(&format!(
+            "note: .baton/workflows/{}.toml changed since task {} started; it keeps the definition it started with (pass --upgrade to adopt the edited one)",
+            state.workflow, state.task_id
+        ));
+        Ok(None)
+    }
+
+    fn restore_worktree(&self, state: &TaskState, to: &baton_core::PhaseId) -> Result<()> {
+        let (Some(git), Some(cp)) = (&self.git, state.phase(to.as_str()).and_then(|p| p.checkpoint.clone())) else {
+            return Ok(());
+        };
+        let safety = format!("refs/baton/{}/rewind-{}", state.task_id, state.last_seq);
+        match git.restore(&cp, &safety) {
+            Ok(saved) => {
+                self.observer.info(&format!(
+                    "restored the worktree to the start of {to} ({}); what was there is kept at {safety} ({})",
+                    cp.head.as_deref().map(|h| &h[..h.len().min(12)]).unwrap_or("no commit"),
+                    &saved[..saved.len().min(12)]
+                ));
+                Ok(())
+            }
+            Err(e) => Err(Error::op(format!("cannot restore the worktree to the start of {to}: {e}"))
+                .hint("commit or stash your changes and try again")),
+        }
+    }
+
+    /// `baton fork`: a new task from a checkpoint of another.
+    pub fn fork(&self, src: &TaskId, from: &str, new_id: &str) -> Result<(TaskId, Outcome)> {
+        let snap = self.load(src)?;
+        let wf = self.pinned(&snap.state.definition_hash)?;
+        let to = wf.phase(from).map(|p| p.id.clone()).ok_or_else(|| {
+            let ids: Vec<&str> = wf.phases.iter().map(|p| p.id.as_str()).collect();
+            Error::bad_input(format!("task {src} has no phase {from:?}")).hint(format!("its phases are: {}", ids.join(", ")))
+        })?;
+        let new_id = TaskId::parse(new_id).map_err(|e| Error::bad_input(e.to_string()))?;
+        let def = wf.phase(from).expect("checked");
+        for n in &def.needs {
+            if !snap.state.phase(n.as_str()).is_some_and(|p| p.status.is_done()) {
+                return Err(Error::bad_input(format!("cannot fork {src} at {from}: it needs {n}, which has not passed")));
+            }
+        }
+        let reset = wf.descendants(&to);
+        let inherited: Vec<_> = snap.state.phases.iter().filter(|p| !reset.contains(&p.id)).cloned().map(|mut p| {
+            p.process = None;
+            p
+        }).collect();
+        let mut labels = snap.state.labels.clone();
+        labels.insert("task-id".into(), new_id.to_string());
+        labels.insert("forked-from".into(), src.to_string());
+        let created = Event::TaskCreated {
+            workflow: wf.name.clone(),
+            definition_hash: wf.hash(),
+            description: snap.state.description.clone(),
+            project_name: snap.state.project_name.clone(),
+            flags: snap.state.flags.clone(),
+            labels,
+            tech_stack: snap.state.tech_stack.clone(),
+            phases: wf.phases.iter().map(|p| p.id.clone()).collect(),
+        };
+        let adopted = Event::Adopted {
+            source: format!("fork of {src} at {from}"),
+            phases: inherited,
+            iteration_counts: snap.state.iteration_counts.iter().filter(|(k, _)| !reset.iter().any(|r| r.as_str() == k.as_str())).map(|(k, v)| (k.clone(), *v)).collect(),
+            status: TaskStatus::Running,
+        };
+        self.restore_worktree(&snap.state, &to)?;
+        let mut held = self.create(&new_id, wf, vec![created, adopted], None)?;
+        held.state.resume_note = Some(format!("Forked from {src} at phase {from}."));
+        let outcome = self.drive(&mut held);
+        self.release(held);
+        Ok((new_id, outcome?))
+    }
+
+    // ----- driving -------------------------------------------------------
+
+    fn release(&self, held: Held) {
+        let id = held.state.task_id.clone();
+        drop(held.hb);
+        let _ = self.store.release(&id, &self.owner);
+        // Render once more without our lease in the document.
+        if let Ok(Some(snap)) = self.store.load(&id)
+            && let Ok(doc) = self.document(&snap)
+        {
+            let _ = render::state_json(&self.project.task_dir(&id), &doc);
+        }
+    }
+
+    fn decide_commit(&self, held: &mut Held, input: Input) -> Result<()> {
+        let events = machine::decide(&held.state, &held.wf, input, self.now())?;
+        self.commit(held, events)
+    }
+
+    /// Appends events and writes the projection in one transaction, then
+    /// renders `state.json`.
+    fn commit(&self, held: &mut Held, events: Vec<Event>) -> Result<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let now = self.now();
+        let mut touched: Option<Vec<baton_core::PhaseId>> = Some(Vec::new());
+        let mut records = Vec::with_capacity(events.len());
+        for ev in events {
+            match (machine::touched(&held.state, &ev), &mut touched) {
+                (Some(ids), Some(all)) => all.extend(ids),
+                _ => touched = None,
+            }
+            let rec = EventRecord {
+                seq: held.state.last_seq + 1,
+                ts: now,
+                event: ev,
+            };
+            machine::apply(&mut held.state, &rec);
+            records.push(rec);
+        }
+        let writes = match touched {
+            None => PhaseWrites::All,
+            Some(ids) => {
+                let mut ix: Vec<usize> = ids.iter().filter_map(|id| held.state.phases.iter().position(|p| &p.id == id)).collect();
+                ix.sort_unstable();
+                ix.dedup();
+                PhaseWrites::Changed(ix)
+            }
+        };
+        // On failure the in-memory state is ahead of the store; every caller
+        // stops driving on an error, so it is never used again.
+        self.store.commit(&self.owner, &held.state, &writes, &records)?;
+        let doc = document::render(&held.state, &held.wf, DisplayStatus::of(held.state.status, &Liveness::Live), Some(&held.lease));
+        render::state_json(&self.project.task_dir(&held.state.task_id), &doc)?;
+        Ok(())
+    }
+
+    fn drive(&self, held: &mut Held) -> Result<Outcome> {
+        let dir = self.project.task_dir(&held.state.task_id);
+        render::phase_outputs(&dir, &held.state)?;
+        loop {
+            if held.hb.lost.load(Ordering::SeqCst) {
+                return Err(Error::busy(format!("lost the lease of task {} to another process", held.state.task_id)));
+            }
+            if held.hb.cancel.load(Ordering::SeqCst) {
+                self.decide_commit(held, Input::Cancel { reason: "cancelled by `baton cancel`".into() })?;
+                return Ok(Outcome::Cancelled);
+            }
+            match machine::next(&held.state, &held.wf) {
+                Next::Start(p) => {
+                    if let Some(outcome) = self.run_phase(held, &p)? {
+                        return Ok(outcome);
+                    }
+                }
+                Next::Skip(p, reason) => {
+                    self.decide_commit(held, Input::Skip { phase: p.clone() })?;
+                    self.observer.phase_finished(&held.state.task_id, p.as_str(), PhaseStatus::Skipped, 0, &reason);
+                }
+                Next::Wait(p) => {
+                    self.decide_commit(held, Input::Wait { phase: p.clone() })?;
+                    self.observer.phase_finished(&held.state.task_id, p.as_str(), PhaseStatus::Waiting, 0, "");
+                }
+                Next::Waiting(p) => match self.wait_not_due(&held.state) {
+                    None => self.decide_commit(held, Input::TimerDue { phase: p })?,
+                    Some(w) => return Ok(Outcome::Waiting(w)),
+                },
+                Next::Complete => {
+                    self.decide_commit(held, Input::Complete)?;
+                    return Ok(Outcome::Complete);
+                }
+                Next::InProgress(p) => {
+                    return Err(Error::op(format!("phase {p} is unexpectedly in progress")));
+                }
+                Next::Stopped(TaskStatus::Waiting) => {
+                    return Ok(Outcome::Waiting(self.wait_not_due(&held.state).unwrap_or_else(|| "an event".into())));
+                }
+                Next::Stopped(TaskStatus::Failed) => {
+                    return Ok(Outcome::Failed(held.state.failure.clone().unwrap_or_else(|| "failed".into())));
+                }
+                Next::Stopped(TaskStatus::Cancelled) => return Ok(Outcome::Cancelled),
+                Next::Stopped(_) => return Ok(Outcome::Complete),
+            }
+        }
+    }
+
+    /// Runs one attempt of a phase. `Some(outcome)` ends the drive.
+    fn run_phase(&self, held: &mut Held, phase: &baton_core::PhaseId) -> Result<Option<Outcome>> {
+        let id = held.state.task_id.clone();
+        let idx = held.state.phases.iter().position(|p| &p.id == phase).expect("phase of state");
+        let def = held.wf.phase(phase.as_str()).expect("phase of workflow").clone();
+        let ps = held.state.phases[idx].clone();
+        let attempt = ps.attempt + 1;
+        let stem = document::output_file_name(idx, phase.as_str());
+        let stem = stem.trim_end_matches(".md");
+        let label = format!("{stem}.i{}.a{attempt}", ps.iteration);
+        let checkpoint = self.git.as_ref().and_then(|g| {
+            match g.checkpoint(&format!("refs/baton/{id}/{label}/start"), &format!("baton: {id} {phase} attempt {attempt} start")) {
+                Ok(cp) => Some(cp),
+                Err(e) => {
+                    self.observer.info(&format!("warning: no git checkpoint for {phase}: {e}"));
+                    None
+                }
+            }
+        });
+        self.decide_commit(held, Input::Start { phase: phase.clone(), checkpoint })?;
+        self.observer.phase_started(&id, phase.as_str(), attempt, def.kind_name());
+        let started = std::time::Instant::now();
+        self.crash_point("before-spawn", phase.as_str());
+
+        let dir = self.project.task_dir(&id);
+        for sub in ["logs", "prompts", "run"] {
+            fs_err::create_dir_all(dir.join(sub))?;
+        }
+        let brief_text = brief::render(&held.state, phase.as_str());
+        let brief_file = dir.join("brief.md");
+        fs_err::write(&brief_file, &brief_text)?;
+        let summary_file = dir.join("run").join(format!("{label}.summary"));
+        let _ = std::fs::remove_file(&summary_file);
+        let stdout = dir.join("logs").join(format!("{label}.out"));
+        let stderr = dir.join("logs").join(format!("{label}.err"));
+        let vars = |v: &str| -> Option<String> {
+            match v {
+                "task" => Some(held.state.description.clone()),
+                "task_id" => Some(id.to_string()),
+                "phase" => Some(phase.to_string()),
+                "brief" => Some(brief_text.clone()),
+                _ => {
+                    if let Some(f) = v.strip_prefix("flags.") {
+                        held.state.flags.get(f).map(|x| match x {
+                            serde_json::Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        })
+                    } else {
+                        v.strip_prefix("labels.").and_then(|l| held.state.labels.get(l).cloned())
+                    }
+                }
+            }
+        };
+        let mut env: Vec<(String, String)> = vec![
+            ("BATON_TASK_ID".into(), id.to_string()),
+            ("BATON_PHASE".into(), phase.to_string()),
+            ("BATON_ATTEMPT".into(), attempt.to_string()),
+            ("BATON_ITERATION".into(), ps.iteration.to_string()),
+            ("BATON_PROJECT".into(), self.project.root.display().to_string()),
+            ("BATON_STATE_DIR".into(), dir.display().to_string()),
+            ("BATON_SUMMARY_FILE".into(), summary_file.display().to_string()),
+            ("BATON_BRIEF_FILE".into(), brief_file.display().to_string()),
+        ];
+        let (program, args) = match &def.kind {
+            PhaseKind::Run { command } => ("sh".to_string(), vec!["-c".to_string(), template::render(command, vars)]),
+            PhaseKind::Prompt { template: t, .. } => {
+                let prompt = template::render(t, vars);
+                let prompt_file = dir.join("prompts").join(format!("{label}.md"));
+                fs_err::write(&prompt_file, &prompt)?;
+                let name = held.agent.clone().or(def.agent.clone()).or(self.project.config.defaults.agent.clone()).unwrap_or_default();
+                let agent = self.project.config.agents.get(&name).ok_or_else(|| Error::bad_input(format!("agent {name:?} is not defined in .baton/config.toml")))?;
+                for (k, v) in &agent.env {
+                    env.push((k.clone(), v.clone()));
+                }
+                env.push(("BATON_AGENT".into(), name.clone()));
+                env.push(("BATON_PROMPT_FILE".into(), prompt_file.display().to_string()));
+                let pf = prompt_file.display().to_string();
+                let argv: Vec<String> = agent
+                    .command
+                    .iter()
+                    .map(|a| a.replace("{{prompt_file}}", &pf).replace("{{prompt}}", &prompt))
+                    .collect();
+                (argv[0].clone(), argv[1..].to_vec())
+            }
+            PhaseKind::Wait(_) => unreachable!("wait phases are not started"),
+        };
+        let spec = Spec {
+            program: program.clone(),
+            args,
+            env,
+            cwd: self.project.root.clone(),
+            stdout: stdout.clone(),
+            stderr: stderr.clone(),
+        };
+        let failure = |message: String, exit_code: Option<i32>, timed_out: bool| Failure {
+            message,
+            exit_code,
+            timed_out,
+            stderr_tail: process::read_tail(&stderr, 4000),
+            files_changed: Vec::new(),
+        };
+        let waited = match process::spawn(&spec) {
+            Ok(running) => {
+                self.decide_commit(held, Input::Process { phase: phase.clone(), process: running.process_ref() })?;
+                self.crash_point("after-spawn", phase.as_str());
+                let hb = &held.hb;
+                let stop = || {
+                    if hb.lost.load(Ordering::SeqCst) {
+                        Some(Stop::LeaseLost)
+                    } else if hb.cancel.load(Ordering::SeqCst) {
+                        Some(Stop::Cancelled)
+                    } else {
+                        None
+                    }
+                };
+                Ok(running.wait(def.timeout_ms.map(Duration::from_millis), &stop))
+            }
+            Err(e) => Err(failure(format!("cannot start `{program}`: {e}"), None, false)),
+        };
+        let files_changed = |label: &str| -> Vec<String> {
+            let (Some(git), Some(from)) = (&self.git, held.state.phases[idx].checkpoint.as_ref().and_then(|c| c.snapshot.clone())) else {
+                return Vec::new();
+            };
+            git.snapshot(&format!("refs/baton/{id}/{label}/end"), "baton: phase end")
+                .and_then(|to| git.changed_files(&from, &to))
+                .unwrap_or_default()
+        };
+        let elapsed = started.elapsed().as_millis() as i64;
+        let result = match waited {
+            Ok(Waited::Exited(status)) if status.success() => {
+                let output = process::read_tail(&stdout, 16_000);
+                let summary = std::fs::read_to_string(&summary_file)
+                    .ok()
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or_else(|| output.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string());
+                let summary = process::tail(&summary, 16_000).to_string();
+                let files = files_changed(&label);
+                Ok((summary, output, files))
+            }
+            Ok(Waited::Exited(status)) => Err(failure(process::describe(&status), status.code(), false)),
+            Ok(Waited::TimedOut) => Err(failure(
+                format!("timed out after {}", baton_core::time::human_millis(def.timeout_ms.unwrap_or(0) as i64)),
+                None,
+                true,
+            )),
+            Ok(Waited::Stopped(Stop::Cancelled)) => {
+                self.decide_commit(held, Input::Cancel { reason: "cancelled by `baton cancel`".into() })?;
+                self.observer.phase_finished(&id, phase.as_str(), PhaseStatus::Failed, elapsed, "cancelled");
+                return Ok(Some(Outcome::Cancelled));
+            }
+            Ok(Waited::Stopped(Stop::LeaseLost)) => {
+                return Err(Error::busy(format!("lost the lease of task {id} to another process")));
+            }
+            Ok(Waited::WaitFailed(e)) => Err(failure(format!("lost track of the process: {e}"), None, false)),
+            Err(f) => Err(f),
+        };
+        match result {
+            Ok((summary, output, files)) => {
+                self.decide_commit(held, Input::Pass { phase: phase.clone(), summary: summary.clone(), output, files_changed: files })?;
+                self.crash_point("after-pass", phase.as_str());
+                render::phase_output(&dir, &held.state, idx)?;
+                self.observer.phase_finished(&id, phase.as_str(), PhaseStatus::Pass, elapsed, &summary);
+            }
+            Err(mut f) => {
+                f.files_changed = files_changed(&label);
+                let detail = match f.stderr_tail.lines().rev().find(|l| !l.trim().is_empty()) {
+                    Some(line) => format!("{}: {}", f.message, line.trim()),
+                    None => f.message.clone(),
+                };
+                self.decide_commit(held, Input::Fail { phase: phase.clone(), failure: f })?;
+                self.observer.phase_finished(&id, phase.as_str(), PhaseStatus::Failed, elapsed, &detail);
+            }
+        }
+        Ok(None)
+    }
+
+    // ----- stopping and cleaning up --------------------------------------
+
+    /// `baton cancel`: stops a task (asking its live runner, or directly).
+    pub fn cancel(&self, id: &TaskId) -> Result<()> {
+        let snap = self.load(id)?;
+        if matches!(snap.state.status, TaskStatus::Complete | TaskStatus::Cancelled) {
+            return Err(Error::bad_input(format!("task {id} is already {}", snap.state.status.as_str())));
+        }
+        if let (Liveness::Live, Some(l)) = (self.liveness(snap.lease.as_ref()), &snap.lease)
+            && l.owner != self.owner
+        {
+            self.store.request_cancel(id)?;
+            self.observer.info(&format!("asked {} to stop task {id}", l.owner.describe()));
+            let until = std::time::Instant::now() + Duration::from_secs(20);
+            while std::time::Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(100));
+                let s = self.load(id)?;
+                if s.state.status == TaskStatus::Cancelled {
+                    return Ok(());
+                }
+                if !self.liveness(s.lease.as_ref()).is_live() {
+                    break;
+                }
+            }
+            let s = self.load(id)?;
+            if s.state.status == TaskStatus::Cancelled {
+                return Ok(());
+            }
+            if self.liveness(s.lease.as_ref()).is_live() {
+                return Err(Error::op(format!("task {id} did not stop within 20s")).hint("try again, or kill the runner's process"));
+            }
+        }
+        let snap = self.load(id)?;
+        let mut held = self.take(id, &snap, None)?;
+        if let Some(p) = held.state.in_progress().and_then(|p| p.process.clone()) {
+            process::kill_orphan(&p);
+        }
+        let r = self.decide_commit(&mut held, Input::Cancel { reason: "cancelled by `baton cancel`".into() });
+        self.release(held);
+        r
+    }
+
+    /// `baton rm`: deletes a task's record, rendered files and hidden refs.
+    pub fn remove(&self, id: &TaskId) -> Result<()> {
+        let snap = self.load(id)?;
+        if let (Liveness::Live, Some(l)) = (self.liveness(snap.lease.as_ref()), &snap.lease) {
+            return Err(self.busy(id, l));
+        }
+        if let Some(p) = snap.state.in_progress().and_then(|p| p.process.clone()) {
+            process::kill_orphan(&p);
+        }
+        self.store.delete_task(id)?;
+        let dir = self.project.task_dir(id);
+        if dir.exists() {
+            fs_err::remove_dir_all(&dir)?;
+        }
+        if let Some(g) = &self.git {
+            let _ = g.delete_refs(&format!("refs/baton/{id}/"));
+        }
+        if self.project.current_task().as_ref() == Some(id) {
+            let _ = std::fs::remove_file(self.project.current_file());
+        }
+        Ok(())
+    }
+
+    /// `baton clean`: the completed tasks whose records would be deleted.
+    pub fn clean_candidates(&self) -> Result<Vec<TaskId>> {
+        Ok(self
+            .list()?
+            .into_iter()
+            .filter(|(_, d)| *d == DisplayStatus::Complete)
+            .map(|(t, _)| t.id)
+            .collect())
+    }
+
+    /// Deletes the records of completed tasks, keeping their rendered files.
+    pub fn clean(&self, ids: &[TaskId]) -> Result<usize> {
+        let mut n = 0;
+        for id in ids {
+            if self.store.delete_task(id)? {
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    pub fn git(&self) -> Option<&Git> {
+        self.git.as_ref()
+    }
+
+    pub fn local(&self) -> &LocalHost {
+        &self.local
+    }
+
+    pub fn task_dir(&self, id: &TaskId) -> PathBuf {
+        self.project.task_dir(id)
+    }
+}
+
+/// Parses `K=V` pairs.
+fn parse_pairs(items: &[String], flag: &str) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for item in items {
+        match item.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => {
+                out.insert(k.trim().to_string(), v.to_string());
+            }
+            _ => {
+                return Err(Error::bad_input(format!("{flag} {item:?} is not of the form KEY=VALUE"))
+                    .hint(format!("write e.g. {flag} tests=false")));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Renews a lease in the background and watches for cancel requests.
+struct Heartbeat {
+    stop: Arc<AtomicBool>,
+    cancel: Arc<AtomicBool>,
+    lost: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Heartbeat {
+    fn start(store: Arc<dyn Store>, id: TaskId, owner: LeaseOwner, clock: Arc<dyn Clock>, ttl_ms: i64) -> Heartbeat {
+        let stop = Arc::new(AtomicBool::new(false));
+        let cancel = Arc::new(AtomicBool::new(false));
+        let lost = Arc::new(AtomicBool::new(false));
+        let (s, c, l) = (stop.clone(), cancel.clone(), lost.clone());
+        let tick = Duration::from_millis((ttl_ms / 3).clamp(100, 1000) as u64);
+        let handle = std::thread::spawn(move || {
+            let mut last = std::time::Instant::now();
+            while !s.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(25));
+                if last.elapsed() < tick {
+                    continue;
+                }
+                last = std::time::Instant::now();
+                match store.renew(&id, &owner, clock.now().plus_millis(ttl_ms)) {
+                    Ok(RenewOutcome::Renewed { cancel_requested }) => {
+                        if cancel_requested {
+                            c.store(true, Ordering::SeqCst);
+                        }
+                    }
+                    Ok(RenewOutcome::Lost) => {
+                        l.store(true, Ordering::SeqCst);
+                        break;
+                    }
+                    Err(e) => tracing::warn!("heartbeat of {id} failed: {e}"),
+                }
+            }
+        });
+        Heartbeat {
+            stop,
+            cancel,
+            lost,
+            handle: Some(handle),
+        }
+    }
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! The engine's error: a kind (which picks the exit code), a message, and
+//! `hint:` lines telling the user what to do.
+
+use baton_core::ErrorKind;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub kind: ErrorKind,
+    pub message: String,
+    pub hints: Vec<String>,
+}
+
+impl Error {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error {
+            kind,
+            message: message.into(),
+            hints: Vec::new(),
+        }
+    }
+    pub fn bad_input(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::BadInput, message)
+    }
+    pub fn busy(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Busy, message)
+    }
+    pub fn op(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Operational, message)
+    }
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hints.push(hint.into());
+        self
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<baton_store::Error> for Error {
+    fn from(e: baton_store::Error) -> Self {
+        use baton_store::Error as S;
+        match &e {
+            S::NotFound(id) => Error::bad_input(format!("no task {id}"))
+                .hint("run `baton ls --all` to see the tasks"),
+            S::AlreadyExists(id) => Error::bad_input(format!("a task {id} already exists"))
+                .hint(format!("continue it with `baton resume {id}`, or pick another --id")),
+            S::LeaseLost { task, holder } => Error::busy(format!(
+                "task {task} was taken over by {} while this process ran it",
+                holder
+                    .as_ref()
+                    .map(|l| l.owner.describe())
+                    .unwrap_or_else(|| "nobody".into())
+            )),
+            S::Open { .. } | S::Corrupt(_) => Error::op(e.to_string())
+                .hint("run `baton doctor` to check the store, and `baton doctor --fix` to rebuild it from the rendered files"),
+            _ => Error::op(e.to_string()),
+        }
+    }
+}
+
+impl From<baton_core::machine::RuleError> for Error {
+    fn from(e: baton_core::machine::RuleError) -> Self {
+        Error::bad_input(e.0)
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::op(e.to_string())
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,61 @@
+//! This machine's identity and process probes, read from /proc.
+
+use baton_core::lease::{LeaseOwner, LocalHost};
+
+fn read_trim(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// Host name and boot id of this machine.
+pub fn local_host() -> LocalHost {
+    LocalHost {
+        host: read_trim("/proc/sys/kernel/hostname")
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .unwrap_or_else(|| "localhost".into()),
+        boot_id: read_trim("/proc/sys/kernel/random/boot_id").unwrap_or_else(|| "unknown".into()),
+    }
+}
+
+/// The start time (clock ticks since boot) of a live process, `None` if
+/// there is no such process (or it is a zombie).
+pub fn process_start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may contain spaces.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // fields[0] is the state (field 3); starttime is field 22.
+    if fields.first() == Some(&"Z") || fields.first() == Some(&"X") {
+        return None;
+    }
+    fields.get(19)?.parse().ok()
+}
+
+/// The lease owner identity of this process.
+pub fn this_owner() -> LeaseOwner {
+    let h = local_host();
+    let pid = std::process::id();
+    LeaseOwner {
+        host: h.host,
+        boot_id: h.boot_id,
+        pid,
+        start_time: process_start_time(pid).unwrap_or(0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probes_this_process() {
+        let me = std::process::id();
+        assert!(process_start_time(me).is_some());
+        assert_eq!(process_start_time(u32::MAX - 1), None);
+        let o = this_owner();
+        assert_eq!(o.pid, me);
+        assert_eq!(Some(o.start_time), process_start_time(me));
+    }
+}

@@ -1,0 +1,257 @@
+//! Phase processes: each runs in its own process group with stdout and
+//! stderr going to log files, so a timeout or a cancel kills everything it
+//! started, and an orphan left by a crashed baton can be found and killed.
+
+use baton_core::state::ProcessRef;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+/// What to start.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub program: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+    pub stdout: PathBuf,
+    pub stderr: PathBuf,
+}
+
+pub struct Running {
+    pub pid: u32,
+    pub start_time: u64,
+    rx: Receiver<std::io::Result<ExitStatus>>,
+}
+
+/// Why waiting stopped early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    Cancelled,
+    LeaseLost,
+}
+
+#[derive(Debug)]
+pub enum Waited {
+    Exited(ExitStatus),
+    TimedOut,
+    Stopped(Stop),
+    WaitFailed(std::io::Error),
+}
+
+pub fn spawn(spec: &Spec) -> std::io::Result<Running> {
+    let stdout = std::fs::File::create(&spec.stdout)?;
+    let stderr = std::fs::File::create(&spec.stderr)?;
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .current_dir(&spec.cwd)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .process_group(0);
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn()?;
+    let pid = child.id();
+    let start_time = crate::host::process_start_time(pid).unwrap_or(0);
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    Ok(Running {
+        pid,
+        start_time,
+        rx,
+    })
+}
+
+impl Running {
+    pub fn process_ref(&self) -> ProcessRef {
+        ProcessRef {
+            pid: self.pid,
+            start_time: self.start_time,
+        }
+    }
+
+    /// Waits for the process to exit, the timeout to pass, or `stop` to
+    /// say so (polled every 100 ms). On timeout or stop the whole process
+    /// group is killed before returning.
+    pub fn wait(self, timeout: Option<Duration>, stop: &dyn Fn() -> Option<Stop>) -> Waited {
+        let started = Instant::now();
+        loop {
+            let slice = match timeout {
+                Some(t) => {
+                    let left = t.saturating_sub(started.elapsed());
+                    if left.is_zero() {
+                        self.kill();
+                        return Waited::TimedOut;
+                    }
+                    left.min(Duration::from_millis(100))
+                }
+                None => Duration::from_millis(100),
+            };
+            match self.rx.recv_timeout(slice) {
+                Ok(Ok(status)) => {
+                    // The leader exited; anything it left behind in its
+                    // group goes with it.
+                    kill_group(self.pid, Duration::from_millis(0));
+                    return Waited::Exited(status);
+                }
+                Ok(Err(e)) => return Waited::WaitFailed(e),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Waited::WaitFailed(std::io::Error::other("waiter thread vanished"));
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Some(s) = stop() {
+                        self.kill();
+                        return Waited::Stopped(s);
+                    }
+                }
+            }
+        }
+    }
+
+    fn kill(&self) {
+        kill_group(self.pid, Duration::from_secs(2));
+        let _ = self.rx.recv_timeout(Duration::from_secs(5));
+    }
+}
+
+fn group_exists(pgid: u32) -> bool {
+    killpg(Pid::from_raw(pgid as i32), None).is_ok()
+}
+
+/// SIGTERM to the group, then SIGKILL if it is still there after `grace`.
+pub fn kill_group(pgid: u32, grace: Duration) {
+    if pgid <= 1 || !group_exists(pgid) {
+        return;
+    }
+    let g = Pid::from_raw(pgid as i32);
+    if !grace.is_zero() {
+        let _ = killpg(g, Signal::SIGTERM);
+        let until = Instant::now() + grace;
+        while Instant::now() < until {
+            // An orphan's exited leader may linger as a zombie nobody reaps,
+            // so "gone" means the leader is gone or a zombie.
+            if !group_exists(pgid) || crate::host::process_start_time(pgid).is_none() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let _ = killpg(g, Signal::SIGKILL);
+}
+
+/// Kills what a crashed run left behind: the group of `p` if its leader is
+/// still the same process, or if the leader is gone but the group lives on
+/// (Linux never hands out a pid that is still a process group id). Returns
+/// whether anything was found.
+pub fn kill_orphan(p: &ProcessRef) -> bool {
+    let leader = crate::host::process_start_time(p.pid);
+    let ours = match leader {
+        Some(st) => st == p.start_time,
+        None => group_exists(p.pid),
+    };
+    if ours {
+        kill_group(p.pid, Duration::from_secs(2));
+    }
+    ours
+}
+
+/// How a process ended, in words: `exit status 3`, `killed by signal 9`.
+pub fn describe(status: &ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exit status {c}"),
+        (None, Some(s)) => format!("killed by signal {s}"),
+        _ => "ended".into(),
+    }
+}
+
+/// The last `max` bytes of `s`, cut at a character boundary.
+pub fn tail(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut start = s.len() - max;
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    &s[start..]
+}
+
+/// The last `max` bytes of a file, as text.
+pub fn read_tail(path: &std::path::Path, max: usize) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = f.seek(SeekFrom::Start(len.saturating_sub(max as u64)));
+    let mut buf = Vec::new();
+    let _ = f.read_to_end(&mut buf);
+    let s = String::from_utf8_lossy(&buf).into_owned();
+    if len > max as u64 {
+        // Drop the partial first line.
+        match s.find('\n') {
+            Some(i) => s[i + 1..].to_string(),
+            None => s,
+        }
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(dir: &std::path::Path, script: &str) -> Spec {
+        Spec {
+            program: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: vec![],
+            cwd: dir.to_path_buf(),
+            stdout: dir.join("out"),
+            stderr: dir.join("err"),
+        }
+    }
+
+    #[test]
+    fn timeout_kills_the_whole_group() {
+        let dir = tempfile::tempdir().unwrap();
+        // The shell starts a grandchild that would outlive a plain kill.
+        let r = spawn(&spec(dir.path(), "sleep 30 & echo $! > child; wait")).unwrap();
+        let pgid = r.pid;
+        let w = r.wait(Some(Duration::from_millis(300)), &|| None);
+        assert!(matches!(w, Waited::TimedOut));
+        let child: u32 = std::fs::read_to_string(dir.path().join("child")).unwrap().trim().parse().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(crate::host::process_start_time(child).is_none(), "grandchild survived");
+        assert!(!group_exists(pgid));
+    }
+
+    #[test]
+    fn exit_status_and_output_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = spawn(&spec(dir.path(), "echo hello; echo oops >&2; exit 3")).unwrap();
+        match r.wait(None, &|| None) {
+            Waited::Exited(s) => assert_eq!(describe(&s), "exit status 3"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(read_tail(&dir.path().join("out"), 100), "hello\n");
+        assert_eq!(read_tail(&dir.path().join("err"), 100), "oops\n");
+    }
+
+    #[test]
+    fn stop_kills() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = spawn(&spec(dir.path(), "sleep 30")).unwrap();
+        let w = r.wait(None, &|| Some(Stop::Cancelled));
+        assert!(matches!(w, Waited::Stopped(Stop::Cancelled)));
+    }
+}

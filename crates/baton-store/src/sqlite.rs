@@ -1,0 +1,569 @@
+//! The SQLite backend: one file in WAL mode, `synchronous=FULL` by default.
+
+use crate::{
+    Acquire, Error, PhaseWrites, RenewOutcome, Result, Store, StoredDefinition, TaskSnapshot,
+    TaskSummary, last_phase,
+};
+use baton_core::lease::{Lease, LeaseOwner};
+use baton_core::state::{PhaseState, TaskStatus};
+use baton_core::{EventRecord, TaskId, TaskState, Timestamp};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+/// SQLite's `synchronous` setting for the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Synchronous {
+    /// Every commit is on disk before it returns (the default).
+    #[default]
+    Full,
+    /// Commits may be lost on power failure (never corrupted); faster.
+    Normal,
+}
+
+/// Versioned migrations; `PRAGMA user_version` records how many ran.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE definitions (
+    hash TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    json TEXT NOT NULL
+);
+CREATE TABLE tasks (
+    id TEXT PRIMARY KEY,
+    workflow TEXT NOT NULL,
+    description TEXT NOT NULL,
+    status TEXT NOT NULL,
+    last_phase TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    definition_hash TEXT NOT NULL REFERENCES definitions(hash),
+    lease TEXT,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    header TEXT NOT NULL
+);
+CREATE INDEX tasks_created ON tasks(created_at);
+CREATE TABLE phases (
+    task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (task_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE events (
+    task_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    ts INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    phase TEXT,
+    attempt INTEGER,
+    payload TEXT NOT NULL,
+    PRIMARY KEY (task_id, seq)
+) WITHOUT ROWID;
+"#];
+
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+}
+
+/// The task row's JSON: the task state without its phases.
+#[derive(Serialize)]
+struct HeaderRef<'a> {
+    workflow: &'a str,
+    definition_hash: &'a str,
+    description: &'a str,
+    project_name: &'a str,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    status: TaskStatus,
+    flags: &'a BTreeMap<String, serde_json::Value>,
+    labels: &'a BTreeMap<String, String>,
+    tech_stack: &'a serde_json::Value,
+    iteration_counts: &'a BTreeMap<String, u32>,
+    blockers: &'a [String],
+    resume_note: &'a Option<String>,
+    failure: &'a Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Header {
+    workflow: String,
+    definition_hash: String,
+    description: String,
+    project_name: String,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    status: TaskStatus,
+    flags: BTreeMap<String, serde_json::Value>,
+    labels: BTreeMap<String, String>,
+    tech_stack: serde_json::Value,
+    iteration_counts: BTreeMap<String, u32>,
+    blockers: Vec<String>,
+    resume_note: Option<String>,
+    failure: Option<String>,
+}
+
+fn header_json(s: &TaskState) -> String {
+    serde_json::to_string(&HeaderRef {
+        workflow: &s.workflow,
+        definition_hash: &s.definition_hash,
+        description: &s.description,
+        project_name: &s.project_name,
+        created_at: s.created_at,
+        updated_at: s.updated_at,
+        status: s.status,
+        flags: &s.flags,
+        labels: &s.labels,
+        tech_stack: &s.tech_stack,
+        iteration_counts: &s.iteration_counts,
+        blockers: &s.blockers,
+        resume_note: &s.resume_note,
+        failure: &s.failure,
+    })
+    .expect("header serializes")
+}
+
+fn corrupt(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Corrupt(format!("{what}: {e}"))
+}
+
+fn json<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).expect("serializes")
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the store at `path` and runs migrations.
+    pub fn open(path: &Path, sync: Synchronous) -> Result<Self> {
+        let open_err = |reason: String| Error::Open {
+            path: path.display().to_string(),
+            reason,
+        };
+        let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
+        Self::setup(conn, sync).map_err(|e| match e {
+            Error::Sqlite(e) => open_err(e.to_string()),
+            other => other,
+        })
+    }
+
+    /// An in-memory store, for tests.
+    pub fn in_memory() -> Result<Self> {
+        Self::setup(Connection::open_in_memory()?, Synchronous::Full)
+    }
+
+    fn setup(conn: Connection, sync: Synchronous) -> Result<Self> {
+        conn.busy_timeout(std::time::Duration::from_secs(30))?;
+        // journal_mode returns a row; query it rather than execute it.
+        let _mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        conn.execute_batch(match sync {
+            Synchronous::Full => "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
+            Synchronous::Normal => "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+        })?;
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version as usize > MIGRATIONS.len() {
+            return Err(Error::Open {
+                path: conn.path().unwrap_or("?").to_string(),
+                reason: format!(
+                    "it was written by a newer baton (schema {version}, this one knows {})",
+                    MIGRATIONS.len()
+                ),
+            });
+        }
+        for (i, m) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            let tx = conn.unchecked_transaction()?;
+            tx.execute_batch(m)?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+            tx.commit()?;
+        }
+        Ok(SqliteStore {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave a half transaction
+        // (rusqlite rolls back on drop), so a poisoned lock is still usable.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn read_lease(s: Option<String>) -> Result<Option<Lease>> {
+    s.map(|s| serde_json::from_str(&s).map_err(|e| corrupt("lease", e)))
+        .transpose()
+}
+
+fn insert_events(tx: &rusqlite::Transaction<'_>, id: &TaskId, events: &[EventRecord]) -> Result<()> {
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO events (task_id, seq, ts, kind, phase, attempt, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    for r in events {
+        stmt.execute(params![
+            id.as_str(),
+            r.seq as i64,
+            r.ts.millis(),
+            r.event.kind(),
+            r.event.phase().map(|p| p.as_str()),
+            r.event.attempt(),
+            json(&r.event),
+        ])?;
+    }
+    Ok(())
+}
+
+fn write_phases(tx: &rusqlite::Transaction<'_>, state: &TaskState, writes: &PhaseWrites) -> Result<()> {
+    let id = state.task_id.as_str();
+    let all: Vec<usize>;
+    let indices = match writes {
+        PhaseWrites::Changed(ix) => ix.as_slice(),
+        PhaseWrites::All => {
+            tx.execute("DELETE FROM phases WHERE task_id = ?1", [id])?;
+            all = (0..state.phases.len()).collect();
+            all.as_slice()
+        }
+    };
+    let mut stmt = tx.prepare_cached(
+        "INSERT OR REPLACE INTO phases (task_id, idx, id, status, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for &i in indices {
+        let p: &PhaseState = &state.phases[i];
+        stmt.execute(params![id, i as i64, p.id.as_str(), p.status.as_str(), json(p)])?;
+    }
+    Ok(())
+}
+
+impl Store for SqliteStore {
+    fn put_definition(&self, def: &StoredDefinition) -> Result<()> {
+        self.conn().execute(
+            "INSERT OR IGNORE INTO definitions (hash, name, json) VALUES (?1, ?2, ?3)",
+            params![def.hash, def.name, def.json],
+        )?;
+        Ok(())
+    }
+
+    fn definition(&self, hash: &str) -> Result<Option<StoredDefinition>> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT hash, name, json FROM definitions WHERE hash = ?1",
+                [hash],
+                |r| {
+                    Ok(StoredDefinition {
+                        hash: r.get(0)?,
+                        name: r.get(1)?,
+                        json: r.get(2)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    fn create_task(&self, state: &TaskState, events: &[EventRecord], lease: &Lease) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let exists: bool = tx
+            .query_row("SELECT 1 FROM tasks WHERE id = ?1", [state.task_id.as_str()], |_| Ok(true))
+            .optional()?
+            .unwrap_or(false);
+        if exists {
+            return Err(Error::AlreadyExists(state.task_id.clone()));
+        }
+        tx.execute(
+            "INSERT INTO tasks (id, workflow, description, status, last_phase, created_at, updated_at, last_seq, definition_hash, lease, header)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                state.task_id.as_str(),
+                state.workflow,
+                state.description,
+                state.status.as_str(),
+                last_phase(state),
+                state.created_at.millis(),
+                state.updated_at.millis(),
+                state.last_seq as i64,
+                state.definition_hash,
+                json(lease),
+                header_json(state),
+            ],
+        )?;
+        insert_events(&tx, &state.task_id, events)?;
+        write_phases(&tx, state, &PhaseWrites::All)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn commit(
+        &self,
+        owner: &LeaseOwner,
+        state: &TaskState,
+        phases: &PhaseWrites,
+        events: &[EventRecord],
+    ) -> Result<()> {
+        let id = &state.task_id;
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let row: Option<(i64, Option<String>)> = tx
+            .query_row(
+                "SELECT last_seq, lease FROM tasks WHERE id = ?1",
+                [id.as_str()],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let Some((last_seq, lease)) = row else {
+            return Err(Error::NotFound(id.clone()));
+        };
+        let lease = read_lease(lease)?;
+        if lease.as_ref().map(|l| &l.owner) != Some(owner) {
+            return Err(Error::LeaseLost {
+                task: id.clone(),
+                holder: lease,
+            });
+        }
+        if let Some(first) = events.first()
+            && first.seq != last_seq as u64 + 1
+        {
+            return Err(Error::SeqConflict {
+                task: id.clone(),
+                expected: first.seq,
+                found: last_seq as u64,
+            });
+        }
+        insert_events(&tx, id, events)?;
+        tx.execute(
+            "UPDATE tasks SET status = ?2, last_phase = ?3, updated_at = ?4, last_seq = ?5, definition_hash = ?6, header = ?7 WHERE id = ?1",
+            params![
+                id.as_str(),
+                state.status.as_str(),
+                last_phase(state),
+                state.updated_at.millis(),
+                state.last_seq as i64,
+                state.definition_hash,
+                header_json(state),
+            ],
+        )?;
+        write_phases(&tx, state, phases)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn load(&self, id: &TaskId) -> Result<Option<TaskSnapshot>> {
+        let conn = self.conn();
+        let row: Option<(String, i64, Option<String>, bool)> = conn
+            .query_row(
+                "SELECT header, last_seq, lease, cancel_requested FROM tasks WHERE id = ?1",
+                [id.as_str()],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .optional()?;
+        let Some((header, last_seq, lease, cancel_requested)) = row else {
+            return Ok(None);
+        };
+        let h: Header = serde_json::from_str(&header).map_err(|e| corrupt(&format!("task {id}"), e))?;
+        let mut stmt = conn.prepare_cached("SELECT data FROM phases WHERE task_id = ?1 ORDER BY idx")?;
+        let phases = stmt
+            .query_map([id.as_str()], |r| r.get::<_, String>(0))?
+            .map(|d| {
+                let d = d?;
+                serde_json::from_str::<PhaseState>(&d).map_err(|e| corrupt(&format!("task {id} phase"), e))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let state = TaskState {
+            task_id: id.clone(),
+            workflow: h.workflow,
+            definition_hash: h.definition_hash,
+            description: h.description,
+            project_name: h.project_name,
+            created_at: h.created_at,
+            updated_at: h.updated_at,
+            status: h.status,
+            flags: h.flags,
+            labels: h.labels,
+            tech_stack: h.tech_stack,
+            phases,
+            iteration_counts: h.iteration_counts,
+            blockers: h.blockers,
+            resume_note: h.resume_note,
+            failure: h.failure,
+            last_seq: last_seq as u64,
+        };
+        Ok(Some(TaskSnapshot {
+            state,
+            lease: read_lease(lease)?,
+            cancel_requested,
+        }))
+    }
+
+    fn list(&self) -> Result<Vec<TaskSummary>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, workflow, description, status, last_phase, created_at, updated_at, lease FROM tasks ORDER BY created_at, id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, Option<String>>(4)?,
+                r.get::<_, i64>(5)?,
+                r.get::<_, i64>(6)?,
+                r.get::<_, Option<String>>(7)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, workflow, description, status, last_phase, created, updated, lease) = row?;
+            out.push(TaskSummary {
+                id: TaskId::parse(&id).map_err(|e| corrupt("task id", e))?,
+                workflow,
+                description,
+                status: TaskStatus::parse(&status)
+                    .ok_or_else(|| corrupt("task status", &status))?,
+                last_phase,
+                created_at: Timestamp(created),
+                updated_at: Timestamp(updated),
+                lease: read_lease(lease)?,
+            });
+        }
+        Ok(out)
+    }
+
+    fn events(&self, id: &TaskId, after: u64, limit: usize) -> Result<Vec<EventRecord>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT seq, ts, payload FROM events WHERE task_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+        )?;
+        let rows = stmt.query_map(
+            params![id.as_str(), after as i64, limit.min(i64::MAX as usize) as i64],
+            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?)),
+        )?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (seq, ts, payload) = row?;
+            out.push(EventRecord {
+                seq: seq as u64,
+                ts: Timestamp(ts),
+                event: serde_json::from_str(&payload)
+                    .map_err(|e| corrupt(&format!("task {id} event {seq}"), e))?,
+            });
+        }
+        Ok(out)
+    }
+
+    fn acquire(&self, id: &TaskId, lease: &Lease, replace: Option<&LeaseOwner>) -> Result<Acquire> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let current: Option<Option<String>> = tx
+            .query_row("SELECT lease FROM tasks WHERE id = ?1", [id.as_str()], |r| r.get(0))
+            .optional()?;
+        let Some(current) = current else {
+            return Err(Error::NotFound(id.clone()));
+        };
+        if let Some(cur) = read_lease(current)?
+            && cur.owner != lease.owner
+            && Some(&cur.owner) != replace
+        {
+            return Ok(Acquire::Held(cur));
+        }
+        tx.execute(
+            "UPDATE tasks SET lease = ?2, cancel_requested = 0 WHERE id = ?1",
+            params![id.as_str(), json(lease)],
+        )?;
+        tx.commit()?;
+        Ok(Acquire::Acquired)
+    }
+
+    fn renew(&self, id: &TaskId, owner: &LeaseOwner, expires_at: Timestamp) -> Result<RenewOutcome> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let row: Option<(Option<String>, bool)> = tx
+            .query_row(
+                "SELECT lease, cancel_requested FROM tasks WHERE id = ?1",
+                [id.as_str()],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let Some((lease, cancel_requested)) = row else {
+            return Ok(RenewOutcome::Lost);
+        };
+        match read_lease(lease)? {
+            Some(mut l) if &l.owner == owner => {
+                l.expires_at = expires_at;
+                tx.execute(
+                    "UPDATE tasks SET lease = ?2 WHERE id = ?1",
+                    params![id.as_str(), json(&l)],
+                )?;
+                tx.commit()?;
+                Ok(RenewOutcome::Renewed { cancel_requested })
+            }
+            _ => Ok(RenewOutcome::Lost),
+        }
+    }
+
+    fn release(&self, id: &TaskId, owner: &LeaseOwner) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let lease: Option<Option<String>> = tx
+            .query_row("SELECT lease FROM tasks WHERE id = ?1", [id.as_str()], |r| r.get(0))
+            .optional()?;
+        if let Some(lease) = lease
+            && read_lease(lease)?.is_some_and(|l| &l.owner == owner)
+        {
+            tx.execute("UPDATE tasks SET lease = NULL WHERE id = ?1", [id.as_str()])?;
+            tx.commit()?;
+        }
+        Ok(())
+    }
+
+    fn request_cancel(&self, id: &TaskId) -> Result<()> {
+        let n = self
+            .conn()
+            .execute("UPDATE tasks SET cancel_requested = 1 WHERE id = ?1", [id.as_str()])?;
+        if n == 0 {
+            return Err(Error::NotFound(id.clone()));
+        }
+        Ok(())
+    }
+
+    fn delete_task(&self, id: &TaskId) -> Result<bool> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute("DELETE FROM events WHERE task_id = ?1", [id.as_str()])?;
+        tx.execute("DELETE FROM phases WHERE task_id = ?1", [id.as_str()])?;
+        let n = tx.execute("DELETE FROM tasks WHERE id = ?1", [id.as_str()])?;
+        tx.commit()?;
+        Ok(n > 0)
+    }
+
+    fn replace_projection(&self, state: &TaskState) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let n = tx.execute(
+            "UPDATE tasks SET status = ?2, last_phase = ?3, updated_at = ?4, last_seq = ?5, definition_hash = ?6, header = ?7 WHERE id = ?1",
+            params![
+                state.task_id.as_str(),
+                state.status.as_str(),
+                last_phase(state),
+                state.updated_at.millis(),
+                state.last_seq as i64,
+                state.definition_hash,
+                header_json(state),
+            ],
+        )?;
+        if n == 0 {
+            return Err(Error::NotFound(state.task_id.clone()));
+        }
+        write_phases(&tx, state, &PhaseWrites::All)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn check(&self) -> Result<Vec<String>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare("PRAGMA integrity_check")?;
+        let rows: Vec<String> = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<Result<_, _>>()?;
+        Ok(rows.into_iter().filter(|r| r != "ok").collect())
+    }
+}
