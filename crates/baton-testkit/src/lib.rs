@@ -42,7 +42,7 @@ impl TestProject {
 
     /// `git` in the project, with a fixed identity; panics on failure.
     pub fn git(&self, args: &[&str]) -> String {
-        let out = self.env(Command::new("git")).args(args).current_dir(self.root()).output().unwrap();
+        let out = self.env(&mut Command::new("git")).args(args).current_dir(self.root()).output().unwrap();
         assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
