@@ -15,9 +15,11 @@
 //! 5. a COMPLETE task is never resumable;
 //! 6. replaying the journal gives the incrementally built state.
 //!
-//! A few stricter properties (`next` agrees with `decide`, stopped tasks do
-//! not move, the task status agrees with its phases) have their own proptests
-//! so that each one shrinks to its own minimal counterexample.
+//! A few stricter properties (`next` agrees with `decide` and every task can
+//! still finish, stopped tasks do not move, the task status agrees with its
+//! phases) have their own proptests so that each one shrinks to its own
+//! minimal counterexample; the bugs they found have deterministic
+//! regression tests at the end of the file.
 
 use baton_core::event::{Event, EventRecord};
 use baton_core::ids::{PhaseId, TaskId};
@@ -118,7 +120,11 @@ fn build_toml(flag: bool, specs: &[PhaseSpec]) -> String {
             {
                 let ancestors: Vec<usize> = ancestors.into_iter().collect();
                 let to = ancestors[pick as usize % ancestors.len()];
-                let _ = writeln!(s, "loop_to = \"p{to}\"\nmax_iterations = {}", p.max_iterations);
+                let _ = writeln!(
+                    s,
+                    "loop_to = \"p{to}\"\nmax_iterations = {}",
+                    p.max_iterations
+                );
             }
         }
         if let Some(m) = p.max_attempts {
@@ -195,7 +201,8 @@ fn actions() -> impl Strategy<Value = Vec<Action>> {
 /// Which of the stricter properties to check besides invariants 1–6.
 #[derive(Debug, Clone, Copy, Default)]
 struct Extra {
-    /// Whenever `next` says Start/Skip/Wait/Complete, `decide` accepts it.
+    /// Whenever `next` says Start/Skip/Wait/Complete, `decide` accepts it,
+    /// and at the end the task can still be driven to COMPLETE.
     next_agrees_with_decide: bool,
     /// Phases only start, pass, fail, skip or wait while the task is RUNNING.
     stopped_tasks_do_not_move: bool,
@@ -334,13 +341,15 @@ impl Sim {
         let result = machine::decide(&self.state, &self.wf, input.clone(), self.now);
         match &result {
             Err(e) => {
-                self.trace.push(format!("{} -> refused: {e}", describe(&input)));
+                self.trace
+                    .push(format!("{} -> refused: {e}", describe(&input)));
                 prop_assert_eq!(&self.state, &before, "a refused input changed the state");
                 prop_assert_eq!(self.journal.len(), journal_len);
             }
             Ok(events) => {
                 let kinds: Vec<String> = events.iter().map(describe_event).collect();
-                self.trace.push(format!("{} -> {}", describe(&input), kinds.join(", ")));
+                self.trace
+                    .push(format!("{} -> {}", describe(&input), kinds.join(", ")));
                 for event in events {
                     self.check_event(event)?;
                     let record = EventRecord {
@@ -370,15 +379,14 @@ impl Sim {
                     | Event::LoopedBack { .. }
             )
         {
-            let known = matches!(event, Event::PhasePassed{..}) && self.state.waiting_phase().is_some();
-            if !known { prop_assert_eq!(
+            prop_assert_eq!(
                 self.state.status,
                 TaskStatus::Running,
                 "{} emitted while the task is {}{}",
                 describe_event(event),
                 self.state.status.as_str(),
                 self.ctx()
-            ); }
+            );
         }
         match event {
             Event::PhaseStarted {
@@ -389,7 +397,13 @@ impl Sim {
             } => {
                 let ps = self.state.phase(phase.as_str()).expect("known phase");
                 let def = self.wf.phase(phase.as_str()).expect("known phase");
-                prop_assert_eq!(ps.status, PhaseStatus::Pending, "{} started while not PENDING{}", phase, self.ctx());
+                prop_assert_eq!(
+                    ps.status,
+                    PhaseStatus::Pending,
+                    "{} started while not PENDING{}",
+                    phase,
+                    self.ctx()
+                );
                 // (3) no phase starts before everything it needs is done
                 for n in &def.needs {
                     let st = self.status(n.as_str());
@@ -402,7 +416,12 @@ impl Sim {
                         self.ctx()
                     );
                 }
-                prop_assert_eq!(*attempt, ps.attempt + 1, "attempt numbers go up by one{}", self.ctx());
+                prop_assert_eq!(
+                    *attempt,
+                    ps.attempt + 1,
+                    "attempt numbers go up by one{}",
+                    self.ctx()
+                );
                 prop_assert_eq!(*iteration, ps.iteration, "{}", self.ctx());
                 *self.starts.entry(phase.to_string()).or_default() += 1;
             }
@@ -418,7 +437,12 @@ impl Sim {
                 if ps.status == PhaseStatus::Waiting
                     && let Some(due) = ps.waiting.as_ref().and_then(|w| w.due_at)
                 {
-                    prop_assert!(due <= self.now, "the timer of {} fired early{}", phase, self.ctx());
+                    prop_assert!(
+                        due <= self.now,
+                        "the timer of {} fired early{}",
+                        phase,
+                        self.ctx()
+                    );
                 }
                 // (2) exactly once per (phase, iteration)
                 prop_assert!(
@@ -443,7 +467,12 @@ impl Sim {
             .filter(|p| p.status == PhaseStatus::InProgress)
             .map(|p| p.id.as_str())
             .collect();
-        prop_assert!(in_progress.len() <= 1, "(1) several phases in progress: {:?}{}", in_progress, self.ctx());
+        prop_assert!(
+            in_progress.len() <= 1,
+            "(1) several phases in progress: {:?}{}",
+            in_progress,
+            self.ctx()
+        );
         // (2) a complete task has every phase done
         if s.status == TaskStatus::Complete {
             for p in &s.phases {
@@ -459,9 +488,21 @@ impl Sim {
         // (4) loops are bounded
         for (phase, count) in &s.iteration_counts {
             let def = self.wf.phase(phase);
-            prop_assert!(def.is_some_and(|d| d.loop_to.is_some()), "(4) iteration count for {}{}", phase, self.ctx());
+            prop_assert!(
+                def.is_some_and(|d| d.loop_to.is_some()),
+                "(4) iteration count for {}{}",
+                phase,
+                self.ctx()
+            );
             let max = def.map_or(0, |d| d.max_iterations);
-            prop_assert!(*count <= max, "(4) {} looped {} times, max_iterations = {}{}", phase, count, max, self.ctx());
+            prop_assert!(
+                *count <= max,
+                "(4) {} looped {} times, max_iterations = {}{}",
+                phase,
+                count,
+                max,
+                self.ctx()
+            );
         }
         // (5) a complete task is never resumable
         if s.status == TaskStatus::Complete {
@@ -475,13 +516,22 @@ impl Sim {
             }
             for crashed in [false, true] {
                 let r = machine::decide(s, &self.wf, Input::Resume { crashed }, self.now);
-                prop_assert!(r.is_err(), "(5) a COMPLETE task accepted Resume {{ crashed: {} }}{}", crashed, self.ctx());
+                prop_assert!(
+                    r.is_err(),
+                    "(5) a COMPLETE task accepted Resume {{ crashed: {} }}{}",
+                    crashed,
+                    self.ctx()
+                );
             }
         }
         // (6) replay equals the incremental state
         prop_assert_eq!(s.last_seq, self.journal.len() as u64);
         let replayed = machine::replay(&self.task_id, &self.journal);
-        prop_assert!(replayed.as_ref() == Some(s), "(6) replay differs from the incremental state{}", self.ctx());
+        prop_assert!(
+            replayed.as_ref() == Some(s),
+            "(6) replay differs from the incremental state{}",
+            self.ctx()
+        );
 
         if self.extra.next_agrees_with_decide {
             let (said, input) = match machine::next(s, &self.wf) {
@@ -498,9 +548,8 @@ impl Sim {
                 _ => return Ok(()),
             };
             let r = machine::decide(s, &self.wf, input, self.now);
-            let known = s.status == TaskStatus::Running && s.phases.iter().any(|p| p.status == PhaseStatus::Failed);
             prop_assert!(
-                known || r.is_ok(),
+                r.is_ok(),
                 "next() says {} but decide refuses it: {}{}",
                 said,
                 r.err().map(|e| e.0).unwrap_or_default(),
@@ -514,8 +563,18 @@ impl Sim {
                 .filter(|p| p.status == PhaseStatus::Waiting)
                 .count();
             match s.status {
-                TaskStatus::Running => prop_assert_eq!(waiting, 0, "a RUNNING task has a WAITING phase{}", self.ctx()),
-                TaskStatus::Waiting => prop_assert_eq!(waiting, 1, "a WAITING task has no WAITING phase{}", self.ctx()),
+                TaskStatus::Running => prop_assert_eq!(
+                    waiting,
+                    0,
+                    "a RUNNING task has a WAITING phase{}",
+                    self.ctx()
+                ),
+                TaskStatus::Waiting => prop_assert_eq!(
+                    waiting,
+                    1,
+                    "a WAITING task has no WAITING phase{}",
+                    self.ctx()
+                ),
                 _ => {}
             }
         }
@@ -594,7 +653,6 @@ impl Sim {
                 }
             }
             Action::Resume => {
-                if self.state.status == TaskStatus::Waiting && std::env::var("XNOWAITRESUME").is_ok() { return Ok(()); }
                 self.input(Input::Resume { crashed: false })?.ok();
             }
             Action::TimerDue { early } => {
@@ -609,7 +667,11 @@ impl Sim {
                         }
                         let r = self.input(Input::TimerDue { phase })?;
                         if *early {
-                            prop_assert!(r.is_err(), "a timer fired before it was due{}", self.ctx());
+                            prop_assert!(
+                                r.is_err(),
+                                "a timer fired before it was due{}",
+                                self.ctx()
+                            );
                         }
                     }
                     None => {
@@ -641,45 +703,98 @@ impl Sim {
     }
 }
 
+impl Sim {
+    /// Drives the task to the end as if every phase now passed: it resumes a
+    /// failed task, fires due timers and does what `next` says. Every task
+    /// that is not CANCELLED must reach COMPLETE this way.
+    fn finish(&mut self) -> Result<(), TestCaseError> {
+        for _ in 0..200 {
+            if matches!(
+                self.state.status,
+                TaskStatus::Complete | TaskStatus::Cancelled
+            ) {
+                return Ok(());
+            }
+            let timer = |sim: &mut Sim, phase: PhaseId| {
+                let due = sim
+                    .state
+                    .phase(phase.as_str())
+                    .and_then(|p| p.waiting.as_ref())
+                    .and_then(|w| w.due_at);
+                if let Some(due) = due {
+                    sim.now = sim.now.max(due);
+                }
+                Input::TimerDue { phase }
+            };
+            let input = match machine::next(&self.state, &self.wf) {
+                Next::Start(phase) => Input::Start {
+                    phase,
+                    checkpoint: None,
+                },
+                Next::Skip(phase, _) => Input::Skip { phase },
+                Next::Wait(phase) => Input::Wait { phase },
+                Next::Complete => Input::Complete,
+                Next::InProgress(phase) => Input::Pass {
+                    summary: format!("{phase} done"),
+                    phase,
+                    output: String::new(),
+                    files_changed: Vec::new(),
+                },
+                Next::Waiting(phase) => timer(self, phase),
+                Next::Stopped(TaskStatus::Failed) => Input::Resume { crashed: false },
+                Next::Stopped(TaskStatus::Waiting) => match self.state.waiting_phase() {
+                    Some(p) => {
+                        let phase = p.id.clone();
+                        timer(self, phase)
+                    }
+                    None => {
+                        return Err(TestCaseError::fail(format!(
+                            "a WAITING task has no WAITING phase{}",
+                            self.ctx()
+                        )));
+                    }
+                },
+                Next::Stopped(other) => {
+                    return Err(TestCaseError::fail(format!(
+                        "next() says Stopped({other:?}){}",
+                        self.ctx()
+                    )));
+                }
+            };
+            let what = describe(&input);
+            let r = self.input(input)?;
+            prop_assert!(
+                r.is_ok(),
+                "finishing the task: {} refused: {}{}",
+                what,
+                r.err().map(|e| e.0).unwrap_or_default(),
+                self.ctx()
+            );
+        }
+        Err(TestCaseError::fail(format!(
+            "the task never finished{}",
+            self.ctx()
+        )))
+    }
+}
+
 fn run(src: &WfSrc, actions: &[Action], extra: Extra) -> Result<(), TestCaseError> {
     let mut sim = Sim::new(parse_wf(&src.0), extra);
     sim.check_invariants()?;
     for a in actions {
         sim.act(a)?;
     }
-    if std::env::var("XFINISH").is_ok() { sim.finish()?; }
-    Ok(())
-}
-
-impl Sim {
-    fn finish(&mut self) -> Result<(), TestCaseError> {
-        for _ in 0..200 {
-            if matches!(self.state.status, TaskStatus::Complete | TaskStatus::Cancelled) { return Ok(()); }
-            if self.state.status == TaskStatus::Running && self.state.phases.iter().any(|p| p.status == PhaseStatus::Failed) { return Ok(()); }
-            let input = match machine::next(&self.state, &self.wf) {
-                Next::InProgress(p) => Input::Pass { phase: p, summary: "s".into(), output: String::new(), files_changed: vec![] },
-                Next::Waiting(p) => { let due = self.state.phase(p.as_str()).unwrap().waiting.as_ref().and_then(|w| w.due_at).unwrap(); self.now = self.now.max(due); Input::TimerDue { phase: p } }
-                Next::Stopped(TaskStatus::Failed) => Input::Resume { crashed: false },
-                Next::Stopped(TaskStatus::Waiting) => { let p = self.state.waiting_phase().unwrap(); let due = p.waiting.as_ref().and_then(|w| w.due_at).unwrap(); let p = p.id.clone(); self.now = self.now.max(due); Input::TimerDue { phase: p } }
-                Next::Stopped(s) => return Err(TestCaseError::fail(format!("stopped {s:?}{}", self.ctx()))),
-                Next::Start(phase) => Input::Start { phase, checkpoint: None },
-                Next::Skip(phase, _) => Input::Skip { phase },
-                Next::Wait(phase) => Input::Wait { phase },
-                Next::Complete => Input::Complete,
-            };
-            let d = describe(&input);
-            let r = self.input(input)?;
-            prop_assert!(r.is_ok(), "finishing: {} refused: {:?}{}", d, r.err(), self.ctx());
-        }
-        Err(TestCaseError::fail(format!("never finished{}", self.ctx())))
+    if extra.next_agrees_with_decide {
+        sim.finish()?;
     }
+    Ok(())
 }
 
 fn config() -> ProptestConfig {
     ProptestConfig {
         // no regression files next to the tests
         failure_persistence: None,
-        ..ProptestConfig::with_cases(std::env::var("XCASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256))
+        ..ProptestConfig::with_cases(256)
     }
 }
 
@@ -692,10 +807,10 @@ proptest! {
         run(&src, &actions, Extra::default())?;
     }
 
-    /// Whatever `next` tells the driver to do, `decide` accepts: a task the
-    /// driver is told to complete (or to start a phase of) is never stuck.
+    /// Whatever `next` tells the driver to do, `decide` accepts, and from any
+    /// point a task that is not CANCELLED can still be driven to COMPLETE.
     #[test]
-    fn next_agrees_with_decide(src in workflow_src(), actions in actions()) {
+    fn every_task_can_still_finish(src in workflow_src(), actions in actions()) {
         run(&src, &actions, Extra { next_agrees_with_decide: true, ..Extra::default() })?;
     }
 
@@ -741,7 +856,10 @@ fn drive(sim: &mut Sim, fails: impl Fn(&str) -> bool) -> Result<(), TestCaseErro
             }
         }
     }
-    Err(TestCaseError::fail(format!("the task never stopped{}", sim.ctx())))
+    Err(TestCaseError::fail(format!(
+        "the task never stopped{}",
+        sim.ctx()
+    )))
 }
 
 #[test]
@@ -768,15 +886,30 @@ max_iterations = 2
     assert_eq!(s.iteration_counts.get("validate"), Some(&2));
     assert_eq!(sim.starts.get("analyze"), Some(&1), "analyze runs once");
     assert_eq!(sim.starts.get("execute"), Some(&3), "execute runs 3 times");
-    assert_eq!(sim.starts.get("validate"), Some(&3), "validate runs 3 times");
+    assert_eq!(
+        sim.starts.get("validate"),
+        Some(&3),
+        "validate runs 3 times"
+    );
     assert_eq!(s.phase("execute").unwrap().iteration, 2);
     assert_eq!(s.phase("execute").unwrap().status, PhaseStatus::Pass);
     assert_eq!(s.phase("validate").unwrap().status, PhaseStatus::Failed);
-    assert!(s.failure.as_deref().unwrap_or_default().contains("validate"), "{:?}", s.failure);
+    assert!(
+        s.failure
+            .as_deref()
+            .unwrap_or_default()
+            .contains("validate"),
+        "{:?}",
+        s.failure
+    );
     // resuming the failed task retries validate, without more loops
-    sim.input(Input::Resume { crashed: false })?.expect("resumable");
+    sim.input(Input::Resume { crashed: false })?
+        .expect("resumable");
     assert!(s_note(&sim).contains("validate"), "{}", s_note(&sim));
-    assert_eq!(machine::next(&sim.state, &sim.wf), Next::Start(pid("validate")));
+    assert_eq!(
+        machine::next(&sim.state, &sim.wf),
+        Next::Start(pid("validate"))
+    );
     Ok(())
 }
 
@@ -808,7 +941,11 @@ run = "make ship"
     let lint = s.phase("lint").unwrap();
     assert_eq!(lint.status, PhaseStatus::Skipped);
     assert_eq!(lint.attempt, 2);
-    assert_eq!(sim.starts.get("lint"), Some(&2), "lint ran max_attempts times");
+    assert_eq!(
+        sim.starts.get("lint"),
+        Some(&2),
+        "lint ran max_attempts times"
+    );
     assert_eq!(s.phase("ship").unwrap().status, PhaseStatus::Pass);
     let retries: Vec<bool> = sim
         .journal
@@ -851,7 +988,10 @@ run = "make review"
     sim.input(Input::Resume { crashed: true })?.unwrap();
     let note = s_note(&sim);
     assert!(note.contains("implement"), "resume note {note:?}");
-    assert_eq!(machine::next(&sim.state, &sim.wf), Next::Start(pid("implement")));
+    assert_eq!(
+        machine::next(&sim.state, &sim.wf),
+        Next::Start(pid("implement"))
+    );
     sim.advance()?.unwrap().unwrap();
     let implement = sim.state.phase("implement").unwrap();
     assert_eq!(implement.status, PhaseStatus::InProgress);
@@ -906,5 +1046,143 @@ run = "make d"
     assert_eq!(sim.starts.get("a"), Some(&1));
     assert_eq!(sim.starts.get("b"), Some(&2));
     assert_eq!(sim.starts.get("d"), Some(&2));
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Regressions found by the properties above
+// ---------------------------------------------------------------------------
+
+/// `plan`, then two independent branches: `build` (needs plan) and `docs`
+/// (needs plan).
+const TWO_BRANCHES: &str = r#"
+name = "wf"
+[[phase]]
+id = "plan"
+run = "make plan"
+[[phase]]
+id = "build"
+run = "make build"
+[[phase]]
+id = "docs"
+needs = ["plan"]
+run = "make docs"
+"#;
+
+/// Rewinding a FAILED task to a phase on another branch leaves the failed
+/// phase FAILED in a RUNNING task: `next` then says Complete, `decide` refuses
+/// it ("phase build is FAILED"), and `resume` is refused (the task is RUNNING)
+/// or, as a crash resume, does not reset the failed phase. The task is stuck.
+#[test]
+fn rewinding_a_failed_task_to_another_branch_can_still_finish() -> Result<(), TestCaseError> {
+    let mut sim = Sim::new(
+        parse_wf(TWO_BRANCHES),
+        Extra {
+            next_agrees_with_decide: true,
+            ..Extra::default()
+        },
+    );
+    sim.advance()?.unwrap().unwrap(); // start plan
+    sim.pass(pid("plan"))?.unwrap();
+    sim.advance()?.unwrap().unwrap(); // start build
+    sim.fail(pid("build"), false)?.unwrap(); // halt: the task is FAILED
+    assert_eq!(sim.state.status, TaskStatus::Failed);
+    sim.input(Input::Rewind { to: pid("docs") })?.unwrap();
+    sim.advance()?.unwrap().unwrap(); // start docs
+    sim.pass(pid("docs"))?.unwrap(); // next() now says Complete
+    sim.finish()
+}
+
+/// Cancelling a WAITING task leaves its phase WAITING with a due timer, and
+/// `TimerDue` then passes the phase of the CANCELLED task.
+#[test]
+fn a_cancelled_task_does_not_pass_its_timer() -> Result<(), TestCaseError> {
+    let mut sim = Sim::new(
+        parse_wf(
+            r#"
+name = "wf"
+[[phase]]
+id = "cooldown"
+wait = { duration = "1h" }
+[[phase]]
+id = "deploy"
+run = "make deploy"
+"#,
+        ),
+        Extra {
+            stopped_tasks_do_not_move: true,
+            ..Extra::default()
+        },
+    );
+    sim.advance()?.unwrap().unwrap(); // cooldown waits
+    sim.input(Input::Cancel {
+        reason: "not needed".into(),
+    })?
+    .unwrap();
+    assert_eq!(sim.state.status, TaskStatus::Cancelled);
+    sim.now = sim.now.plus_millis(2 * 3_600_000);
+    sim.input(Input::TimerDue {
+        phase: pid("cooldown"),
+    })?
+    .ok();
+    assert_ne!(sim.status("cooldown"), PhaseStatus::Pass, "{}", sim.ctx());
+    Ok(())
+}
+
+const WAIT_THEN_RUN: &str = r#"
+name = "wf"
+[[phase]]
+id = "cooldown"
+wait = { duration = "1h" }
+[[phase]]
+id = "deploy"
+run = "make deploy"
+"#;
+
+/// `baton resume` of a WAITING task (Resume { crashed: false }) makes it
+/// RUNNING while its phase stays WAITING: nobody holds the lease, so it
+/// shows as CRASHED, and `next` says Waiting so a driver has nothing to do.
+#[test]
+fn resuming_a_waiting_task_keeps_status_and_phases_in_step() -> Result<(), TestCaseError> {
+    let mut sim = Sim::new(
+        parse_wf(WAIT_THEN_RUN),
+        Extra {
+            status_agrees_with_phases: true,
+            ..Extra::default()
+        },
+    );
+    sim.advance()?.unwrap().unwrap(); // cooldown waits
+    assert_eq!(sim.state.status, TaskStatus::Waiting);
+    sim.input(Input::Resume { crashed: false })?.ok();
+    let shown = DisplayStatus::of(sim.state.status, &Liveness::Free);
+    assert_ne!(shown, DisplayStatus::Crashed, "{}", sim.ctx());
+    Ok(())
+}
+
+/// Rewinding a WAITING task to a phase that does not lead to the waiting
+/// one makes the task RUNNING while that phase stays WAITING.
+#[test]
+fn rewinding_a_waiting_task_keeps_status_and_phases_in_step() -> Result<(), TestCaseError> {
+    let mut sim = Sim::new(
+        parse_wf(
+            r#"
+name = "wf"
+[[phase]]
+id = "cooldown"
+wait = { duration = "1h" }
+[[phase]]
+id = "lint"
+needs = []
+run = "make lint"
+"#,
+        ),
+        Extra {
+            status_agrees_with_phases: true,
+            ..Extra::default()
+        },
+    );
+    sim.advance()?.unwrap().unwrap(); // cooldown waits
+    assert_eq!(sim.state.status, TaskStatus::Waiting);
+    sim.input(Input::Rewind { to: pid("lint") })?.ok();
     Ok(())
 }

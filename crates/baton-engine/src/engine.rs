@@ -734,9 +734,14 @@ impl Engine {
                 Next::InProgress(p) => {
                     return Err(Error::op(format!("phase {p} is unexpectedly in progress")));
                 }
-                Next::Stopped(TaskStatus::Waiting) => {
-                    return Ok(Outcome::Waiting(self.wait_not_due(&held.state).unwrap_or_else(|| "an event".into())));
-                }
+                Next::Stopped(TaskStatus::Waiting) => match (self.wait_not_due(&held.state), held.state.waiting_phase()) {
+                    // A durable timer that is due: TimerDue resumes the task.
+                    (None, Some(p)) if p.waiting.as_ref().is_some_and(|w| w.due_at.is_some()) => {
+                        let p = p.id.clone();
+                        self.decide_commit(held, Input::TimerDue { phase: p })?;
+                    }
+                    (w, _) => return Ok(Outcome::Waiting(w.unwrap_or_else(|| "an event".into()))),
+                },
                 Next::Stopped(TaskStatus::Failed) => {
                     return Ok(Outcome::Failed(held.state.failure.clone().unwrap_or_else(|| "failed".into())));
                 }
