@@ -115,7 +115,11 @@ impl Observer for Printer {
         }
         let first = detail.lines().next().unwrap_or("").trim();
         let first: String = first.chars().take(100).collect();
-        let mut line = format!("{:<7} {phase} {}", self.status_word(status.as_str()), human_millis(elapsed_ms));
+        let word = match status {
+            PhaseStatus::Pending => "STOPPED",
+            other => other.as_str(),
+        };
+        let mut line = format!("{:<7} {phase} {}", self.status_word(word), human_millis(elapsed_ms));
         if !first.is_empty() {
             line.push_str(&format!(" — {first}"));
         }

@@ -25,6 +25,8 @@ pub enum Outcome {
     Failed(String),
     Waiting(String),
     Cancelled,
+    /// baton was stopped by a signal; the phase it ran was interrupted.
+    Interrupted(String),
 }
 
 impl Outcome {
@@ -32,7 +34,7 @@ impl Outcome {
         use baton_core::Exit;
         match self {
             Outcome::Complete => Exit::Done,
-            Outcome::Failed(_) | Outcome::Cancelled => Exit::Failed,
+            Outcome::Failed(_) | Outcome::Cancelled | Outcome::Interrupted(_) => Exit::Failed,
             Outcome::Waiting(_) => Exit::Waiting,
         }
     }
@@ -88,6 +90,8 @@ pub struct Engine {
     git: Option<Git>,
     /// Test hook (`BATON_TEST_CRASH_AT=POINT:PHASE`): SIGKILL ourselves there.
     crash_at: Option<String>,
+    /// Set by the CLI's signal handlers (SIGINT, SIGTERM, SIGHUP).
+    interrupt: Arc<AtomicBool>,
     pub command: String,
 }
 
@@ -123,9 +127,17 @@ impl Engine {
             ttl_ms,
             git,
             crash_at: std::env::var("BATON_TEST_CRASH_AT").ok(),
+            interrupt: Arc::new(AtomicBool::new(false)),
             command: "baton".into(),
             project,
         })
+    }
+
+    /// Shares a flag that, once set, makes the engine stop the running
+    /// phase (killing its process group), record the interruption and return.
+    pub fn with_interrupt(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.interrupt = flag;
+        self
     }
 
     fn now(&self) -> Timestamp {
@@ -492,7 +504,11 @@ impl Engine {
         }
         if opts.from.is_none() {
             match held.state.status {
-                TaskStatus::Running if crashed => self.decide_commit(held, Input::Resume { crashed: true })?,
+                // A task whose runner stopped before any phase started (e.g.
+                // `run --detach`) has nothing to recover.
+                TaskStatus::Running if crashed && held.state.phases.iter().any(|p| p.attempt > 0) => {
+                    self.decide_commit(held, Input::Resume { crashed: true })?
+                }
                 TaskStatus::Failed => self.decide_commit(held, Input::Resume { crashed: false })?,
                 TaskStatus::Complete if upgrade_to.is_none() => return Ok(Outcome::Complete),
                 _ => {}
@@ -709,6 +725,9 @@ impl Engine {
                 self.decide_commit(held, Input::Cancel { reason: "cancelled by `baton cancel`".into() })?;
                 return Ok(Outcome::Cancelled);
             }
+            if self.interrupt.load(Ordering::SeqCst) {
+                return Ok(Outcome::Interrupted("stopped by a signal between phases".into()));
+            }
             match machine::next(&held.state, &held.wf) {
                 Next::Start(p) => {
                     if let Some(outcome) = self.run_phase(held, &p)? {
@@ -862,6 +881,8 @@ impl Engine {
                         Some(Stop::LeaseLost)
                     } else if hb.cancel.load(Ordering::SeqCst) {
                         Some(Stop::Cancelled)
+                    } else if self.interrupt.load(Ordering::SeqCst) {
+                        Some(Stop::Interrupted)
                     } else {
                         None
                     }
@@ -901,6 +922,12 @@ impl Engine {
                 self.decide_commit(held, Input::Cancel { reason: "cancelled by `baton cancel`".into() })?;
                 self.observer.phase_finished(&id, phase.as_str(), PhaseStatus::Failed, elapsed, "cancelled");
                 return Ok(Some(Outcome::Cancelled));
+            }
+            Ok(Waited::Stopped(Stop::Interrupted)) => {
+                let why = "baton was stopped by a signal while the phase ran".to_string();
+                self.decide_commit(held, Input::Interrupt { reason: why })?;
+                self.observer.phase_finished(&id, phase.as_str(), PhaseStatus::Pending, elapsed, "interrupted");
+                return Ok(Some(Outcome::Interrupted(format!("phase {phase} was interrupted; `baton resume {id}` runs it again from its start"))));
             }
             Ok(Waited::Stopped(Stop::LeaseLost)) => {
                 return Err(Error::busy(format!("lost the lease of task {id} to another process")));

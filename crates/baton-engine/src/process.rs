@@ -33,6 +33,8 @@ pub struct Running {
 pub enum Stop {
     Cancelled,
     LeaseLost,
+    /// baton itself got SIGINT, SIGTERM or SIGHUP.
+    Interrupted,
 }
 
 #[derive(Debug)]

@@ -138,6 +138,8 @@ pub fn last_phase(state: &TaskState) -> Option<String> {
         .phases
         .iter()
         .find(|p| matches!(p.status, InProgress | Waiting | Failed))
+        // An interrupted attempt leaves its phase PENDING with attempts made.
+        .or_else(|| state.phases.iter().find(|p| p.status == Pending && p.attempt > 0))
         .or_else(|| {
             state
                 .phases

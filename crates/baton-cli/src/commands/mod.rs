@@ -50,8 +50,14 @@ fn project_of(dir: Option<std::path::PathBuf>) -> Result<Project> {
 }
 
 /// Opens the engine with the printer as its observer.
+/// SIGINT, SIGTERM and SIGHUP set a flag the engine watches: it then kills
+/// the running phase's process group, records the interruption and returns.
 fn engine(project: &Project, printer: &Arc<Printer>) -> Result<Engine> {
-    Engine::open(project.clone(), printer.clone())
+    let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        signal_hook::flag::register(sig, flag.clone())?;
+    }
+    Ok(Engine::open(project.clone(), printer.clone())?.with_interrupt(flag))
 }
 
 /// A task id from the argument, or the current task.

@@ -105,6 +105,7 @@ pub fn report(id: &baton_core::TaskId, outcome: Outcome, printer: &Printer) -> E
         }
         Outcome::Waiting(what) => printer.info(&format!("task {id} is {}: {what}", printer.status_word("WAITING"))),
         Outcome::Cancelled => printer.info(&format!("task {id} was {}", printer.status_word("CANCELLED"))),
+        Outcome::Interrupted(why) => printer.info(&format!("task {id} interrupted: {why}")),
     }
     outcome.exit()
 }

@@ -1,0 +1,734 @@
+//! End-to-end tests of the `baton` command line: the real binary in a
+//! hermetic git repository, asserting what a user would notice (exit codes,
+//! messages, files, JSON fields).
+
+use baton_testkit::TestProject;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// Runs baton, asserts the exit code, returns (stdout, stderr).
+fn expect(p: &TestProject, args: &[&str], code: i32) -> (String, String) {
+    let (c, out, err) = p.run(args);
+    assert_eq!(c, code, "baton {args:?} exited {c}, expected {code}\n--- stdout\n{out}\n--- stderr\n{err}");
+    (out, err)
+}
+
+/// `baton ls [--all] --json`, parsed.
+fn ls(p: &TestProject, all: bool) -> Vec<Value> {
+    let args: &[&str] = if all { &["ls", "--all", "--json"] } else { &["ls", "--json"] };
+    let (out, _) = expect(p, args, 0);
+    serde_json::from_str::<Value>(&out).unwrap().as_array().unwrap().clone()
+}
+
+/// The entry of `phases` (show --json) for one phase.
+fn phase<'a>(state: &'a Value, id: &str) -> &'a Value {
+    state["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == id)
+        .unwrap_or_else(|| panic!("no phase {id} in {state:#}"))
+}
+
+/// The ids of `completed_phases`.
+fn completed(state: &Value) -> Vec<String> {
+    state["completed_phases"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap().to_string()).collect()
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect()
+}
+
+fn read(p: &TestProject, rel: &str) -> String {
+    fs_err::read_to_string(p.root().join(rel)).unwrap()
+}
+
+fn write(p: &TestProject, rel: &str, text: &str) {
+    let path = p.root().join(rel);
+    fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+    fs_err::write(path, text).unwrap();
+}
+
+/// Every file under `dir`, relative, `.git` left out.
+fn files_under(dir: &Path) -> BTreeSet<String> {
+    fn walk(base: &Path, dir: &Path, out: &mut BTreeSet<String>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = e.path();
+            if e.file_name() == ".git" {
+                continue;
+            }
+            if path.is_dir() {
+                walk(base, &path, out);
+            } else {
+                out.insert(path.strip_prefix(base).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// How many `phase_started` events each phase has.
+fn starts(p: &TestProject, id: &str) -> std::collections::BTreeMap<String, usize> {
+    let mut m = std::collections::BTreeMap::new();
+    for e in p.journal(id) {
+        if e["kind"] == "phase_started" {
+            *m.entry(e["phase"].as_str().unwrap().to_string()).or_insert(0) += 1;
+        }
+    }
+    m
+}
+
+// ----- 1. init ------------------------------------------------------------
+
+#[test]
+fn init_writes_files_example_runs_apex_parses_and_reinit_keeps_files() {
+    let p = TestProject::new();
+    for f in ["config.toml", ".gitignore", "workflows/example.toml", "workflows/apex.toml"] {
+        assert!(p.root().join(".baton").join(f).is_file(), ".baton/{f} missing");
+    }
+    assert!(read(&p, ".baton/.gitignore").contains("baton.db"));
+
+    let (_, err) = expect(&p, &["run", "example", "x"], 0);
+    assert!(err.contains("COMPLETE"), "{err}");
+
+    // apex.toml parses: the only complaint is the unknown flag.
+    let (_, err) = expect(&p, &["run", "apex", "x", "--flag", "nope=1"], 2);
+    assert!(err.contains("nope"), "{err}");
+    for flag in ["tests", "security", "docs", "cicd", "pr", "e2e", "mvp"] {
+        assert!(err.contains(flag), "apex flag {flag} not listed: {err}");
+    }
+    assert_eq!(ls(&p, true).len(), 1, "the refused apex run created a task");
+
+    // Re-running init keeps (edited) files.
+    let edited = format!("{}\n# my edit\n", read(&p, ".baton/workflows/example.toml"));
+    write(&p, ".baton/workflows/example.toml", &edited);
+    let config = read(&p, ".baton/config.toml");
+    expect(&p, &["init"], 0);
+    assert_eq!(read(&p, ".baton/workflows/example.toml"), edited);
+    assert_eq!(read(&p, ".baton/config.toml"), config);
+    assert!(p.root().join(".baton/workflows/apex.toml").is_file());
+}
+
+// ----- 2. invalid workflows ------------------------------------------------
+
+#[test]
+fn invalid_workflows_exit_2_with_location_and_hint() {
+    let p = TestProject::new();
+    let cases: &[(&str, &str, usize)] = &[
+        ("unknown key", "name = \"bad\"\n\n[[phase]]\nid = \"a\"\nrun = \"true\"\ntypo = 1\n", 6),
+        (
+            "cycle in needs",
+            "name = \"bad\"\n\n[[phase]]\nid = \"a\"\nneeds = [\"b\"]\nrun = \"true\"\n\n[[phase]]\nid = \"b\"\nneeds = [\"a\"]\nrun = \"true\"\n",
+            0,
+        ),
+        ("unknown needs", "name = \"bad\"\n\n[[phase]]\nid = \"a\"\nrun = \"true\"\n\n[[phase]]\nid = \"b\"\nneeds = [\"zzz\"]\nrun = \"true\"\n", 9),
+        ("unknown loop_to", "name = \"bad\"\n\n[[phase]]\nid = \"a\"\nrun = \"true\"\nloop_to = \"nowhere\"\n", 6),
+        ("unknown template variable", "name = \"bad\"\n\n[[phase]]\nid = \"a\"\nrun = \"echo {{nope}}\"\n", 5),
+        ("duplicate phase ids", "name = \"bad\"\n\n[[phase]]\nid = \"a\"\nrun = \"true\"\n\n[[phase]]\nid = \"a\"\nrun = \"true\"\n", 8),
+    ];
+    for (what, toml, line) in cases {
+        p.workflow("bad", toml);
+        let (_, err) = expect(&p, &["run", "bad", "x"], 2);
+        let at = err
+            .find(".baton/workflows/bad.toml:")
+            .unwrap_or_else(|| panic!("{what}: no file location in stderr:\n{err}"));
+        let rest = &err[at + ".baton/workflows/bad.toml:".len()..];
+        let mut parts = rest.splitn(3, ':');
+        let l: usize = parts.next().unwrap().parse().unwrap_or_else(|_| panic!("{what}: no line number:\n{err}"));
+        let c: usize = parts.next().unwrap().parse().unwrap_or_else(|_| panic!("{what}: no column number:\n{err}"));
+        assert!(l >= 1 && c >= 1, "{what}: {err}");
+        if *line > 0 {
+            assert_eq!(l, *line, "{what}: wrong line:\n{err}");
+        }
+        assert!(err.lines().any(|l| l.starts_with("hint:")), "{what}: no hint line:\n{err}");
+        if *what == "unknown template variable" {
+            assert!(err.contains("nope"), "{err}");
+        }
+    }
+    assert!(ls(&p, true).is_empty(), "an invalid workflow created a task");
+    assert!(!p.root().join(".baton/tasks").exists() || files_under(&p.root().join(".baton/tasks")).is_empty());
+}
+
+// ----- 3. path traversal ---------------------------------------------------
+
+#[test]
+fn path_traversal_is_refused() {
+    let p = TestProject::new();
+    expect(&p, &["ls"], 0); // creates the store
+    let before = files_under(p.root());
+    let outside = std::env::temp_dir().join("baton-traversal-probe");
+    let outside_s = outside.display().to_string();
+    for id in ["../x", &outside_s, "a/b", "..", ".hidden"] {
+        let (_, err) = expect(&p, &["run", "example", "x", "--id", id], 2);
+        assert!(err.contains("error:"), "{err}");
+    }
+    for args in [
+        &["show", "../x"][..],
+        &["show", "../../etc/passwd", "--json"],
+        &["log", "../x"],
+        &["resume", "../x"],
+        &["rm", "../x"],
+        &["cancel", "../x"],
+        &["fork", "../x", "--from", "analyze", "--id", "y"],
+    ] {
+        expect(&p, args, 2);
+    }
+    // A NUL cannot travel through argv; the `current` pointer is the way in.
+    for bad in ["../x\n", "a\0b\n", "/abs\n", "a/b\n"] {
+        write(&p, ".baton/current", bad);
+        let (_, err) = expect(&p, &["show"], 2);
+        assert!(err.contains("error:"), "{err}");
+    }
+    std::fs::remove_file(p.root().join(".baton/current")).unwrap();
+
+    p.workflow("trav", "name = \"trav\"\n\n[[phase]]\nid = \"../x\"\nrun = \"true\"\n");
+    let (_, err) = expect(&p, &["run", "trav", "x", "--id", "t1"], 2);
+    assert!(err.contains(".baton/workflows/trav.toml:4:"), "{err}");
+    std::fs::remove_file(p.root().join(".baton/workflows/trav.toml")).unwrap();
+
+    let after: BTreeSet<String> = files_under(p.root()).into_iter().filter(|f| !f.starts_with(".baton/baton.db")).collect();
+    let before: BTreeSet<String> = before.into_iter().filter(|f| !f.starts_with(".baton/baton.db")).collect();
+    assert_eq!(after, before, "files appeared or vanished");
+    assert!(!outside.exists());
+    assert!(!p.root().join(".baton/x").exists() && !p.root().join("x").exists());
+    assert!(ls(&p, true).is_empty());
+}
+
+// ----- 4. failing phase commands ---------------------------------------------
+
+#[test]
+fn failing_commands_fail_the_phase_with_their_exit_status() {
+    let p = TestProject::new();
+    write(&p, "noexec.sh", "#!/bin/sh\necho hi\n");
+    let cases: &[(&str, &str, &str, &str)] = &[
+        ("missing", "no-such-cmd-xyz", "exit status 127", "no-such-cmd-xyz"),
+        ("noexec", "./noexec.sh", "exit status 126", "noexec.sh"),
+        ("exit3", "echo 'something broke badly' >&2; exit 3", "exit status 3", "something broke badly"),
+    ];
+    for (name, cmd, status, stderr_line) in cases {
+        p.workflow(name, &format!("name = \"{name}\"\n\n[[phase]]\nid = \"first\"\nrun = \"echo ok\"\n\n[[phase]]\nid = \"bad\"\nrun = {cmd:?}\n"));
+        let (_, err) = expect(&p, &["run", name, "x", "--id", name], 1);
+        assert!(err.contains("FAILED"), "{err}");
+        let st = p.state(name);
+        assert_eq!(st["status"], "FAILED");
+        assert_eq!(phase(&st, "bad")["status"], "FAILED");
+        assert_eq!(phase(&st, "first")["status"], "PASS");
+        assert!(phase(&st, "bad")["last_error"].as_str().unwrap().contains(status), "{name}: {st:#}");
+        let code: i64 = status.rsplit(' ').next().unwrap().parse().unwrap();
+        let failed: Vec<Value> = p.journal(name).into_iter().filter(|e| e["kind"] == "phase_failed").collect();
+        assert_eq!(failed.len(), 1, "{name}");
+        assert_eq!(failed[0]["phase"], "bad");
+        assert_eq!(failed[0]["exit_code"], code, "{name}: {:#}", failed[0]);
+        assert!(failed[0]["stderr_tail"].as_str().unwrap().contains(stderr_line), "{name}: {:#}", failed[0]);
+    }
+
+    // on_failure = "skip": SKIPPED, and the task completes.
+    p.workflow(
+        "skip",
+        "name = \"skip\"\n\n[[phase]]\nid = \"bad\"\nrun = \"exit 3\"\non_failure = \"skip\"\n\n[[phase]]\nid = \"after\"\nrun = \"echo after\"\n",
+    );
+    expect(&p, &["run", "skip", "x", "--id", "skip"], 0);
+    let st = p.state("skip");
+    assert_eq!(st["status"], "COMPLETE");
+    assert_eq!(phase(&st, "bad")["status"], "SKIPPED");
+    assert_eq!(phase(&st, "after")["status"], "PASS");
+
+    // max_attempts = 3: three tries, then the task fails.
+    p.workflow("thrice", "name = \"thrice\"\n\n[[phase]]\nid = \"bad\"\nrun = \"echo try >> tries.txt; exit 3\"\nmax_attempts = 3\n");
+    expect(&p, &["run", "thrice", "x", "--id", "thrice"], 1);
+    assert_eq!(starts(&p, "thrice")["bad"], 3);
+    assert_eq!(read(&p, "tries.txt").lines().count(), 3);
+    let st = p.state("thrice");
+    assert_eq!(phase(&st, "bad")["attempt"], 3);
+    assert_eq!(st["status"], "FAILED");
+
+    // An agent whose command does not exist.
+    let config = format!("{}\n[agents.ghost]\ncommand = [\"no-such-agent-xyz\", \"{{{{prompt}}}}\"]\n", read(&p, ".baton/config.toml"));
+    write(&p, ".baton/config.toml", &config);
+    p.workflow("agent", "name = \"agent\"\n\n[[phase]]\nid = \"think\"\nagent = \"ghost\"\nprompt = \"think about {{task}}\"\n");
+    let (_, err) = expect(&p, &["run", "agent", "x", "--id", "agent"], 1);
+    assert!(err.contains("cannot start"), "{err}");
+    let st = p.state("agent");
+    assert!(phase(&st, "think")["last_error"].as_str().unwrap().contains("cannot start"), "{st:#}");
+}
+
+// ----- 5. loop_to ----------------------------------------------------------
+
+#[test]
+fn loop_to_goes_back_and_gives_up_after_max_iterations() {
+    let p = TestProject::new();
+    p.workflow(
+        "loop",
+        r#"name = "loop"
+
+[[phase]]
+id = "execute"
+run = "echo run >> executions.txt; echo executed"
+
+[[phase]]
+id = "validate"
+run = "if [ -f .validated-once ]; then echo valid; else touch .validated-once; echo 'not valid yet' >&2; exit 1; fi"
+loop_to = "execute"
+max_iterations = 3
+
+[[phase]]
+id = "done"
+run = "echo done"
+"#,
+    );
+    expect(&p, &["run", "loop", "x", "--id", "l1"], 0);
+    let st = p.state("l1");
+    assert_eq!(st["status"], "COMPLETE");
+    assert_eq!(st["iteration_counts"]["validate"], 1, "{st:#}");
+    assert_eq!(p.passes("l1"), [("done".to_string(), 1), ("execute".to_string(), 2), ("validate".to_string(), 1)].into());
+    assert_eq!(read(&p, "executions.txt").lines().count(), 2);
+
+    p.workflow(
+        "never",
+        r#"name = "never"
+
+[[phase]]
+id = "execute"
+run = "echo executed"
+
+[[phase]]
+id = "validate"
+run = "echo 'still broken' >&2; exit 1"
+loop_to = "execute"
+max_iterations = 2
+"#,
+    );
+    let (_, err) = expect(&p, &["run", "never", "x", "--id", "l2"], 1);
+    assert!(err.contains("FAILED"), "{err}");
+    let st = p.state("l2");
+    assert_eq!(st["status"], "FAILED");
+    assert_eq!(st["iteration_counts"]["validate"], 2, "{st:#}");
+    assert_eq!(p.passes("l2")["execute"], 3);
+}
+
+// ----- 6. waits --------------------------------------------------------------
+
+#[test]
+fn human_and_timer_waits_exit_4_and_resume_when_due() {
+    let p = TestProject::new();
+    p.workflow(
+        "ship",
+        "name = \"ship\"\n\n[[phase]]\nid = \"build\"\nrun = \"echo built\"\n\n[[phase]]\nid = \"approve\"\nwait = { human = \"Ship it?\", options = [\"yes\", \"no\"] }\n",
+    );
+    let (_, err) = expect(&p, &["run", "ship", "x", "--id", "h1"], 4);
+    assert!(err.contains("WAITING"), "{err}");
+    let rows = ls(&p, false);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["status"], "WAITING");
+    assert_eq!(rows[0]["last_phase"], "approve");
+    let (out, _) = expect(&p, &["ls"], 0);
+    assert!(out.contains("WAITING"), "{out}");
+    let (_, err) = expect(&p, &["resume", "h1"], 4);
+    assert!(err.contains("Ship it?"), "{err}");
+    assert_eq!(p.state("h1")["status"], "WAITING");
+
+    p.workflow(
+        "timer",
+        "name = \"timer\"\n\n[[phase]]\nid = \"a\"\nrun = \"echo a\"\n\n[[phase]]\nid = \"cool\"\nwait = { duration = \"1s\" }\n\n[[phase]]\nid = \"b\"\nrun = \"echo b\"\n",
+    );
+    let started = std::time::Instant::now();
+    expect(&p, &["run", "timer", "x", "--id", "t1"], 4);
+    let (_, err) = expect(&p, &["resume", "t1"], 4);
+    if started.elapsed() < std::time::Duration::from_millis(900) {
+        assert!(err.contains("due at"), "{err}");
+    }
+    let st = p.state("t1");
+    assert_eq!(st["status"], "WAITING");
+    assert!(st["pending_phases"].as_array().unwrap().iter().any(|p| p == "b"));
+    std::thread::sleep(std::time::Duration::from_millis(1200).saturating_sub(started.elapsed()));
+    let (_, err) = expect(&p, &["resume", "t1"], 0);
+    assert!(err.contains("COMPLETE"), "{err}");
+    let st = p.state("t1");
+    assert_eq!(st["status"], "COMPLETE");
+    assert_eq!(completed(&st), ["a", "cool", "b"]);
+}
+
+// ----- 7. definition pinning --------------------------------------------------
+
+#[test]
+fn edited_workflow_is_pinned_until_upgrade() {
+    let p = TestProject::new();
+    let v1 = r#"name = "pin"
+
+[[phase]]
+id = "a"
+run = "echo a >> a-runs.txt; echo a-v1"
+
+[[phase]]
+id = "b"
+run = "test -f go || { echo 'no go file' >&2; exit 1; }; echo b-v1"
+
+[[phase]]
+id = "c"
+run = "echo c-v1"
+"#;
+    p.workflow("pin", v1);
+    expect(&p, &["run", "pin", "x", "--id", "pin1"], 1);
+
+    // Edited: c's command changes and a phase d is added.
+    let v2 = v1.replace("echo c-v1", "echo c-v2") + "\n[[phase]]\nid = \"d\"\nrun = \"echo d-v2\"\n";
+    p.workflow("pin", &v2);
+    write(&p, "go", "");
+    let (_, err) = expect(&p, &["resume", "pin1"], 0);
+    assert!(err.contains("changed"), "no note about the edited file: {err}");
+    assert!(err.contains("--upgrade"), "{err}");
+    let st = p.state("pin1");
+    assert_eq!(completed(&st), ["a", "b", "c"]);
+    assert!(st["pending_phases"].as_array().unwrap().is_empty(), "{st:#}");
+    assert!(!st["phases"].as_array().unwrap().iter().any(|p| p["id"] == "d"));
+    assert_eq!(st["completed_phases"][2]["summary"], "c-v1");
+
+    // --upgrade, with c removed: d runs; a and b are not re-run.
+    let v3 = v2.replace("[[phase]]\nid = \"c\"\nrun = \"echo c-v2\"\n\n", "");
+    assert!(!v3.contains("id = \"c\""));
+    p.workflow("pin", &v3);
+    let (_, err) = expect(&p, &["resume", "pin1", "--upgrade"], 0);
+    assert!(err.contains("removed c"), "the removed phase is not reported: {err}");
+    assert!(err.contains("added d"), "{err}");
+    let st = p.state("pin1");
+    assert_eq!(st["status"], "COMPLETE");
+    assert_eq!(completed(&st), ["a", "b", "d"]);
+    for c in st["completed_phases"].as_array().unwrap() {
+        assert_eq!(c["status"], "PASS");
+    }
+    assert_eq!(st["completed_phases"][2]["summary"], "d-v2");
+    let passes = p.passes("pin1");
+    assert_eq!(passes["a"], 1);
+    assert_eq!(passes["b"], 1);
+    assert_eq!(passes["d"], 1);
+    assert_eq!(read(&p, "a-runs.txt").lines().count(), 1);
+}
+
+// ----- 8. resume --from and fork ------------------------------------------------
+
+const AB: &str = r#"name = "ab"
+
+[[phase]]
+id = "a"
+run = "echo one > a.txt; echo a-done"
+
+[[phase]]
+id = "b"
+run = "cp a.txt seen-by-b.txt; echo two >> a.txt; echo bee > b.txt; echo b-done"
+
+[[phase]]
+id = "c"
+run = "echo c-done"
+"#;
+
+#[test]
+fn resume_from_rewinds_state_and_worktree() {
+    let p = TestProject::new();
+    p.workflow("ab", AB);
+    expect(&p, &["run", "ab", "x", "--id", "ab1"], 0);
+    assert_eq!(read(&p, "a.txt"), "one\ntwo\n");
+    write(&p, "a.txt", "edited by hand\n");
+
+    expect(&p, &["resume", "ab1", "--from", "b"], 0);
+    // b saw a.txt as it was when b first started, then changed it again.
+    assert_eq!(read(&p, "seen-by-b.txt"), "one\n");
+    assert_eq!(read(&p, "a.txt"), "one\ntwo\n");
+    assert_eq!(read(&p, "b.txt"), "bee\n");
+    assert_eq!(p.passes("ab1"), [("a".to_string(), 1), ("b".to_string(), 2), ("c".to_string(), 2)].into());
+    let st = p.state("ab1");
+    assert_eq!(st["status"], "COMPLETE");
+    assert_eq!(completed(&st), ["a", "b", "c"]);
+
+    expect(&p, &["resume", "ab1", "--from", "nope"], 2);
+}
+
+#[test]
+fn fork_starts_a_new_task_and_leaves_the_original_alone() {
+    let p = TestProject::new();
+    p.workflow("ab", AB);
+    expect(&p, &["run", "ab", "x", "--id", "ab1"], 0);
+    let journal = p.journal("ab1");
+    let state = p.state("ab1");
+
+    expect(&p, &["fork", "ab1", "--from", "b", "--id", "ab2"], 0);
+    let st = p.state("ab2");
+    assert_eq!(st["status"], "COMPLETE");
+    assert_eq!(completed(&st), ["a", "b", "c"]);
+    assert_eq!(st["completed_phases"][0]["summary"], "a-done");
+    assert_eq!(st["completed_phases"][0]["status"], "PASS");
+    let passes = p.passes("ab2");
+    assert_eq!(passes.get("a"), None, "fork re-ran a: {passes:?}");
+    assert_eq!(passes["b"], 1);
+    assert_eq!(passes["c"], 1);
+    assert_eq!(read(&p, "seen-by-b.txt"), "one\n");
+
+    assert_eq!(p.journal("ab1"), journal, "fork changed the original's journal");
+    assert_eq!(p.state("ab1")["completed_phases"], state["completed_phases"]);
+
+    let (_, err) = expect(&p, &["fork", "ab1", "--from", "b", "--id", "ab2"], 2);
+    assert!(err.contains("ab2"), "{err}");
+    let (_, err) = expect(&p, &["fork", "ab1", "--from", "nope", "--id", "ab3"], 2);
+    assert!(err.contains("nope"), "{err}");
+    assert_eq!(ls(&p, true).len(), 2);
+}
+
+// ----- 9. damage -----------------------------------------------------------
+
+#[test]
+fn damaged_rendered_files_are_repaired() {
+    let p = TestProject::new();
+    expect(&p, &["run", "example", "x", "--id", "ex"], 0);
+    let state_file = p.root().join(".baton/tasks/ex/state.json");
+    let good = fs_err::read_to_string(&state_file).unwrap();
+    fs_err::write(&state_file, &good[..good.len() / 2]).unwrap();
+    let st = p.state("ex");
+    assert_eq!(st["task_id"], "ex");
+    assert_eq!(st["status"], "COMPLETE");
+    let v: Value = serde_json::from_str(&fs_err::read_to_string(&state_file).unwrap()).expect("state.json re-rendered");
+    assert_eq!(v["task_id"], "ex");
+
+    let md = p.root().join(".baton/tasks/ex/02-plan.md");
+    assert!(md.is_file(), "no phase output {}", md.display());
+    let text = fs_err::read_to_string(&md).unwrap();
+    fs_err::remove_file(&md).unwrap();
+    let (out, _) = expect(&p, &["doctor"], 1);
+    assert!(out.contains("problem"), "{out}");
+    assert!(out.contains("ex"), "{out}");
+    expect(&p, &["doctor", "--fix"], 0);
+    assert_eq!(fs_err::read_to_string(&md).unwrap(), text);
+    expect(&p, &["doctor"], 0);
+}
+
+#[test]
+fn garbage_store_is_rebuilt_by_doctor_fix() {
+    let p = TestProject::new();
+    expect(&p, &["run", "example", "x", "--id", "ex"], 0);
+    let before = p.state("ex");
+    let db = p.root().join(".baton/baton.db");
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+    fs_err::write(&db, b"this is not a sqlite database at all\x00\x01\x02garbage garbage garbage".repeat(64)).unwrap();
+
+    let (_, err) = expect(&p, &["ls"], 1);
+    assert!(err.contains("error:"), "{err}");
+    assert!(err.lines().any(|l| l.starts_with("hint:") && l.contains("baton doctor --fix")), "{err}");
+
+    let (out, _) = expect(&p, &["doctor", "--fix"], 0);
+    assert!(out.contains("rebuilt task ex"), "{out}");
+    let aside: Vec<_> = std::fs::read_dir(p.root().join(".baton"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("baton.db.damaged-"))
+        .collect();
+    assert!(!aside.is_empty(), "the damaged store was not set aside");
+
+    let st = p.state("ex");
+    assert_eq!(st["status"], "COMPLETE");
+    assert_eq!(completed(&st), completed(&before));
+    for (a, b) in st["completed_phases"].as_array().unwrap().iter().zip(before["completed_phases"].as_array().unwrap()) {
+        assert_eq!(a["summary"], b["summary"], "{}", a["id"]);
+        assert_eq!(a["status"], b["status"], "{}", a["id"]);
+    }
+    let rows = ls(&p, true);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["id"], "ex");
+    expect(&p, &["doctor"], 0);
+}
+
+// ----- 10. listing and shapes -------------------------------------------------
+
+fn is_rfc3339_utc(v: &Value) -> bool {
+    v.as_str().is_some_and(|s| s.ends_with('Z') && s.parse::<jiff::Timestamp>().is_ok())
+}
+
+#[test]
+fn json_shapes_brief_files_changed_and_tech_stack() {
+    let p = TestProject::new();
+    write(&p, "Cargo.toml", "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n");
+    p.workflow(
+        "shapes",
+        r#"name = "shapes"
+
+[flags]
+fast = true
+
+[[phase]]
+id = "setup"
+run = "mkdir -p src && echo 'fn x() {}' > src/x.rs && echo 'wrote src/x.rs'"
+
+[[phase]]
+id = "plan"
+run = "printf 'Plan is ready\n\nAcceptance criteria:\n- works\n' > \"$BATON_SUMMARY_FILE\""
+
+[[phase]]
+id = "handoff"
+run = "cat \"$BATON_BRIEF_FILE\" > brief-copy.md; echo copied"
+"#,
+    );
+    expect(&p, &["run", "shapes", "make it", "--id", "s1", "--label", "issue=42"], 0);
+
+    let rows = ls(&p, true);
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
+    for k in ["id", "workflow", "status", "last_phase", "updated_at", "resumable"] {
+        assert!(row.get(k).is_some(), "ls --json lacks {k}: {row:#}");
+    }
+    assert_eq!(row["id"], "s1");
+    assert_eq!(row["workflow"], "shapes");
+    assert_eq!(row["status"], "COMPLETE");
+    assert_eq!(row["resumable"], false);
+    assert!(is_rfc3339_utc(&row["updated_at"]), "{row:#}");
+
+    let st = p.state("s1");
+    for k in [
+        "version",
+        "workflow",
+        "task_id",
+        "project_name",
+        "created_at",
+        "updated_at",
+        "status",
+        "flags",
+        "labels",
+        "task_description",
+        "tech_stack",
+        "current_phase",
+        "completed_phases",
+        "pending_phases",
+        "iteration_counts",
+        "blockers",
+        "files_changed_total",
+        "recovery_info",
+    ] {
+        assert!(st.get(k).is_some(), "show --json lacks {k}");
+    }
+    assert_eq!(st["workflow"], "shapes");
+    assert_eq!(st["task_id"], "s1");
+    assert_eq!(st["status"], "COMPLETE");
+    assert_eq!(st["task_description"], "make it");
+    assert_eq!(st["flags"]["fast"], true);
+    assert_eq!(st["labels"]["issue"], "42");
+    assert!(is_rfc3339_utc(&st["created_at"]) && is_rfc3339_utc(&st["updated_at"]), "{st:#}");
+    assert!(st["pending_phases"].as_array().unwrap().is_empty());
+    assert!(st["iteration_counts"].is_object());
+    assert!(st["blockers"].is_array());
+    let ri = &st["recovery_info"];
+    for k in ["last_clean_state", "git_branch", "git_last_commit", "can_resume_from"] {
+        assert!(ri.get(k).is_some(), "recovery_info lacks {k}: {ri:#}");
+    }
+    assert_eq!(ri["last_clean_state"], "handoff");
+    assert_eq!(ri["git_branch"], "main");
+    assert_eq!(ri["git_last_commit"], p.git(&["rev-parse", "HEAD"]).trim());
+    assert!(ri["can_resume_from"].is_array());
+    assert_eq!(completed(&st), ["setup", "plan", "handoff"]);
+    for c in st["completed_phases"].as_array().unwrap() {
+        for k in ["id", "status", "started_at", "completed_at", "attempt", "summary", "output_file", "files_changed"] {
+            assert!(c.get(k).is_some(), "completed phase lacks {k}: {c:#}");
+        }
+        assert_eq!(c["status"], "PASS");
+        assert_eq!(c["attempt"], 1);
+        assert!(is_rfc3339_utc(&c["started_at"]) && is_rfc3339_utc(&c["completed_at"]), "{c:#}");
+        let out = c["output_file"].as_str().unwrap();
+        assert!(p.root().join(out).is_file(), "{out} missing");
+    }
+    let setup = &st["completed_phases"][0];
+    assert_eq!(setup["summary"], "wrote src/x.rs");
+    assert!(strings(&setup["files_changed"]).contains(&"src/x.rs".to_string()), "{setup:#}");
+    assert!(strings(&st["files_changed_total"]).contains(&"src/x.rs".to_string()), "{st:#}");
+    assert!(strings(&st["tech_stack"]["languages"]).contains(&"rust".to_string()), "{:#}", st["tech_stack"]);
+
+    let journal = p.journal("s1");
+    assert!(journal.len() >= 8, "{journal:?}");
+    let mut last = 0;
+    for e in &journal {
+        let seq = e["seq"].as_u64().unwrap();
+        assert!(seq > last, "seq not strictly increasing: {journal:?}");
+        last = seq;
+        assert!(is_rfc3339_utc(&e["ts"]), "{e}");
+        assert!(e["kind"].is_string(), "{e}");
+    }
+    let started: Vec<&Value> = journal.iter().filter(|e| e["kind"] == "phase_started").collect();
+    assert_eq!(started.len(), 3);
+    assert!(started.iter().all(|e| e["phase"].is_string() && e["attempt"] == 1));
+
+    let brief = read(&p, "brief-copy.md");
+    assert!(brief.contains("wrote src/x.rs"), "{brief}");
+    assert!(brief.contains("Plan is ready"), "{brief}");
+    assert!(brief.contains("Acceptance criteria"), "{brief}");
+    assert!(brief.contains("- works"), "{brief}");
+}
+
+#[test]
+fn ls_rm_and_clean() {
+    let p = TestProject::new();
+    p.workflow("fail", "name = \"fail\"\n\n[[phase]]\nid = \"a\"\nrun = \"exit 1\"\n");
+    expect(&p, &["run", "example", "one", "--id", "done1"], 0);
+    expect(&p, &["run", "example", "two", "--id", "done2"], 0);
+    expect(&p, &["run", "fail", "three", "--id", "failed1"], 1);
+
+    let ids = |rows: Vec<Value>| -> BTreeSet<String> { rows.iter().map(|r| r["id"].as_str().unwrap().to_string()).collect() };
+    assert_eq!(ids(ls(&p, false)), ["failed1".to_string()].into());
+    assert_eq!(ids(ls(&p, true)), ["done1", "done2", "failed1"].map(String::from).into());
+    let failed = ls(&p, false).remove(0);
+    assert_eq!(failed["status"], "FAILED");
+    assert_eq!(failed["resumable"], true);
+    assert_eq!(failed["last_phase"], "a");
+    let (out, _) = expect(&p, &["ls"], 0);
+    assert!(out.contains("failed1") && !out.contains("done1"), "{out}");
+
+    // rm: the record and its folder.
+    assert!(p.root().join(".baton/tasks/done2").is_dir());
+    expect(&p, &["rm", "done2"], 0);
+    assert!(!p.root().join(".baton/tasks/done2").exists());
+    expect(&p, &["show", "done2"], 2);
+    expect(&p, &["rm", "done2"], 2);
+
+    // clean without --yes deletes nothing.
+    expect(&p, &["clean"], 0);
+    assert_eq!(ids(ls(&p, true)), ["done1", "failed1"].map(String::from).into());
+    // clean --yes: records of complete tasks go, their files stay.
+    expect(&p, &["clean", "--yes"], 0);
+    assert_eq!(ids(ls(&p, true)), ["failed1".to_string()].into());
+    assert!(p.root().join(".baton/tasks/done1/state.json").is_file());
+    assert!(p.root().join(".baton/tasks/done1/01-analyze.md").is_file());
+    expect(&p, &["show", "done1"], 2);
+}
+
+// ----- 11. manners ---------------------------------------------------------
+
+#[test]
+fn manners() {
+    let p = TestProject::new();
+    expect(&p, &["run", "example", "x", "--id", "once"], 0);
+    let (_, err) = expect(&p, &["run", "example", "y", "--id", "once"], 2);
+    assert!(err.lines().any(|l| l.starts_with("hint:") && l.contains("baton resume")), "{err}");
+    assert_eq!(p.passes("once")["analyze"], 1, "the refused run touched the task");
+
+    let bare = TestProject::bare();
+    let (_, err) = expect(&bare, &["show"], 2);
+    assert!(err.lines().any(|l| l.starts_with("hint:") && l.contains("baton init")), "{err}");
+
+    let (out, _) = expect(&p, &["completions", "bash"], 0);
+    assert!(out.contains("baton"), "{out}");
+    let (out, _) = expect(&p, &["man"], 0);
+    assert!(out.contains(".TH"), "{out}");
+
+    expect(&p, &["frobnicate"], 2);
+    expect(&p, &["run"], 2);
+    expect(&p, &["ls", "--no-such-option"], 2);
+    expect(&p, &["completions", "no-such-shell"], 2);
+    expect(&p, &["run", "no-such-workflow"], 2);
+    expect(&p, &["show", "no-such-task"], 2);
+
+    // NO_COLOR (set by the test kit): no escape codes anywhere.
+    p.workflow("f", "name = \"f\"\n\n[[phase]]\nid = \"a\"\nrun = \"exit 1\"\n");
+    for args in [&["run", "example", "z"][..], &["run", "f", "y"], &["ls", "--all"], &["show", "once"], &["log", "once"], &["doctor"], &["show", "nope"]] {
+        let out = p.baton(args).env("NO_COLOR", "1").output().unwrap();
+        let all = [out.stdout, out.stderr].concat();
+        assert!(!all.contains(&0x1b), "escape codes in the output of {args:?}: {}", String::from_utf8_lossy(&all));
+    }
+}
