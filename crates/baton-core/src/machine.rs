@@ -270,6 +270,13 @@ pub fn decide(
             }])
         }
         Input::TimerDue { phase } => {
+            if !matches!(state.status, TaskStatus::Waiting | TaskStatus::Running) {
+                return refuse(format!(
+                    "task {} is {}",
+                    state.task_id,
+                    state.status.as_str()
+                ));
+            }
             let ps = phase_state(&phase)?;
             if ps.status != PhaseStatus::Waiting {
                 return refuse(format!("phase {phase} is not waiting"));
@@ -409,7 +416,12 @@ pub fn decide(
                     };
                     ("FAILED", note)
                 }
-                TaskStatus::Waiting => ("WAITING", "Resuming after a wait.".to_string()),
+                TaskStatus::Waiting => {
+                    return refuse(format!(
+                        "task {} is waiting; it goes on when what it waits for arrives",
+                        state.task_id
+                    ));
+                }
                 TaskStatus::Complete => return refuse(format!("task {} is already COMPLETE", state.task_id)),
                 TaskStatus::Cancelled => return refuse(format!("task {} was cancelled", state.task_id)),
             };
@@ -433,8 +445,18 @@ pub fn decide(
                     ));
                 }
             }
+            // Phases left FAILED or WAITING elsewhere in the graph are reset
+            // too, or the task could never finish.
+            let mut reset = wf.descendants(&to);
+            reset.extend(
+                state
+                    .phases
+                    .iter()
+                    .filter(|p| matches!(p.status, PhaseStatus::Failed | PhaseStatus::Waiting))
+                    .map(|p| p.id.clone()),
+            );
             Ok(vec![Event::Rewound {
-                reset: in_order(wf, wf.descendants(&to)),
+                reset: in_order(wf, reset),
                 to,
             }])
         }
