@@ -24,14 +24,21 @@ impl TestProject {
         p.git(&["add", "."]);
         p.git(&["commit", "-qm", "initial"]);
         let out = p.baton(&["init"]).output().unwrap();
-        assert!(out.status.success(), "baton init failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "baton init failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         p
     }
 
     /// An empty folder (no git, no `.baton/`).
     pub fn bare() -> TestProject {
         TestProject {
-            dir: tempfile::Builder::new().prefix("baton-test-").tempdir().unwrap(),
+            dir: tempfile::Builder::new()
+                .prefix("baton-test-")
+                .tempdir()
+                .unwrap(),
             home: tempfile::tempdir().unwrap(),
         }
     }
@@ -42,8 +49,17 @@ impl TestProject {
 
     /// `git` in the project, with a fixed identity; panics on failure.
     pub fn git(&self, args: &[&str]) -> String {
-        let out = self.env(&mut Command::new("git")).args(args).current_dir(self.root()).output().unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = self
+            .env(&mut Command::new("git"))
+            .args(args)
+            .current_dir(self.root())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -64,7 +80,10 @@ impl TestProject {
     /// The real `baton` binary, run in the project with a hermetic environment.
     pub fn baton(&self, args: &[&str]) -> Command {
         let mut c = Command::new(baton_bin());
-        self.env(&mut c).args(args).current_dir(self.root()).stdin(std::process::Stdio::null());
+        self.env(&mut c)
+            .args(args)
+            .current_dir(self.root())
+            .stdin(std::process::Stdio::null());
         c
     }
 
@@ -80,7 +99,11 @@ impl TestProject {
 
     /// Writes `.baton/workflows/NAME.toml`.
     pub fn workflow(&self, name: &str, toml: &str) {
-        fs_err::write(self.root().join(format!(".baton/workflows/{name}.toml")), toml).unwrap();
+        fs_err::write(
+            self.root().join(format!(".baton/workflows/{name}.toml")),
+            toml,
+        )
+        .unwrap();
     }
 
     /// `baton show ID --json`, parsed.
@@ -94,7 +117,9 @@ impl TestProject {
     pub fn journal(&self, id: &str) -> Vec<serde_json::Value> {
         let (code, out, err) = self.run(&["log", id, "--json"]);
         assert_eq!(code, 0, "log failed: {err}");
-        out.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+        out.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
     }
 
     /// How many `phase_passed` events each phase has in the journal.
@@ -102,7 +127,8 @@ impl TestProject {
         let mut m = std::collections::BTreeMap::new();
         for e in self.journal(id) {
             if e["kind"] == "phase_passed" {
-                *m.entry(e["phase"].as_str().unwrap().to_string()).or_insert(0) += 1;
+                *m.entry(e["phase"].as_str().unwrap().to_string())
+                    .or_insert(0) += 1;
             }
         }
         m
@@ -112,5 +138,110 @@ impl TestProject {
 impl Default for TestProject {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+impl TestProject {
+    /// The hermetic environment as `KEY=VALUE` words, for commands run
+    /// through a shell (e.g. inside tmux, which does not inherit ours).
+    pub fn env_words(&self) -> Vec<String> {
+        vec![
+            format!("HOME={}", self.home.path().display()),
+            "GIT_CONFIG_GLOBAL=/dev/null".into(),
+            "GIT_CONFIG_NOSYSTEM=1".into(),
+            "GIT_AUTHOR_NAME=Test".into(),
+            "GIT_AUTHOR_EMAIL=test@localhost".into(),
+            "GIT_COMMITTER_NAME=Test".into(),
+            "GIT_COMMITTER_EMAIL=test@localhost".into(),
+            "NO_COLOR=1".into(),
+            "TERM=xterm-256color".into(),
+        ]
+    }
+}
+
+/// A private tmux server (its own socket) with one window running a shell
+/// command, for tests of what a person sees on a real terminal.
+pub struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// Starts `command` (run by `sh -c`) in a detached 160x40 session.
+    /// Panics if tmux is missing: terminal tests need it for real.
+    pub fn start(command: &str) -> Tmux {
+        let socket = format!(
+            "baton-test-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        );
+        let t = Tmux { socket };
+        let out = t
+            .cmd(&[
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-x",
+                "160",
+                "-y",
+                "40",
+                "sh",
+                "-c",
+                command,
+            ])
+            .output()
+            .expect("tmux is required for terminal tests (./scripts/test installs it)");
+        assert!(
+            out.status.success(),
+            "tmux new-session: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        t
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("tmux");
+        c.arg("-L").arg(&self.socket).args(args);
+        c
+    }
+
+    /// The visible screen as text.
+    pub fn screen(&self) -> String {
+        let out = self
+            .cmd(&["capture-pane", "-p", "-J", "-S", "-200"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Types `keys` (tmux key names, e.g. "y", "Enter").
+    pub fn send(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys"];
+        args.extend_from_slice(keys);
+        assert!(self.cmd(&args).status().unwrap().success());
+    }
+
+    /// Waits until the screen contains `text`; panics with the screen after `secs`.
+    pub fn wait_for(&self, text: &str, secs: u64) -> String {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        loop {
+            let s = self.screen();
+            if s.contains(text) {
+                return s;
+            }
+            if std::time::Instant::now() > until {
+                panic!("timed out waiting for {text:?}; the screen shows:\n{s}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]).output();
     }
 }
