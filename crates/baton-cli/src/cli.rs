@@ -4,7 +4,12 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
-#[command(name = "baton", version, about = "Durable multi-phase workflows for AI coding agents", long_about = "baton runs multi-phase workflows (analyze, plan, execute, validate, review, test, ...) with agent CLIs and commands, records every transition in a journal, and resumes exactly where the work stopped after any crash.")]
+#[command(
+    name = "baton",
+    version,
+    about = "Durable multi-phase workflows for AI coding agents",
+    long_about = "baton runs multi-phase workflows (analyze, plan, execute, validate, review, test, ...) with agent CLIs and commands, records every transition in a journal, and resumes exactly where the work stopped after any crash."
+)]
 pub struct Cli {
     /// The project folder (default: found by walking up to `.baton/`).
     #[arg(long, global = true, env = "BATON_PROJECT", value_name = "DIR")]

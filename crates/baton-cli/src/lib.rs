@@ -34,7 +34,13 @@ pub fn run() -> ExitCode {
 }
 
 fn init_tracing(verbose: bool) {
-    let filter = std::env::var("BATON_LOG").unwrap_or_else(|_| if verbose { "debug".into() } else { "warn".into() });
+    let filter = std::env::var("BATON_LOG").unwrap_or_else(|_| {
+        if verbose {
+            "debug".into()
+        } else {
+            "warn".into()
+        }
+    });
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
         .with_writer(std::io::stderr)

@@ -97,7 +97,9 @@ impl Observer for Printer {
         };
         if self.tty {
             let b = ProgressBar::new_spinner();
-            b.set_style(ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("template"));
+            b.set_style(
+                ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("template"),
+            );
             b.set_message(label);
             b.enable_steady_tick(Duration::from_millis(100));
             *self.bar.lock().unwrap_or_else(|p| p.into_inner()) = Some(b);
@@ -106,7 +108,14 @@ impl Observer for Printer {
         }
     }
 
-    fn phase_finished(&self, _task: &TaskId, phase: &str, status: PhaseStatus, elapsed_ms: i64, detail: &str) {
+    fn phase_finished(
+        &self,
+        _task: &TaskId,
+        phase: &str,
+        status: PhaseStatus,
+        elapsed_ms: i64,
+        detail: &str,
+    ) {
         if let Some(b) = self.bar.lock().unwrap_or_else(|p| p.into_inner()).take() {
             b.finish_and_clear();
         }
@@ -119,7 +128,11 @@ impl Observer for Printer {
             PhaseStatus::Pending => "STOPPED",
             other => other.as_str(),
         };
-        let mut line = format!("{:<7} {phase} {}", self.status_word(word), human_millis(elapsed_ms));
+        let mut line = format!(
+            "{:<7} {phase} {}",
+            self.status_word(word),
+            human_millis(elapsed_ms)
+        );
         if !first.is_empty() {
             line.push_str(&format!(" — {first}"));
         }

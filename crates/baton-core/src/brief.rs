@@ -9,7 +9,15 @@ pub fn render(state: &TaskState, phase: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Handoff brief: {}", state.task_id);
     let _ = writeln!(s);
-    let _ = writeln!(s, "## Task\n\n{}\n", if state.description.is_empty() { "(no description)" } else { &state.description });
+    let _ = writeln!(
+        s,
+        "## Task\n\n{}\n",
+        if state.description.is_empty() {
+            "(no description)"
+        } else {
+            &state.description
+        }
+    );
     let _ = writeln!(s, "Workflow: {} · current phase: {phase}\n", state.workflow);
     if let Some(note) = &state.resume_note {
         let _ = writeln!(s, "## Resume note\n\n{note}\n");
@@ -18,7 +26,14 @@ pub fn render(state: &TaskState, phase: &str) -> String {
         let _ = writeln!(s, "## Tech stack\n");
         for (k, v) in obj {
             let items: Vec<String> = match v {
-                serde_json::Value::Array(a) => a.iter().map(|x| x.as_str().map(str::to_string).unwrap_or_else(|| x.to_string())).collect(),
+                serde_json::Value::Array(a) => a
+                    .iter()
+                    .map(|x| {
+                        x.as_str()
+                            .map(str::to_string)
+                            .unwrap_or_else(|| x.to_string())
+                    })
+                    .collect(),
                 other => vec![other.to_string()],
             };
             if !items.is_empty() {
@@ -27,12 +42,26 @@ pub fn render(state: &TaskState, phase: &str) -> String {
         }
         let _ = writeln!(s);
     }
-    let done: Vec<_> = state.phases.iter().filter(|p| p.status == PhaseStatus::Pass).collect();
+    let done: Vec<_> = state
+        .phases
+        .iter()
+        .filter(|p| p.status == PhaseStatus::Pass)
+        .collect();
     if !done.is_empty() {
         let _ = writeln!(s, "## Completed phases\n");
         for p in &done {
             let summary = p.summary.as_deref().unwrap_or("").trim();
-            let _ = writeln!(s, "### {} (attempt {})\n\n{}\n", p.id, p.attempt, if summary.is_empty() { "(no summary)" } else { summary });
+            let _ = writeln!(
+                s,
+                "### {} (attempt {})\n\n{}\n",
+                p.id,
+                p.attempt,
+                if summary.is_empty() {
+                    "(no summary)"
+                } else {
+                    summary
+                }
+            );
         }
     }
     let files = state.files_changed_total();
@@ -66,7 +95,11 @@ pub fn render(state: &TaskState, phase: &str) -> String {
 /// that mentions "acceptance criteria".
 pub fn acceptance_criteria(state: &TaskState) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for p in state.phases.iter().filter(|p| p.status == PhaseStatus::Pass) {
+    for p in state
+        .phases
+        .iter()
+        .filter(|p| p.status == PhaseStatus::Pass)
+    {
         let mut in_section = false;
         for line in p.summary.as_deref().unwrap_or("").lines() {
             let t = line.trim();
@@ -75,8 +108,12 @@ pub fn acceptance_criteria(state: &TaskState) -> Vec<String> {
                 in_section = true;
                 continue;
             }
-            let is_item = t.starts_with("- ") || t.starts_with("* ") || t.split_once(". ").is_some_and(|(n, _)| n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty());
-            let item = if t.starts_with("- [ ]") || t.starts_with("- [x]") || t.starts_with("- [X]") {
+            let is_item = t.starts_with("- ")
+                || t.starts_with("* ")
+                || t.split_once(". ")
+                    .is_some_and(|(n, _)| n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty());
+            let item = if t.starts_with("- [ ]") || t.starts_with("- [x]") || t.starts_with("- [X]")
+            {
                 Some(t.to_string())
             } else if let Some(rest) = t.strip_prefix("AC:") {
                 Some(format!("- {}", rest.trim()))

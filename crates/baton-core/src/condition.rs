@@ -37,10 +37,16 @@ impl Condition {
 
     fn term(t: &str, known_flag: &impl Fn(&str) -> bool) -> Result<Condition, String> {
         if let Some(rest) = t.strip_prefix('!') {
-            return Ok(Condition::Not(Box::new(Self::term(rest.trim(), known_flag)?)));
+            return Ok(Condition::Not(Box::new(Self::term(
+                rest.trim(),
+                known_flag,
+            )?)));
         }
         if let Some(rest) = t.strip_prefix("not ") {
-            return Ok(Condition::Not(Box::new(Self::term(rest.trim(), known_flag)?)));
+            return Ok(Condition::Not(Box::new(Self::term(
+                rest.trim(),
+                known_flag,
+            )?)));
         }
         match t {
             "true" => return Ok(Condition::Const(true)),
@@ -50,9 +56,7 @@ impl Condition {
         }
         match t.strip_prefix("flags.") {
             Some(name) if known_flag(name) => Ok(Condition::Flag(name.to_string())),
-            Some(name) => Err(format!(
-                "unknown flag {name:?} (declare it under [flags])"
-            )),
+            Some(name) => Err(format!("unknown flag {name:?} (declare it under [flags])")),
             None => Err(format!(
                 "cannot read {t:?}: write flags.NAME, !flags.NAME, true or false, joined by && or ||"
             )),
@@ -76,9 +80,10 @@ pub fn truthy(v: &serde_json::Value) -> bool {
     match v {
         serde_json::Value::Bool(b) => *b,
         serde_json::Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        serde_json::Value::String(s) => {
-            !matches!(s.to_ascii_lowercase().as_str(), "" | "false" | "0" | "no" | "off")
-        }
+        serde_json::Value::String(s) => !matches!(
+            s.to_ascii_lowercase().as_str(),
+            "" | "false" | "0" | "no" | "off"
+        ),
         serde_json::Value::Null => false,
         _ => true,
     }
@@ -111,7 +116,11 @@ mod tests {
         assert!(c.eval(&flags));
         let c = Condition::parse("flags.mvp || false", known).unwrap();
         assert!(!c.eval(&flags));
-        assert!(Condition::parse("flags.nope", known).unwrap_err().contains("unknown flag"));
+        assert!(
+            Condition::parse("flags.nope", known)
+                .unwrap_err()
+                .contains("unknown flag")
+        );
         assert!(Condition::parse("tests", known).is_err());
     }
 }

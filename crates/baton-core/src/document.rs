@@ -13,21 +13,38 @@ pub fn output_file_name(index: usize, phase: &str) -> String {
 
 /// Renders the state document. `status` is the display status (it knows
 /// about crashes), `lease` the current holder if any.
-pub fn render(state: &TaskState, wf: &Workflow, status: DisplayStatus, lease: Option<&Lease>) -> Value {
+pub fn render(
+    state: &TaskState,
+    wf: &Workflow,
+    status: DisplayStatus,
+    lease: Option<&Lease>,
+) -> Value {
     let ts = |t: Option<crate::time::Timestamp>| t.map(|t| t.rfc3339());
     let out_path = |id: &str| -> Option<String> {
         let i = state.phases.iter().position(|p| p.id.as_str() == id)?;
-        Some(format!(".baton/tasks/{}/{}", state.task_id, output_file_name(i, id)))
+        Some(format!(
+            ".baton/tasks/{}/{}",
+            state.task_id,
+            output_file_name(i, id)
+        ))
     };
     let current = state
         .phases
         .iter()
-        .find(|p| matches!(p.status, PhaseStatus::InProgress | PhaseStatus::Waiting | PhaseStatus::Failed))
+        .find(|p| {
+            matches!(
+                p.status,
+                PhaseStatus::InProgress | PhaseStatus::Waiting | PhaseStatus::Failed
+            )
+        })
         .or_else(|| {
             if status == DisplayStatus::Complete {
                 None
             } else {
-                state.phases.iter().find(|p| p.status == PhaseStatus::Pending)
+                state
+                    .phases
+                    .iter()
+                    .find(|p| p.status == PhaseStatus::Pending)
             }
         });
     let current_phase = current.map(|p| {
@@ -79,9 +96,9 @@ pub fn render(state: &TaskState, wf: &Workflow, status: DisplayStatus, lease: Op
         .collect();
     let cp = state.last_checkpoint();
     let waiting = state.waiting_phase().and_then(|p| {
-        p.waiting.as_ref().map(|w| {
-            json!({"phase": p.id, "for": w.description, "due_at": ts(w.due_at)})
-        })
+        p.waiting
+            .as_ref()
+            .map(|w| json!({"phase": p.id, "for": w.description, "due_at": ts(w.due_at)}))
     });
     json!({
         "version": 1,

@@ -20,7 +20,10 @@ pub enum Event {
         phases: Vec<PhaseId>,
     },
     /// A process took the task's lease (run, resume, fork, cancel).
-    Claimed { owner: String, command: String },
+    Claimed {
+        owner: String,
+        command: String,
+    },
     PhaseStarted {
         phase: PhaseId,
         attempt: u32,
@@ -50,7 +53,10 @@ pub enum Event {
         /// The phase goes back to PENDING for another attempt.
         retry: bool,
     },
-    PhaseSkipped { phase: PhaseId, reason: String },
+    PhaseSkipped {
+        phase: PhaseId,
+        reason: String,
+    },
     PhaseWaiting {
         phase: PhaseId,
         description: String,
@@ -68,8 +74,14 @@ pub enum Event {
         iteration: u32,
         reset: Vec<PhaseId>,
     },
-    Rewound { to: PhaseId, reset: Vec<PhaseId> },
-    TaskResumed { from: String, note: String },
+    Rewound {
+        to: PhaseId,
+        reset: Vec<PhaseId>,
+    },
+    TaskResumed {
+        from: String,
+        note: String,
+    },
     DefinitionUpgraded {
         from_hash: String,
         to_hash: String,
@@ -78,8 +90,13 @@ pub enum Event {
         removed: Vec<PhaseId>,
     },
     TaskCompleted,
-    TaskFailed { phase: Option<PhaseId>, reason: String },
-    TaskCancelled { reason: String },
+    TaskFailed {
+        phase: Option<PhaseId>,
+        reason: String,
+    },
+    TaskCancelled {
+        reason: String,
+    },
     /// Phase states taken over wholesale: a fork inheriting the phases
     /// before its starting point, or `doctor --fix` rebuilding a task from its
     /// rendered files.

@@ -157,17 +157,33 @@ mod tests {
         assert_eq!(classify(None, now, &local, alive), Liveness::Free);
         // a local live owner stays live even if its lease is old
         assert!(classify(Some(&lease("h", "b", 10, 77, 0)), now, &local, alive).is_live());
-        assert!(matches!(classify(Some(&lease("h", "b", 10, 78, 9999)), now, &local, alive), Liveness::Dead(m) if m.contains("reused")));
-        assert!(matches!(classify(Some(&lease("h", "b", 11, 77, 9999)), now, &local, alive), Liveness::Dead(_)));
-        assert!(matches!(classify(Some(&lease("h", "old", 10, 77, 9999)), now, &local, alive), Liveness::Dead(m) if m.contains("earlier boot")));
+        assert!(
+            matches!(classify(Some(&lease("h", "b", 10, 78, 9999)), now, &local, alive), Liveness::Dead(m) if m.contains("reused"))
+        );
+        assert!(matches!(
+            classify(Some(&lease("h", "b", 11, 77, 9999)), now, &local, alive),
+            Liveness::Dead(_)
+        ));
+        assert!(
+            matches!(classify(Some(&lease("h", "old", 10, 77, 9999)), now, &local, alive), Liveness::Dead(m) if m.contains("earlier boot"))
+        );
         assert!(classify(Some(&lease("other", "x", 10, 77, 2000)), now, &local, alive).is_live());
-        assert_eq!(classify(Some(&lease("other", "x", 10, 77, 500)), now, &local, alive), Liveness::Expired);
+        assert_eq!(
+            classify(Some(&lease("other", "x", 10, 77, 500)), now, &local, alive),
+            Liveness::Expired
+        );
     }
 
     #[test]
     fn display_status() {
-        assert_eq!(DisplayStatus::of(TaskStatus::Running, &Liveness::Free), DisplayStatus::Crashed);
-        assert_eq!(DisplayStatus::of(TaskStatus::Running, &Liveness::Live), DisplayStatus::Running);
+        assert_eq!(
+            DisplayStatus::of(TaskStatus::Running, &Liveness::Free),
+            DisplayStatus::Crashed
+        );
+        assert_eq!(
+            DisplayStatus::of(TaskStatus::Running, &Liveness::Live),
+            DisplayStatus::Running
+        );
         assert!(!DisplayStatus::Complete.resumable());
         assert!(DisplayStatus::Crashed.resumable());
     }

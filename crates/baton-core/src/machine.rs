@@ -4,7 +4,9 @@
 
 use crate::event::{Event, EventRecord};
 use crate::ids::{PhaseId, TaskId};
-use crate::state::{Checkpoint, PhaseState, PhaseStatus, ProcessRef, TaskState, TaskStatus, WaitState};
+use crate::state::{
+    Checkpoint, PhaseState, PhaseStatus, ProcessRef, TaskState, TaskStatus, WaitState,
+};
 use crate::time::Timestamp;
 use crate::workflow::{OnFailure, PhaseKind, WaitSpec, Workflow};
 use std::collections::BTreeMap;
@@ -36,23 +38,59 @@ pub enum Next {
 /// What the driver reports or asks.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Input {
-    Claim { owner: String, command: String },
-    Start { phase: PhaseId, checkpoint: Option<Checkpoint> },
-    Process { phase: PhaseId, process: ProcessRef },
-    Pass { phase: PhaseId, summary: String, output: String, files_changed: Vec<String> },
-    Fail { phase: PhaseId, failure: Failure },
-    Skip { phase: PhaseId },
-    Wait { phase: PhaseId },
+    Claim {
+        owner: String,
+        command: String,
+    },
+    Start {
+        phase: PhaseId,
+        checkpoint: Option<Checkpoint>,
+    },
+    Process {
+        phase: PhaseId,
+        process: ProcessRef,
+    },
+    Pass {
+        phase: PhaseId,
+        summary: String,
+        output: String,
+        files_changed: Vec<String>,
+    },
+    Fail {
+        phase: PhaseId,
+        failure: Failure,
+    },
+    Skip {
+        phase: PhaseId,
+    },
+    Wait {
+        phase: PhaseId,
+    },
     /// A durable timer is due: the waiting phase passes.
-    TimerDue { phase: PhaseId },
+    TimerDue {
+        phase: PhaseId,
+    },
     Complete,
     /// The running process died; `reason` says how it was found out.
-    Interrupt { reason: String },
-    Resume { crashed: bool },
-    Rewind { to: PhaseId },
-    Cancel { reason: String },
-    Upgrade { to: Box<Workflow> },
-    Note { phase: Option<PhaseId>, text: String },
+    Interrupt {
+        reason: String,
+    },
+    Resume {
+        crashed: bool,
+    },
+    Rewind {
+        to: PhaseId,
+    },
+    Cancel {
+        reason: String,
+    },
+    Upgrade {
+        to: Box<Workflow>,
+    },
+    Note {
+        phase: Option<PhaseId>,
+        text: String,
+    },
 }
 
 /// How an attempt failed.
@@ -85,7 +123,11 @@ pub fn create(wf: &Workflow, new: NewTask) -> Result<Event, RuleError> {
             return refuse(format!(
                 "workflow {:?} has no flag {k:?} (its flags: {})",
                 wf.name,
-                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
             ));
         }
         flags.insert(k, v);
@@ -230,7 +272,11 @@ pub fn decide(
             }
             match next(state, wf) {
                 Next::Start(n) if n == phase => {}
-                other => return refuse(format!("phase {phase} cannot start now (next is {other:?})")),
+                other => {
+                    return refuse(format!(
+                        "phase {phase} cannot start now (next is {other:?})"
+                    ));
+                }
             }
             let ps = phase_state(&phase)?;
             Ok(vec![Event::PhaseStarted {
@@ -310,7 +356,11 @@ pub fn decide(
             let def = wf
                 .phase(phase.as_str())
                 .ok_or_else(|| RuleError(format!("workflow has no phase {phase}")))?;
-            let count = state.iteration_counts.get(phase.as_str()).copied().unwrap_or(0);
+            let count = state
+                .iteration_counts
+                .get(phase.as_str())
+                .copied()
+                .unwrap_or(0);
             let can_loop = def.loop_to.is_some() && count < def.max_iterations;
             let failures = ps.failures + 1;
             let retry = !can_loop && failures < def.max_attempts;
@@ -355,15 +405,21 @@ pub fn decide(
         Input::Skip { phase } => {
             running()?;
             match next(state, wf) {
-                Next::Skip(n, reason) if n == phase => Ok(vec![Event::PhaseSkipped { phase, reason }]),
-                other => refuse(format!("phase {phase} cannot be skipped now (next is {other:?})")),
+                Next::Skip(n, reason) if n == phase => {
+                    Ok(vec![Event::PhaseSkipped { phase, reason }])
+                }
+                other => refuse(format!(
+                    "phase {phase} cannot be skipped now (next is {other:?})"
+                )),
             }
         }
         Input::Wait { phase } => {
             running()?;
             match next(state, wf) {
                 Next::Wait(n) if n == phase => {}
-                other => return refuse(format!("phase {phase} cannot wait now (next is {other:?})")),
+                other => {
+                    return refuse(format!("phase {phase} cannot wait now (next is {other:?})"));
+                }
             }
             let Some(PhaseKind::Wait(spec)) = wf.phase(phase.as_str()).map(|p| &p.kind) else {
                 return refuse(format!("phase {phase} is not a wait phase"));
@@ -397,15 +453,24 @@ pub fn decide(
             let (from, note) = match state.status {
                 TaskStatus::Running if crashed => {
                     let at = next_phase_name(state, wf);
-                    let note = match state.phase(&at).filter(|p| p.attempt > 0).and_then(|p| p.started_at.map(|t| (p.attempt, t))) {
-                        Some((n, t)) => format!("Resuming from {at} after a crash: attempt {n}, started at {t}, was interrupted and runs again from its start."),
+                    let note = match state
+                        .phase(&at)
+                        .filter(|p| p.attempt > 0)
+                        .and_then(|p| p.started_at.map(|t| (p.attempt, t)))
+                    {
+                        Some((n, t)) => format!(
+                            "Resuming from {at} after a crash: attempt {n}, started at {t}, was interrupted and runs again from its start."
+                        ),
                         None => format!("Resuming from {at} after a crash."),
                     };
                     ("CRASHED", note)
                 }
                 TaskStatus::Running => return refuse(format!("task {} is running", state.task_id)),
                 TaskStatus::Failed => {
-                    let failed = state.phases.iter().find(|p| p.status == PhaseStatus::Failed);
+                    let failed = state
+                        .phases
+                        .iter()
+                        .find(|p| p.status == PhaseStatus::Failed);
                     let note = match failed {
                         Some(p) => format!(
                             "Resuming from {} after it failed: {}",
@@ -422,8 +487,12 @@ pub fn decide(
                         state.task_id
                     ));
                 }
-                TaskStatus::Complete => return refuse(format!("task {} is already COMPLETE", state.task_id)),
-                TaskStatus::Cancelled => return refuse(format!("task {} was cancelled", state.task_id)),
+                TaskStatus::Complete => {
+                    return refuse(format!("task {} is already COMPLETE", state.task_id));
+                }
+                TaskStatus::Cancelled => {
+                    return refuse(format!("task {} was cancelled", state.task_id));
+                }
             };
             Ok(vec![Event::TaskResumed {
                 from: from.into(),
@@ -508,9 +577,11 @@ pub fn decide(
 
 fn next_phase_name(state: &TaskState, wf: &Workflow) -> String {
     match next(state, wf) {
-        Next::Start(p) | Next::Skip(p, _) | Next::Wait(p) | Next::InProgress(p) | Next::Waiting(p) => {
-            p.to_string()
-        }
+        Next::Start(p)
+        | Next::Skip(p, _)
+        | Next::Wait(p)
+        | Next::InProgress(p)
+        | Next::Waiting(p) => p.to_string(),
         _ => "the next phase".into(),
     }
 }
@@ -670,7 +741,11 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
         }
         Event::TaskResumed { from, note } => {
             if from == "FAILED" {
-                for p in state.phases.iter_mut().filter(|p| p.status == PhaseStatus::Failed) {
+                for p in state
+                    .phases
+                    .iter_mut()
+                    .filter(|p| p.status == PhaseStatus::Failed)
+                {
                     p.status = PhaseStatus::Pending;
                     p.failures = 0;
                 }
@@ -679,7 +754,9 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
             state.failure = None;
             state.resume_note = Some(note.clone());
         }
-        Event::DefinitionUpgraded { to_hash, phases, .. } => {
+        Event::DefinitionUpgraded {
+            to_hash, phases, ..
+        } => {
             let mut old: Vec<PhaseState> = std::mem::take(&mut state.phases);
             state.phases = phases
                 .iter()

@@ -178,7 +178,9 @@ impl TaskState {
             .find(|p| p.status == PhaseStatus::InProgress)
     }
     pub fn waiting_phase(&self) -> Option<&PhaseState> {
-        self.phases.iter().find(|p| p.status == PhaseStatus::Waiting)
+        self.phases
+            .iter()
+            .find(|p| p.status == PhaseStatus::Waiting)
     }
     /// The most recent checkpoint recorded by any phase start.
     pub fn last_checkpoint(&self) -> Option<&Checkpoint> {

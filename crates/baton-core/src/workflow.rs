@@ -230,10 +230,7 @@ impl Workflow {
                         if !ids.contains_key(n.get_ref()) {
                             return Err(at(
                                 Some(n.span()),
-                                format!(
-                                    "phase {id:?} needs unknown phase {:?}",
-                                    n.get_ref()
-                                ),
+                                format!("phase {id:?} needs unknown phase {:?}", n.get_ref()),
                             ));
                         }
                         if n.get_ref() == id.as_str() {
@@ -292,13 +289,17 @@ impl Workflow {
                     ));
                 }
                 let text = read_prompt(rel).map_err(|m| {
-                    at(Some(pf.span()), format!("cannot read prompt_file {rel:?}: {m}"))
+                    at(
+                        Some(pf.span()),
+                        format!("cannot read prompt_file {rel:?}: {m}"),
+                    )
                 })?;
-                check_template(&Spanned::new(pf.span(), text.clone()))
-                    .map_err(|e| WorkflowError {
+                check_template(&Spanned::new(pf.span(), text.clone())).map_err(|e| {
+                    WorkflowError {
                         message: format!("in {rel}: {}", e.message),
                         ..e
-                    })?;
+                    }
+                })?;
                 PhaseKind::Prompt {
                     template: text,
                     file: Some(rel.clone()),
@@ -354,7 +355,9 @@ impl Workflow {
                     None => defaults.on_failure,
                 },
                 timeout_ms: match &p.timeout {
-                    Some(t) => Some(parse_duration(t.get_ref()).map_err(|m| at(Some(t.span()), m))?),
+                    Some(t) => {
+                        Some(parse_duration(t.get_ref()).map_err(|m| at(Some(t.span()), m))?)
+                    }
                     None => defaults.timeout_ms,
                 },
             });
@@ -529,7 +532,10 @@ pub fn is_known_variable(v: &str, flags: &BTreeMap<String, serde_json::Value>) -
     }
 }
 
-fn parse_wait(w: &RawWait, flags: &BTreeMap<String, serde_json::Value>) -> Result<WaitSpec, String> {
+fn parse_wait(
+    w: &RawWait,
+    flags: &BTreeMap<String, serde_json::Value>,
+) -> Result<WaitSpec, String> {
     let kinds = [w.event.is_some(), w.human.is_some(), w.duration.is_some()]
         .iter()
         .filter(|b| **b)
@@ -665,7 +671,9 @@ wait = { human = "Ship it?", options = ["yes", "no"] }
         assert_eq!(wf.phases[0].agent.as_deref(), Some("claude"));
         assert_eq!(wf.phases[2].timeout_ms, Some(1_800_000));
         assert_eq!(wf.phases[2].max_attempts, 2);
-        assert!(matches!(&wf.phases[1].kind, PhaseKind::Prompt { template, .. } if template == "Do {{task}}"));
+        assert!(
+            matches!(&wf.phases[1].kind, PhaseKind::Prompt { template, .. } if template == "Do {{task}}")
+        );
     }
 
     fn err(src: &str) -> WorkflowError {
@@ -684,19 +692,28 @@ wait = { human = "Ship it?", options = ["yes", "no"] }
         let e = err("name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\nneeds = [\"zz\"]\n");
         assert_eq!(e.line, 5);
         assert!(e.message.contains("unknown phase \"zz\""));
-        let e = err("name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\n[[phase]]\nid = \"b\"\nrun = \"x\"\nloop_to = \"c\"\n");
+        let e = err(
+            "name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\n[[phase]]\nid = \"b\"\nrun = \"x\"\nloop_to = \"c\"\n",
+        );
         assert_eq!(e.line, 8);
     }
 
     #[test]
     fn cycles_duplicates_and_templates() {
-        let e = err("name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\nneeds = [\"b\"]\n[[phase]]\nid = \"b\"\nrun = \"true\"\nneeds = [\"a\"]\n");
+        let e = err(
+            "name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\nneeds = [\"b\"]\n[[phase]]\nid = \"b\"\nrun = \"true\"\nneeds = [\"a\"]\n",
+        );
         assert!(e.message.contains("cycle"), "{e}");
-        let e = err("name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\n");
+        let e = err(
+            "name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\n",
+        );
         assert!(e.message.contains("duplicate phase id"), "{e}");
         assert_eq!(e.line, 6);
         let e = err("name = \"wf\"\n[[phase]]\nid = \"a\"\nprompt = \"hi {{nope}}\"\n");
-        assert!(e.message.contains("unknown template variable {{nope}}"), "{e}");
+        assert!(
+            e.message.contains("unknown template variable {{nope}}"),
+            "{e}"
+        );
         assert_eq!((e.line, e.column), (4, 10));
         let e = err("name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"echo {{flags.x}}\"\n");
         assert!(e.message.contains("flags.x"), "{e}");
@@ -704,7 +721,9 @@ wait = { human = "Ship it?", options = ["yes", "no"] }
 
     #[test]
     fn loop_to_must_be_an_ancestor() {
-        let e = err("name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\nloop_to = \"b\"\n[[phase]]\nid = \"b\"\nrun = \"true\"\n");
+        let e = err(
+            "name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\nloop_to = \"b\"\n[[phase]]\nid = \"b\"\nrun = \"true\"\n",
+        );
         assert!(e.message.contains("not one of the phases it needs"), "{e}");
     }
 

@@ -54,7 +54,8 @@ pub struct AgentConfig {
 impl Config {
     pub fn parse(source: &str, file: &str) -> Result<Config> {
         let cfg: Config = toml::from_str(source).map_err(|e| {
-            let (line, col) = baton_core::workflow::line_col(source, e.span().map_or(0, |s| s.start));
+            let (line, col) =
+                baton_core::workflow::line_col(source, e.span().map_or(0, |s| s.start));
             Error::bad_input(format!("{file}:{line}:{col}: {}", e.message().trim()))
                 .hint("see docs/config.md for the keys config.toml accepts")
         })?;
@@ -62,12 +63,11 @@ impl Config {
         cfg.lease_ttl_ms()?;
         for (name, a) in &cfg.agents {
             if a.command.is_empty() {
-                return Err(Error::bad_input(format!(
-                    "{file}: [agents.{name}] command is empty"
-                ))
-                .hint(format!(
-                    "write e.g. command = [\"{name}\", \"-p\", \"{{{{prompt}}}}\"]"
-                )));
+                return Err(
+                    Error::bad_input(format!("{file}: [agents.{name}] command is empty")).hint(
+                        format!("write e.g. command = [\"{name}\", \"-p\", \"{{{{prompt}}}}\"]"),
+                    ),
+                );
             }
         }
         Ok(cfg)
@@ -90,7 +90,9 @@ impl Config {
                 let ms = baton_core::workflow::parse_duration(t)
                     .map_err(|m| Error::bad_input(format!("config.toml: [lease] ttl: {m}")))?;
                 if ms < 1000 {
-                    return Err(Error::bad_input("config.toml: [lease] ttl must be at least 1s"));
+                    return Err(Error::bad_input(
+                        "config.toml: [lease] ttl must be at least 1s",
+                    ));
                 }
                 Ok(ms as i64)
             }

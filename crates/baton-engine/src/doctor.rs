@@ -24,13 +24,25 @@ pub struct Finding {
 
 impl Finding {
     fn ok(m: impl Into<String>) -> Self {
-        Finding { level: "ok", message: m.into(), hint: None }
+        Finding {
+            level: "ok",
+            message: m.into(),
+            hint: None,
+        }
     }
     fn problem(m: impl Into<String>, hint: impl Into<String>) -> Self {
-        Finding { level: "problem", message: m.into(), hint: Some(hint.into()) }
+        Finding {
+            level: "problem",
+            message: m.into(),
+            hint: Some(hint.into()),
+        }
     }
     fn fixed(m: impl Into<String>) -> Self {
-        Finding { level: "fixed", message: m.into(), hint: None }
+        Finding {
+            level: "fixed",
+            message: m.into(),
+            hint: None,
+        }
     }
 }
 
@@ -47,7 +59,10 @@ pub fn run(project: &Project, fix: bool, observer: Arc<dyn Observer>) -> Result<
     });
     let store = match opened {
         Ok(s) => {
-            out.push(Finding::ok(format!("store {} opens and passes its integrity check", db.display())));
+            out.push(Finding::ok(format!(
+                "store {} opens and passes its integrity check",
+                db.display()
+            )));
             s
         }
         Err(e) if !fix => {
@@ -66,14 +81,26 @@ pub fn run(project: &Project, fix: bool, observer: Arc<dyn Observer>) -> Result<
                     fs_err::rename(&from, &to)?;
                 }
             }
-            out.push(Finding::fixed(format!("set the damaged store aside as baton.db.damaged-{stamp} ({e})")));
+            out.push(Finding::fixed(format!(
+                "set the damaged store aside as baton.db.damaged-{stamp} ({e})"
+            )));
             let s = SqliteStore::open(&db, project.config.synchronous()?)?;
-            let eng = Engine::with_store(project.clone(), Arc::new(s), Arc::new(SystemClock), Arc::new(Silent))?;
+            let eng = Engine::with_store(
+                project.clone(),
+                Arc::new(s),
+                Arc::new(SystemClock),
+                Arc::new(Silent),
+            )?;
             out.extend(rebuild_from_rendered(&eng)?);
             SqliteStore::open(&db, project.config.synchronous()?)?
         }
     };
-    let eng = Engine::with_store(project.clone(), Arc::new(store), Arc::new(SystemClock), observer)?;
+    let eng = Engine::with_store(
+        project.clone(),
+        Arc::new(store),
+        Arc::new(SystemClock),
+        observer,
+    )?;
     out.extend(check_tasks(&eng, fix)?);
     Ok(out)
 }
@@ -94,30 +121,84 @@ fn check_tasks(eng: &Engine, fix: bool) -> Result<Vec<Finding>> {
             (_, Some(r)) => {
                 if fix {
                     eng.store.replace_projection(&r)?;
-                    out.push(Finding::fixed(format!("task {id}: rebuilt its projection from its journal ({} events)", events.len())));
+                    out.push(Finding::fixed(format!(
+                        "task {id}: rebuilt its projection from its journal ({} events)",
+                        events.len()
+                    )));
                 } else {
-                    out.push(Finding::problem(format!("task {id}: its projection does not match its journal"), "run `baton doctor --fix`"));
+                    out.push(Finding::problem(
+                        format!("task {id}: its projection does not match its journal"),
+                        "run `baton doctor --fix`",
+                    ));
                 }
             }
             (loaded, None) => {
-                let e = loaded.err().map(|e| e.to_string()).unwrap_or_else(|| "no task_created event".into());
-                out.push(Finding::problem(format!("task {id}: its journal cannot be replayed: {e}"), format!("inspect it with `baton log {id}`, or delete it with `baton rm {id}`")));
+                let e = loaded
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_else(|| "no task_created event".into());
+                out.push(Finding::problem(
+                    format!("task {id}: its journal cannot be replayed: {e}"),
+                    format!("inspect it with `baton log {id}`, or delete it with `baton rm {id}`"),
+                ));
                 continue;
             }
         }
-        let Some(snap) = eng.store.load(id)? else { continue };
+        let Some(snap) = eng.store.load(id)? else {
+            continue;
+        };
         // Rendered files.
         let path = eng.task_dir(id).join("state.json");
-        let good = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok()).is_some_and(|v| v.get("last_seq").and_then(|s| s.as_u64()) == Some(snap.state.last_seq));
+        let good = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .is_some_and(|v| {
+                v.get("last_seq").and_then(|s| s.as_u64()) == Some(snap.state.last_seq)
+            });
         if !good {
             if fix {
                 eng.repair_rendered(&snap)?;
-                out.push(Finding::fixed(format!("task {id}: re-rendered state.json and phase outputs from the store")));
+                out.push(Finding::fixed(format!(
+                    "task {id}: re-rendered state.json and phase outputs from the store"
+                )));
             } else {
-                out.push(Finding::problem(format!("task {id}: state.json is missing, damaged or stale"), "run `baton doctor --fix` (or any command on the task) to re-render it"));
+                out.push(Finding::problem(
+                    format!("task {id}: state.json is missing, damaged or stale"),
+                    "run `baton doctor --fix` (or any command on the task) to re-render it",
+                ));
             }
         } else if fix {
-            render::phase_outputs(&eng.task_dir(id), &snap.state)?;
+            let n = render::phase_outputs(&eng.task_dir(id), &snap.state)?;
+            if n > 0 {
+                out.push(Finding::fixed(format!(
+                    "task {id}: re-rendered {n} phase output file(s) from the store"
+                )));
+            }
+        } else {
+            let stale: Vec<String> = snap
+                .state
+                .phases
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.status == PhaseStatus::Pass)
+                .filter(|(i, p)| {
+                    let file = eng
+                        .task_dir(id)
+                        .join(baton_core::document::output_file_name(*i, p.id.as_str()));
+                    std::fs::read_to_string(file).ok()
+                        != Some(render::phase_markdown(&snap.state, *i))
+                })
+                .map(|(i, p)| baton_core::document::output_file_name(i, p.id.as_str()))
+                .collect();
+            if !stale.is_empty() {
+                out.push(Finding::problem(
+                    format!(
+                        "task {id}: phase output(s) missing or stale: {}",
+                        stale.join(", ")
+                    ),
+                    "run `baton doctor --fix` (or any command on the task) to re-render them",
+                ));
+            }
         }
         // Leases and orphans.
         let live = eng.liveness(snap.lease.as_ref());
@@ -128,13 +209,23 @@ fn check_tasks(eng: &Engine, fix: bool) -> Result<Vec<Finding>> {
                 Liveness::Expired => "its runner's lease expired".into(),
                 _ => "nobody is running it".into(),
             };
-            out.push(Finding::problem(format!("task {id} is CRASHED at {}: {why}", baton_store::last_phase(&snap.state).unwrap_or_else(|| "its start".into())), format!("continue it with `baton resume {id}`")));
+            out.push(Finding::problem(
+                format!(
+                    "task {id} is CRASHED at {}: {why}",
+                    baton_store::last_phase(&snap.state).unwrap_or_else(|| "its start".into())
+                ),
+                format!("continue it with `baton resume {id}`"),
+            ));
             if let Some(p) = snap.state.in_progress().and_then(|p| p.process.clone()) {
-                let alive = crate::host::process_start_time(p.pid).is_some_and(|st| st == p.start_time);
+                let alive =
+                    crate::host::process_start_time(p.pid).is_some_and(|st| st == p.start_time);
                 if alive {
                     if fix {
                         process::kill_orphan(&p);
-                        out.push(Finding::fixed(format!("task {id}: killed its orphaned phase process group {}", p.pid)));
+                        out.push(Finding::fixed(format!(
+                            "task {id}: killed its orphaned phase process group {}",
+                            p.pid
+                        )));
                     } else {
                         out.push(Finding::problem(format!("task {id}: its phase process {} is still running with no baton watching it", p.pid), "run `baton doctor --fix` to kill it, or `baton resume` (which kills it first)"));
                     }
@@ -150,10 +241,17 @@ fn check_tasks(eng: &Engine, fix: bool) -> Result<Vec<Finding>> {
                 continue;
             }
             if fix {
-                let n = git.delete_refs(&format!("refs/baton/{t}/")).map_err(|e| crate::Error::op(e.to_string()))?;
-                out.push(Finding::fixed(format!("deleted {n} checkpoint ref(s) of the removed task {t}")));
+                let n = git
+                    .delete_refs(&format!("refs/baton/{t}/"))
+                    .map_err(|e| crate::Error::op(e.to_string()))?;
+                out.push(Finding::fixed(format!(
+                    "deleted {n} checkpoint ref(s) of the removed task {t}"
+                )));
             } else {
-                out.push(Finding::problem(format!("checkpoint refs remain for the removed task {t} (refs/baton/{t}/)"), "run `baton doctor --fix` to delete them"));
+                out.push(Finding::problem(
+                    format!("checkpoint refs remain for the removed task {t} (refs/baton/{t}/)"),
+                    "run `baton doctor --fix` to delete them",
+                ));
             }
         }
         if let Ok(prunable) = git.run(&["worktree", "prune", "--dry-run", "-v"], &[]) {
@@ -161,9 +259,15 @@ fn check_tasks(eng: &Engine, fix: bool) -> Result<Vec<Finding>> {
             if !lines.is_empty() {
                 if fix {
                     let _ = git.run(&["worktree", "prune"], &[]);
-                    out.push(Finding::fixed(format!("pruned {} stale git worktree record(s)", lines.len())));
+                    out.push(Finding::fixed(format!(
+                        "pruned {} stale git worktree record(s)",
+                        lines.len()
+                    )));
                 } else {
-                    out.push(Finding::problem(format!("{} stale git worktree record(s)", lines.len()), "run `baton doctor --fix` to prune them"));
+                    out.push(Finding::problem(
+                        format!("{} stale git worktree record(s)", lines.len()),
+                        "run `baton doctor --fix` to prune them",
+                    ));
                 }
             }
         }
@@ -179,36 +283,81 @@ fn rebuild_from_rendered(eng: &Engine) -> Result<Vec<Finding>> {
         out.push(Finding::ok("no rendered tasks to rebuild from"));
         return Ok(out);
     };
-    let mut names: Vec<_> = entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.join("state.json").is_file()).collect();
+    let mut names: Vec<_> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.join("state.json").is_file())
+        .collect();
     names.sort();
     for path in names {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         match rebuild_one(eng, &path) {
-            Ok(id) => out.push(Finding::fixed(format!("rebuilt task {id} from its rendered files"))),
-            Err(e) => out.push(Finding::problem(format!("cannot rebuild task {name}: {e}"), "its rendered files stay in .baton/tasks/; start it again with `baton run`")),
+            Ok(id) => out.push(Finding::fixed(format!(
+                "rebuilt task {id} from its rendered files"
+            ))),
+            Err(e) => out.push(Finding::problem(
+                format!("cannot rebuild task {name}: {e}"),
+                "its rendered files stay in .baton/tasks/; start it again with `baton run`",
+            )),
         }
     }
     Ok(out)
 }
 
 fn rebuild_one(eng: &Engine, path: &std::path::Path) -> Result<TaskId, String> {
-    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(path.join("state.json")).map_err(|e| e.to_string())?).map_err(|e| format!("state.json: {e}"))?;
-    let s = |k: &str| doc.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
-    let ts = |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).and_then(Timestamp::parse_rfc3339);
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(path.join("state.json")).map_err(|e| e.to_string())?)
+            .map_err(|e| format!("state.json: {e}"))?;
+    let s = |k: &str| {
+        doc.get(k)
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    let ts = |v: Option<&serde_json::Value>| {
+        v.and_then(|v| v.as_str())
+            .and_then(Timestamp::parse_rfc3339)
+    };
     let id = TaskId::parse(&s("task_id")).map_err(|e| e.to_string())?;
     let wf = eng.load_workflow(&s("workflow")).map_err(|e| e.message)?;
-    let phases_doc = doc.get("phases").and_then(|p| p.as_array()).cloned().unwrap_or_default();
-    let ids: Vec<String> = phases_doc.iter().filter_map(|p| p.get("id").and_then(|i| i.as_str()).map(str::to_string)).collect();
+    let phases_doc = doc
+        .get("phases")
+        .and_then(|p| p.as_array())
+        .cloned()
+        .unwrap_or_default();
+    let ids: Vec<String> = phases_doc
+        .iter()
+        .filter_map(|p| p.get("id").and_then(|i| i.as_str()).map(str::to_string))
+        .collect();
     let wf_ids: Vec<String> = wf.phases.iter().map(|p| p.id.to_string()).collect();
     if ids != wf_ids {
-        return Err(format!("its phases ({}) differ from .baton/workflows/{}.toml now ({})", ids.join(", "), wf.name, wf_ids.join(", ")));
+        return Err(format!(
+            "its phases ({}) differ from .baton/workflows/{}.toml now ({})",
+            ids.join(", "),
+            wf.name,
+            wf_ids.join(", ")
+        ));
     }
-    let completed: BTreeMap<String, serde_json::Value> = doc.get("completed_phases").and_then(|c| c.as_array()).cloned().unwrap_or_default().into_iter().filter_map(|c| Some((c.get("id")?.as_str()?.to_string(), c))).collect();
+    let completed: BTreeMap<String, serde_json::Value> = doc
+        .get("completed_phases")
+        .and_then(|c| c.as_array())
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|c| Some((c.get("id")?.as_str()?.to_string(), c)))
+        .collect();
     let mut phases = Vec::new();
     for (i, p) in phases_doc.iter().enumerate() {
         let pid = PhaseId::parse(&ids[i]).map_err(|e| e.to_string())?;
         let mut ps = PhaseState::new(pid.clone());
-        ps.status = match p.get("status").and_then(|s| s.as_str()).unwrap_or("PENDING") {
+        ps.status = match p
+            .get("status")
+            .and_then(|s| s.as_str())
+            .unwrap_or("PENDING")
+        {
             "PASS" => PhaseStatus::Pass,
             "SKIPPED" => PhaseStatus::Skipped,
             "FAILED" => PhaseStatus::Failed,
@@ -217,12 +366,21 @@ fn rebuild_one(eng: &Engine, path: &std::path::Path) -> Result<TaskId, String> {
         };
         ps.attempt = p.get("attempt").and_then(|a| a.as_u64()).unwrap_or(0) as u32;
         ps.iteration = p.get("iteration").and_then(|a| a.as_u64()).unwrap_or(0) as u32;
-        ps.last_error = p.get("last_error").and_then(|a| a.as_str()).map(str::to_string);
+        ps.last_error = p
+            .get("last_error")
+            .and_then(|a| a.as_str())
+            .map(str::to_string);
         if let Some(c) = completed.get(pid.as_str()) {
             ps.started_at = ts(c.get("started_at"));
             ps.completed_at = ts(c.get("completed_at"));
-            ps.summary = c.get("summary").and_then(|s| s.as_str()).map(str::to_string);
-            ps.files_changed = c.get("files_changed").and_then(|f| serde_json::from_value(f.clone()).ok()).unwrap_or_default();
+            ps.summary = c
+                .get("summary")
+                .and_then(|s| s.as_str())
+                .map(str::to_string);
+            ps.files_changed = c
+                .get("files_changed")
+                .and_then(|f| serde_json::from_value(f.clone()).ok())
+                .unwrap_or_default();
         }
         if ps.status == PhaseStatus::Pass {
             let md = path.join(baton_core::document::output_file_name(i, pid.as_str()));
@@ -246,7 +404,10 @@ fn rebuild_one(eng: &Engine, path: &std::path::Path) -> Result<TaskId, String> {
         _ => TaskStatus::Running,
     };
     fn map<T: serde::de::DeserializeOwned + Default>(doc: &serde_json::Value, k: &str) -> T {
-        doc.get(k).cloned().and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default()
+        doc.get(k)
+            .cloned()
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default()
     }
     let created_at = ts(doc.get("created_at")).unwrap_or(Timestamp(0));
     let first = EventRecord {
@@ -276,11 +437,21 @@ fn rebuild_one(eng: &Engine, path: &std::path::Path) -> Result<TaskId, String> {
     let events = vec![first, second];
     let state: TaskState = machine::replay(&id, &events).ok_or("cannot replay")?;
     eng.store
-        .put_definition(&baton_store::StoredDefinition { hash: wf.hash(), name: wf.name.clone(), json: serde_json::to_string(&wf).map_err(|e| e.to_string())? })
+        .put_definition(&baton_store::StoredDefinition {
+            hash: wf.hash(),
+            name: wf.name.clone(),
+            json: serde_json::to_string(&wf).map_err(|e| e.to_string())?,
+        })
         .map_err(|e| e.to_string())?;
     let owner = crate::host::this_owner();
-    let lease = baton_core::lease::Lease { owner: owner.clone(), acquired_at: SystemClock.now(), expires_at: SystemClock.now() };
-    eng.store.create_task(&state, &events, &lease).map_err(|e| e.to_string())?;
+    let lease = baton_core::lease::Lease {
+        owner: owner.clone(),
+        acquired_at: SystemClock.now(),
+        expires_at: SystemClock.now(),
+    };
+    eng.store
+        .create_task(&state, &events, &lease)
+        .map_err(|e| e.to_string())?;
     eng.store.release(&id, &owner).map_err(|e| e.to_string())?;
     if let Ok(Some(snap)) = eng.store.load(&id) {
         let _ = eng.repair_rendered(&snap);

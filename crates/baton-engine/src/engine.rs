@@ -10,12 +10,16 @@ use baton_core::lease::{self, DisplayStatus, Lease, LeaseOwner, Liveness, LocalH
 use baton_core::machine::{self, Failure, Input, NewTask, Next};
 use baton_core::state::{PhaseStatus, TaskStatus};
 use baton_core::workflow::{PhaseKind, Workflow};
-use baton_core::{Clock, Event, EventRecord, TaskId, TaskState, Timestamp, brief, document, template};
-use baton_store::{Acquire, PhaseWrites, RenewOutcome, Store, StoredDefinition, TaskSnapshot, TaskSummary};
+use baton_core::{
+    Clock, Event, EventRecord, TaskId, TaskState, Timestamp, brief, document, template,
+};
+use baton_store::{
+    Acquire, PhaseWrites, RenewOutcome, Store, StoredDefinition, TaskSnapshot, TaskSummary,
+};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// How a drive of a task ended.
@@ -44,7 +48,15 @@ impl Outcome {
 pub trait Observer: Send + Sync {
     fn task_started(&self, _task: &TaskId, _workflow: &str) {}
     fn phase_started(&self, _task: &TaskId, _phase: &str, _attempt: u32, _kind: &str) {}
-    fn phase_finished(&self, _task: &TaskId, _phase: &str, _status: PhaseStatus, _elapsed_ms: i64, _detail: &str) {}
+    fn phase_finished(
+        &self,
+        _task: &TaskId,
+        _phase: &str,
+        _status: PhaseStatus,
+        _elapsed_ms: i64,
+        _detail: &str,
+    ) {
+    }
     /// A remark for the user (warnings, what was repaired).
     fn info(&self, _message: &str) {}
 }
@@ -106,7 +118,8 @@ struct Held {
 
 impl Engine {
     pub fn open(project: Project, observer: Arc<dyn Observer>) -> Result<Engine> {
-        let store = baton_store::SqliteStore::open(&project.db_path(), project.config.synchronous()?)?;
+        let store =
+            baton_store::SqliteStore::open(&project.db_path(), project.config.synchronous()?)?;
         Self::with_store(project, Arc::new(store), Arc::new(SystemClock), observer)
     }
 
@@ -146,7 +159,8 @@ impl Engine {
 
     fn crash_point(&self, point: &str, phase: &str) {
         if self.crash_at.as_deref() == Some(&format!("{point}:{phase}")) {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGKILL);
+            let _ =
+                nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGKILL);
         }
     }
 
@@ -192,7 +206,12 @@ impl Engine {
     pub fn document(&self, snap: &TaskSnapshot) -> Result<serde_json::Value> {
         let wf = self.pinned(&snap.state.definition_hash)?;
         let status = self.display_status(snap.state.status, snap.lease.as_ref());
-        Ok(document::render(&snap.state, &wf, status, snap.lease.as_ref()))
+        Ok(document::render(
+            &snap.state,
+            &wf,
+            status,
+            snap.lease.as_ref(),
+        ))
     }
 
     /// Re-renders `state.json` if it is missing or damaged; says so.
@@ -202,7 +221,9 @@ impl Engine {
         let ok = std::fs::read(&path)
             .ok()
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .is_some_and(|v| v.get("last_seq").and_then(|s| s.as_u64()) == Some(snap.state.last_seq));
+            .is_some_and(|v| {
+                v.get("last_seq").and_then(|s| s.as_u64()) == Some(snap.state.last_seq)
+            });
         if !ok {
             render::state_json(&dir, &self.document(snap)?)?;
         }
@@ -217,24 +238,33 @@ impl Engine {
     /// Loads `.baton/workflows/NAME.toml`.
     pub fn load_workflow(&self, name: &str) -> Result<Workflow> {
         let valid = !name.is_empty()
-            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
         let path = self.project.workflows_dir().join(format!("{name}.toml"));
         if !valid || !path.is_file() {
             let mut known: Vec<String> = std::fs::read_dir(self.project.workflows_dir())
                 .map(|d| {
                     d.filter_map(|e| e.ok())
-                        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".toml").map(str::to_string))
+                        .filter_map(|e| {
+                            e.file_name()
+                                .to_str()?
+                                .strip_suffix(".toml")
+                                .map(str::to_string)
+                        })
                         .collect()
                 })
                 .unwrap_or_default();
             known.sort();
-            return Err(Error::bad_input(format!("no workflow {name:?} in .baton/workflows/")).hint(
-                if known.is_empty() {
-                    "create .baton/workflows/NAME.toml (see `baton init`)".to_string()
-                } else {
-                    format!("the workflows here are: {}", known.join(", "))
-                },
-            ));
+            return Err(
+                Error::bad_input(format!("no workflow {name:?} in .baton/workflows/")).hint(
+                    if known.is_empty() {
+                        "create .baton/workflows/NAME.toml (see `baton init`)".to_string()
+                    } else {
+                        format!("the workflows here are: {}", known.join(", "))
+                    },
+                ),
+            );
         }
         let src = fs_err::read_to_string(&path)?;
         let baton = self.project.baton_dir();
@@ -242,7 +272,9 @@ impl Engine {
         Workflow::parse(&src, &rel, name, &|p| {
             std::fs::read_to_string(baton.join(p)).map_err(|e| e.to_string())
         })
-        .map_err(|e| Error::bad_input(e.to_string()).hint(format!("fix {rel} and run the command again")))
+        .map_err(|e| {
+            Error::bad_input(e.to_string()).hint(format!("fix {rel} and run the command again"))
+        })
     }
 
     // ----- starting ------------------------------------------------------
@@ -257,7 +289,10 @@ impl Engine {
             .collect();
         let labels = parse_pairs(&opts.labels, "--label")?;
         let id = match &opts.id {
-            Some(id) => TaskId::parse(id).map_err(|e| Error::bad_input(e.to_string()).hint("task ids use letters, digits, '-', '_' and '.'"))?,
+            Some(id) => TaskId::parse(id).map_err(|e| {
+                Error::bad_input(e.to_string())
+                    .hint("task ids use letters, digits, '-', '_' and '.'")
+            })?,
             None => self.new_task_id(&opts.description)?,
         };
         let created = machine::create(
@@ -282,8 +317,12 @@ impl Engine {
     }
 
     fn new_task_id(&self, description: &str) -> Result<TaskId> {
-        let existing: std::collections::HashSet<String> =
-            self.store.list()?.into_iter().map(|t| t.id.to_string()).collect();
+        let existing: std::collections::HashSet<String> = self
+            .store
+            .list()?
+            .into_iter()
+            .map(|t| t.id.to_string())
+            .collect();
         let mut seq = existing.len() as u32 + 1;
         loop {
             let slug = baton_core::ids::slugify(seq, description);
@@ -295,7 +334,13 @@ impl Engine {
     }
 
     /// Stores a new task (its first events) holding its lease.
-    fn create(&self, id: &TaskId, wf: Workflow, first: Vec<Event>, agent: Option<String>) -> Result<Held> {
+    fn create(
+        &self,
+        id: &TaskId,
+        wf: Workflow,
+        first: Vec<Event>,
+        agent: Option<String>,
+    ) -> Result<Held> {
         let json = serde_json::to_string(&wf).expect("workflow serializes");
         self.store.put_definition(&StoredDefinition {
             hash: wf.hash(),
@@ -320,7 +365,13 @@ impl Engine {
         let state = state.ok_or_else(|| Error::op("a task must start with task_created"))?;
         let lease = self.new_lease();
         self.store.create_task(&state, &records, &lease)?;
-        let hb = Heartbeat::start(self.store.clone(), id.clone(), self.owner.clone(), self.clock.clone(), self.ttl_ms);
+        let hb = Heartbeat::start(
+            self.store.clone(),
+            id.clone(),
+            self.owner.clone(),
+            self.clock.clone(),
+            self.ttl_ms,
+        );
         let mut held = Held {
             state,
             wf,
@@ -329,10 +380,13 @@ impl Engine {
             agent,
         };
         self.set_current(id);
-        self.commit(&mut held, vec![Event::Claimed {
-            owner: self.owner.describe(),
-            command: self.command.clone(),
-        }])?;
+        self.commit(
+            &mut held,
+            vec![Event::Claimed {
+                owner: self.owner.describe(),
+                command: self.command.clone(),
+            }],
+        )?;
         self.observer.task_started(id, &held.wf.name);
         Ok(held)
     }
@@ -351,12 +405,20 @@ impl Engine {
     }
 
     /// Every agent phase still to run must name a configured agent.
-    fn check_agents(&self, wf: &Workflow, state: Option<&TaskState>, agent: Option<&str>) -> Result<()> {
+    fn check_agents(
+        &self,
+        wf: &Workflow,
+        state: Option<&TaskState>,
+        agent: Option<&str>,
+    ) -> Result<()> {
         for p in &wf.phases {
             if !matches!(p.kind, PhaseKind::Prompt { .. }) {
                 continue;
             }
-            if state.and_then(|s| s.phase(p.id.as_str())).is_some_and(|s| s.status.is_done()) {
+            if state
+                .and_then(|s| s.phase(p.id.as_str()))
+                .is_some_and(|s| s.status.is_done())
+            {
                 continue;
             }
             let name = agent
@@ -390,7 +452,9 @@ impl Engine {
             lease.acquired_at,
             lease.expires_at
         ))
-        .hint(format!("wait for it to finish, or stop it with `baton cancel {id}`"))
+        .hint(format!(
+            "wait for it to finish, or stop it with `baton cancel {id}`"
+        ))
     }
 
     /// Takes the lease of an existing task, replacing a dead owner.
@@ -406,7 +470,13 @@ impl Engine {
             Acquire::Acquired => {}
             Acquire::Held(l) => return Err(self.busy(id, &l)),
         }
-        let hb = Heartbeat::start(self.store.clone(), id.clone(), self.owner.clone(), self.clock.clone(), self.ttl_ms);
+        let hb = Heartbeat::start(
+            self.store.clone(),
+            id.clone(),
+            self.owner.clone(),
+            self.clock.clone(),
+            self.ttl_ms,
+        );
         // Read again under the lease: another process may have moved it on.
         let fresh = match self.store.load(id) {
             Ok(Some(s)) => s,
@@ -425,12 +495,16 @@ impl Engine {
             agent,
         };
         self.set_current(id);
-        self.commit(&mut held, vec![Event::Claimed {
-            owner: self.owner.describe(),
-            command: self.command.clone(),
-        }])?;
+        self.commit(
+            &mut held,
+            vec![Event::Claimed {
+                owner: self.owner.describe(),
+                command: self.command.clone(),
+            }],
+        )?;
         if let Liveness::Dead(why) = live {
-            self.observer.info(&format!("the previous runner is gone: {why}"));
+            self.observer
+                .info(&format!("the previous runner is gone: {why}"));
         }
         Ok(held)
     }
@@ -439,7 +513,9 @@ impl Engine {
     pub fn resume(&self, id: &TaskId, opts: ResumeOptions) -> Result<Outcome> {
         let snap = self.load(id)?;
         if self.repair_rendered(&snap)? {
-            self.observer.info(&format!("re-rendered the files of task {id} from the store"));
+            self.observer.info(&format!(
+                "re-rendered the files of task {id} from the store"
+            ));
         }
         let pinned = self.pinned(&snap.state.definition_hash)?;
         let upgrade_to = self.check_definition(&snap.state, &pinned, opts.upgrade)?;
@@ -493,7 +569,10 @@ impl Engine {
             if let Some(proc_ref) = &p.process
                 && process::kill_orphan(proc_ref)
             {
-                self.observer.info(&format!("killed the orphaned process group {} of phase {}", proc_ref.pid, p.id));
+                self.observer.info(&format!(
+                    "killed the orphaned process group {} of phase {}",
+                    proc_ref.pid, p.id
+                ));
             }
             let reason = match self.liveness(seen.lease.as_ref()) {
                 Liveness::Dead(why) => why,
@@ -506,7 +585,9 @@ impl Engine {
             match held.state.status {
                 // A task whose runner stopped before any phase started (e.g.
                 // `run --detach`) has nothing to recover.
-                TaskStatus::Running if crashed && held.state.phases.iter().any(|p| p.attempt > 0) => {
+                TaskStatus::Running
+                    if crashed && held.state.phases.iter().any(|p| p.attempt > 0) =>
+                {
                     self.decide_commit(held, Input::Resume { crashed: true })?
                 }
                 TaskStatus::Failed => self.decide_commit(held, Input::Resume { crashed: false })?,
@@ -516,26 +597,64 @@ impl Engine {
         }
         if let Some(new) = upgrade_to {
             let before: Vec<String> = held.state.phases.iter().map(|p| p.id.to_string()).collect();
-            self.decide_commit(held, Input::Upgrade { to: Box::new(new.clone()) })?;
+            // The definition first: the task row refers to it.
             self.store.put_definition(&StoredDefinition {
                 hash: new.hash(),
                 name: new.name.clone(),
                 json: serde_json::to_string(&new).expect("workflow serializes"),
             })?;
-            let removed: Vec<String> = before.iter().filter(|p| new.phase(p).is_none()).cloned().collect();
-            let added: Vec<String> = new.phases.iter().map(|p| p.id.to_string()).filter(|p| !before.contains(p)).collect();
+            self.decide_commit(
+                held,
+                Input::Upgrade {
+                    to: Box::new(new.clone()),
+                },
+            )?;
+            let removed: Vec<String> = before
+                .iter()
+                .filter(|p| new.phase(p).is_none())
+                .cloned()
+                .collect();
+            let added: Vec<String> = new
+                .phases
+                .iter()
+                .map(|p| p.id.to_string())
+                .filter(|p| !before.contains(p))
+                .collect();
             held.wf = new;
             self.observer.info(&format!(
                 "adopted the edited workflow: added {}; removed {}",
-                if added.is_empty() { "nothing".to_string() } else { added.join(", ") },
-                if removed.is_empty() { "nothing".to_string() } else { removed.join(", ") },
+                if added.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    added.join(", ")
+                },
+                if removed.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    removed.join(", ")
+                },
             ));
-            if held.state.status == TaskStatus::Complete && held.state.phases.iter().any(|p| !p.status.is_done()) {
-                self.decide_commit(held, Input::Rewind { to: held.state.phases.iter().find(|p| !p.status.is_done()).expect("checked").id.clone() })?;
+            if held.state.status == TaskStatus::Complete
+                && held.state.phases.iter().any(|p| !p.status.is_done())
+            {
+                self.decide_commit(
+                    held,
+                    Input::Rewind {
+                        to: held
+                            .state
+                            .phases
+                            .iter()
+                            .find(|p| !p.status.is_done())
+                            .expect("checked")
+                            .id
+                            .clone(),
+                    },
+                )?;
             }
         }
         if let Some(from) = &opts.from {
-            let to = baton_core::PhaseId::parse(from).map_err(|e| Error::bad_input(e.to_string()))?;
+            let to =
+                baton_core::PhaseId::parse(from).map_err(|e| Error::bad_input(e.to_string()))?;
             self.restore_worktree(&held.state, &to)?;
             self.decide_commit(held, Input::Rewind { to: to.clone() })?;
             let note = format!("Resuming from {to}: rewound by the user.");
@@ -551,18 +670,32 @@ impl Engine {
         let w = p.waiting.as_ref()?;
         match w.due_at {
             Some(due) if due <= self.now() => None,
-            Some(due) => Some(format!("phase {} waits for {}, due at {due}", p.id, w.description)),
+            Some(due) => Some(format!(
+                "phase {} waits for {}, due at {due}",
+                p.id, w.description
+            )),
             None => Some(format!("phase {} waits for {}", p.id, w.description)),
         }
     }
 
     /// Compares the pinned definition with the file; returns the new one if
     /// `upgrade` is asked and it differs.
-    fn check_definition(&self, state: &TaskState, pinned: &Workflow, upgrade: bool) -> Result<Option<Workflow>> {
-        let path = self.project.workflows_dir().join(format!("{}.toml", state.workflow));
+    fn check_definition(
+        &self,
+        state: &TaskState,
+        pinned: &Workflow,
+        upgrade: bool,
+    ) -> Result<Option<Workflow>> {
+        let path = self
+            .project
+            .workflows_dir()
+            .join(format!("{}.toml", state.workflow));
         if !path.is_file() {
             if upgrade {
-                return Err(Error::bad_input(format!("--upgrade: .baton/workflows/{}.toml no longer exists", state.workflow)));
+                return Err(Error::bad_input(format!(
+                    "--upgrade: .baton/workflows/{}.toml no longer exists",
+                    state.workflow
+                )));
             }
             return Ok(None);
         }
@@ -591,7 +724,10 @@ impl Engine {
     }
 
     fn restore_worktree(&self, state: &TaskState, to: &baton_core::PhaseId) -> Result<()> {
-        let (Some(git), Some(cp)) = (&self.git, state.phase(to.as_str()).and_then(|p| p.checkpoint.clone())) else {
+        let (Some(git), Some(cp)) = (
+            &self.git,
+            state.phase(to.as_str()).and_then(|p| p.checkpoint.clone()),
+        ) else {
             return Ok(());
         };
         let safety = format!("refs/baton/{}/rewind-{}", state.task_id, state.last_seq);
@@ -604,8 +740,10 @@ impl Engine {
                 ));
                 Ok(())
             }
-            Err(e) => Err(Error::op(format!("cannot restore the worktree to the start of {to}: {e}"))
-                .hint("commit or stash your changes and try again")),
+            Err(e) => Err(Error::op(format!(
+                "cannot restore the worktree to the start of {to}: {e}"
+            ))
+            .hint("commit or stash your changes and try again")),
         }
     }
 
@@ -615,20 +753,34 @@ impl Engine {
         let wf = self.pinned(&snap.state.definition_hash)?;
         let to = wf.phase(from).map(|p| p.id.clone()).ok_or_else(|| {
             let ids: Vec<&str> = wf.phases.iter().map(|p| p.id.as_str()).collect();
-            Error::bad_input(format!("task {src} has no phase {from:?}")).hint(format!("its phases are: {}", ids.join(", ")))
+            Error::bad_input(format!("task {src} has no phase {from:?}"))
+                .hint(format!("its phases are: {}", ids.join(", ")))
         })?;
         let new_id = TaskId::parse(new_id).map_err(|e| Error::bad_input(e.to_string()))?;
         let def = wf.phase(from).expect("checked");
         for n in &def.needs {
-            if !snap.state.phase(n.as_str()).is_some_and(|p| p.status.is_done()) {
-                return Err(Error::bad_input(format!("cannot fork {src} at {from}: it needs {n}, which has not passed")));
+            if !snap
+                .state
+                .phase(n.as_str())
+                .is_some_and(|p| p.status.is_done())
+            {
+                return Err(Error::bad_input(format!(
+                    "cannot fork {src} at {from}: it needs {n}, which has not passed"
+                )));
             }
         }
         let reset = wf.descendants(&to);
-        let inherited: Vec<_> = snap.state.phases.iter().filter(|p| !reset.contains(&p.id)).cloned().map(|mut p| {
-            p.process = None;
-            p
-        }).collect();
+        let inherited: Vec<_> = snap
+            .state
+            .phases
+            .iter()
+            .filter(|p| !reset.contains(&p.id))
+            .cloned()
+            .map(|mut p| {
+                p.process = None;
+                p
+            })
+            .collect();
         let mut labels = snap.state.labels.clone();
         labels.insert("task-id".into(), new_id.to_string());
         labels.insert("forked-from".into(), src.to_string());
@@ -645,7 +797,13 @@ impl Engine {
         let adopted = Event::Adopted {
             source: format!("fork of {src} at {from}"),
             phases: inherited,
-            iteration_counts: snap.state.iteration_counts.iter().filter(|(k, _)| !reset.iter().any(|r| r.as_str() == k.as_str())).map(|(k, v)| (k.clone(), *v)).collect(),
+            iteration_counts: snap
+                .state
+                .iteration_counts
+                .iter()
+                .filter(|(k, _)| !reset.iter().any(|r| r.as_str() == k.as_str()))
+                .map(|(k, v)| (k.clone(), *v))
+                .collect(),
             status: TaskStatus::Running,
         };
         self.restore_worktree(&snap.state, &to)?;
@@ -700,7 +858,10 @@ impl Engine {
         let writes = match touched {
             None => PhaseWrites::All,
             Some(ids) => {
-                let mut ix: Vec<usize> = ids.iter().filter_map(|id| held.state.phases.iter().position(|p| &p.id == id)).collect();
+                let mut ix: Vec<usize> = ids
+                    .iter()
+                    .filter_map(|id| held.state.phases.iter().position(|p| &p.id == id))
+                    .collect();
                 ix.sort_unstable();
                 ix.dedup();
                 PhaseWrites::Changed(ix)
@@ -708,8 +869,14 @@ impl Engine {
         };
         // On failure the in-memory state is ahead of the store; every caller
         // stops driving on an error, so it is never used again.
-        self.store.commit(&self.owner, &held.state, &writes, &records)?;
-        let doc = document::render(&held.state, &held.wf, DisplayStatus::of(held.state.status, &Liveness::Live), Some(&held.lease));
+        self.store
+            .commit(&self.owner, &held.state, &writes, &records)?;
+        let doc = document::render(
+            &held.state,
+            &held.wf,
+            DisplayStatus::of(held.state.status, &Liveness::Live),
+            Some(&held.lease),
+        );
         render::state_json(&self.project.task_dir(&held.state.task_id), &doc)?;
         Ok(())
     }
@@ -719,14 +886,24 @@ impl Engine {
         render::phase_outputs(&dir, &held.state)?;
         loop {
             if held.hb.lost.load(Ordering::SeqCst) {
-                return Err(Error::busy(format!("lost the lease of task {} to another process", held.state.task_id)));
+                return Err(Error::busy(format!(
+                    "lost the lease of task {} to another process",
+                    held.state.task_id
+                )));
             }
             if held.hb.cancel.load(Ordering::SeqCst) {
-                self.decide_commit(held, Input::Cancel { reason: "cancelled by `baton cancel`".into() })?;
+                self.decide_commit(
+                    held,
+                    Input::Cancel {
+                        reason: "cancelled by `baton cancel`".into(),
+                    },
+                )?;
                 return Ok(Outcome::Cancelled);
             }
             if self.interrupt.load(Ordering::SeqCst) {
-                return Ok(Outcome::Interrupted("stopped by a signal between phases".into()));
+                return Ok(Outcome::Interrupted(
+                    "stopped by a signal between phases".into(),
+                ));
             }
             match machine::next(&held.state, &held.wf) {
                 Next::Start(p) => {
@@ -736,11 +913,23 @@ impl Engine {
                 }
                 Next::Skip(p, reason) => {
                     self.decide_commit(held, Input::Skip { phase: p.clone() })?;
-                    self.observer.phase_finished(&held.state.task_id, p.as_str(), PhaseStatus::Skipped, 0, &reason);
+                    self.observer.phase_finished(
+                        &held.state.task_id,
+                        p.as_str(),
+                        PhaseStatus::Skipped,
+                        0,
+                        &reason,
+                    );
                 }
                 Next::Wait(p) => {
                     self.decide_commit(held, Input::Wait { phase: p.clone() })?;
-                    self.observer.phase_finished(&held.state.task_id, p.as_str(), PhaseStatus::Waiting, 0, "");
+                    self.observer.phase_finished(
+                        &held.state.task_id,
+                        p.as_str(),
+                        PhaseStatus::Waiting,
+                        0,
+                        "",
+                    );
                 }
                 Next::Waiting(p) => match self.wait_not_due(&held.state) {
                     None => self.decide_commit(held, Input::TimerDue { phase: p })?,
@@ -753,16 +942,27 @@ impl Engine {
                 Next::InProgress(p) => {
                     return Err(Error::op(format!("phase {p} is unexpectedly in progress")));
                 }
-                Next::Stopped(TaskStatus::Waiting) => match (self.wait_not_due(&held.state), held.state.waiting_phase()) {
-                    // A durable timer that is due: TimerDue resumes the task.
-                    (None, Some(p)) if p.waiting.as_ref().is_some_and(|w| w.due_at.is_some()) => {
-                        let p = p.id.clone();
-                        self.decide_commit(held, Input::TimerDue { phase: p })?;
+                Next::Stopped(TaskStatus::Waiting) => {
+                    match (self.wait_not_due(&held.state), held.state.waiting_phase()) {
+                        // A durable timer that is due: TimerDue resumes the task.
+                        (None, Some(p))
+                            if p.waiting.as_ref().is_some_and(|w| w.due_at.is_some()) =>
+                        {
+                            let p = p.id.clone();
+                            self.decide_commit(held, Input::TimerDue { phase: p })?;
+                        }
+                        (w, _) => {
+                            return Ok(Outcome::Waiting(w.unwrap_or_else(|| "an event".into())));
+                        }
                     }
-                    (w, _) => return Ok(Outcome::Waiting(w.unwrap_or_else(|| "an event".into()))),
-                },
+                }
                 Next::Stopped(TaskStatus::Failed) => {
-                    return Ok(Outcome::Failed(held.state.failure.clone().unwrap_or_else(|| "failed".into())));
+                    return Ok(Outcome::Failed(
+                        held.state
+                            .failure
+                            .clone()
+                            .unwrap_or_else(|| "failed".into()),
+                    ));
                 }
                 Next::Stopped(TaskStatus::Cancelled) => return Ok(Outcome::Cancelled),
                 Next::Stopped(_) => return Ok(Outcome::Complete),
@@ -773,24 +973,44 @@ impl Engine {
     /// Runs one attempt of a phase. `Some(outcome)` ends the drive.
     fn run_phase(&self, held: &mut Held, phase: &baton_core::PhaseId) -> Result<Option<Outcome>> {
         let id = held.state.task_id.clone();
-        let idx = held.state.phases.iter().position(|p| &p.id == phase).expect("phase of state");
-        let def = held.wf.phase(phase.as_str()).expect("phase of workflow").clone();
+        let idx = held
+            .state
+            .phases
+            .iter()
+            .position(|p| &p.id == phase)
+            .expect("phase of state");
+        let def = held
+            .wf
+            .phase(phase.as_str())
+            .expect("phase of workflow")
+            .clone();
         let ps = held.state.phases[idx].clone();
         let attempt = ps.attempt + 1;
         let stem = document::output_file_name(idx, phase.as_str());
         let stem = stem.trim_end_matches(".md");
         let label = format!("{stem}.i{}.a{attempt}", ps.iteration);
         let checkpoint = self.git.as_ref().and_then(|g| {
-            match g.checkpoint(&format!("refs/baton/{id}/{label}/start"), &format!("baton: {id} {phase} attempt {attempt} start")) {
+            match g.checkpoint(
+                &format!("refs/baton/{id}/{label}/start"),
+                &format!("baton: {id} {phase} attempt {attempt} start"),
+            ) {
                 Ok(cp) => Some(cp),
                 Err(e) => {
-                    self.observer.info(&format!("warning: no git checkpoint for {phase}: {e}"));
+                    self.observer
+                        .info(&format!("warning: no git checkpoint for {phase}: {e}"));
                     None
                 }
             }
         });
-        self.decide_commit(held, Input::Start { phase: phase.clone(), checkpoint })?;
-        self.observer.phase_started(&id, phase.as_str(), attempt, def.kind_name());
+        self.decide_commit(
+            held,
+            Input::Start {
+                phase: phase.clone(),
+                checkpoint,
+            },
+        )?;
+        self.observer
+            .phase_started(&id, phase.as_str(), attempt, def.kind_name());
         let started = std::time::Instant::now();
         self.crash_point("before-spawn", phase.as_str());
 
@@ -818,7 +1038,8 @@ impl Engine {
                             other => other.to_string(),
                         })
                     } else {
-                        v.strip_prefix("labels.").and_then(|l| held.state.labels.get(l).cloned())
+                        v.strip_prefix("labels.")
+                            .and_then(|l| held.state.labels.get(l).cloned())
                     }
                 }
             }
@@ -828,29 +1049,53 @@ impl Engine {
             ("BATON_PHASE".into(), phase.to_string()),
             ("BATON_ATTEMPT".into(), attempt.to_string()),
             ("BATON_ITERATION".into(), ps.iteration.to_string()),
-            ("BATON_PROJECT".into(), self.project.root.display().to_string()),
+            (
+                "BATON_PROJECT".into(),
+                self.project.root.display().to_string(),
+            ),
             ("BATON_STATE_DIR".into(), dir.display().to_string()),
-            ("BATON_SUMMARY_FILE".into(), summary_file.display().to_string()),
+            (
+                "BATON_SUMMARY_FILE".into(),
+                summary_file.display().to_string(),
+            ),
             ("BATON_BRIEF_FILE".into(), brief_file.display().to_string()),
         ];
         let (program, args) = match &def.kind {
-            PhaseKind::Run { command } => ("sh".to_string(), vec!["-c".to_string(), template::render(command, vars)]),
+            PhaseKind::Run { command } => (
+                "sh".to_string(),
+                vec!["-c".to_string(), template::render(command, vars)],
+            ),
             PhaseKind::Prompt { template: t, .. } => {
                 let prompt = template::render(t, vars);
                 let prompt_file = dir.join("prompts").join(format!("{label}.md"));
                 fs_err::write(&prompt_file, &prompt)?;
-                let name = held.agent.clone().or(def.agent.clone()).or(self.project.config.defaults.agent.clone()).unwrap_or_default();
-                let agent = self.project.config.agents.get(&name).ok_or_else(|| Error::bad_input(format!("agent {name:?} is not defined in .baton/config.toml")))?;
+                let name = held
+                    .agent
+                    .clone()
+                    .or(def.agent.clone())
+                    .or(self.project.config.defaults.agent.clone())
+                    .unwrap_or_default();
+                let agent = self.project.config.agents.get(&name).ok_or_else(|| {
+                    Error::bad_input(format!(
+                        "agent {name:?} is not defined in .baton/config.toml"
+                    ))
+                })?;
                 for (k, v) in &agent.env {
                     env.push((k.clone(), v.clone()));
                 }
                 env.push(("BATON_AGENT".into(), name.clone()));
-                env.push(("BATON_PROMPT_FILE".into(), prompt_file.display().to_string()));
+                env.push((
+                    "BATON_PROMPT_FILE".into(),
+                    prompt_file.display().to_string(),
+                ));
                 let pf = prompt_file.display().to_string();
                 let argv: Vec<String> = agent
                     .command
                     .iter()
-                    .map(|a| a.replace("{{prompt_file}}", &pf).replace("{{prompt}}", &prompt))
+                    .map(|a| {
+                        a.replace("{{prompt_file}}", &pf)
+                            .replace("{{prompt}}", &prompt)
+                    })
                     .collect();
                 (argv[0].clone(), argv[1..].to_vec())
             }
@@ -873,7 +1118,13 @@ impl Engine {
         };
         let waited = match process::spawn(&spec) {
             Ok(running) => {
-                self.decide_commit(held, Input::Process { phase: phase.clone(), process: running.process_ref() })?;
+                self.decide_commit(
+                    held,
+                    Input::Process {
+                        phase: phase.clone(),
+                        process: running.process_ref(),
+                    },
+                )?;
                 self.crash_point("after-spawn", phase.as_str());
                 let hb = &held.hb;
                 let stop = || {
@@ -889,10 +1140,20 @@ impl Engine {
                 };
                 Ok(running.wait(def.timeout_ms.map(Duration::from_millis), &stop))
             }
-            Err(e) => Err(failure(format!("cannot start `{program}`: {e}"), None, false)),
+            Err(e) => Err(failure(
+                format!("cannot start `{program}`: {e}"),
+                None,
+                false,
+            )),
         };
         let files_changed = |label: &str| -> Vec<String> {
-            let (Some(git), Some(from)) = (&self.git, held.state.phases[idx].checkpoint.as_ref().and_then(|c| c.snapshot.clone())) else {
+            let (Some(git), Some(from)) = (
+                &self.git,
+                held.state.phases[idx]
+                    .checkpoint
+                    .as_ref()
+                    .and_then(|c| c.snapshot.clone()),
+            ) else {
                 return Vec::new();
             };
             git.snapshot(&format!("refs/baton/{id}/{label}/end"), "baton: phase end")
@@ -907,40 +1168,92 @@ impl Engine {
                     .ok()
                     .map(|s| s.trim().to_string())
                     .filter(|s| !s.is_empty())
-                    .unwrap_or_else(|| output.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string());
+                    .unwrap_or_else(|| {
+                        output
+                            .lines()
+                            .rev()
+                            .find(|l| !l.trim().is_empty())
+                            .unwrap_or("")
+                            .trim()
+                            .to_string()
+                    });
                 let summary = process::tail(&summary, 16_000).to_string();
                 let files = files_changed(&label);
                 Ok((summary, output, files))
             }
-            Ok(Waited::Exited(status)) => Err(failure(process::describe(&status), status.code(), false)),
+            Ok(Waited::Exited(status)) => {
+                Err(failure(process::describe(&status), status.code(), false))
+            }
             Ok(Waited::TimedOut) => Err(failure(
-                format!("timed out after {}", baton_core::time::human_millis(def.timeout_ms.unwrap_or(0) as i64)),
+                format!(
+                    "timed out after {}",
+                    baton_core::time::human_millis(def.timeout_ms.unwrap_or(0) as i64)
+                ),
                 None,
                 true,
             )),
             Ok(Waited::Stopped(Stop::Cancelled)) => {
-                self.decide_commit(held, Input::Cancel { reason: "cancelled by `baton cancel`".into() })?;
-                self.observer.phase_finished(&id, phase.as_str(), PhaseStatus::Failed, elapsed, "cancelled");
+                self.decide_commit(
+                    held,
+                    Input::Cancel {
+                        reason: "cancelled by `baton cancel`".into(),
+                    },
+                )?;
+                self.observer.phase_finished(
+                    &id,
+                    phase.as_str(),
+                    PhaseStatus::Failed,
+                    elapsed,
+                    "cancelled",
+                );
                 return Ok(Some(Outcome::Cancelled));
             }
             Ok(Waited::Stopped(Stop::Interrupted)) => {
                 let why = "baton was stopped by a signal while the phase ran".to_string();
                 self.decide_commit(held, Input::Interrupt { reason: why })?;
-                self.observer.phase_finished(&id, phase.as_str(), PhaseStatus::Pending, elapsed, "interrupted");
-                return Ok(Some(Outcome::Interrupted(format!("phase {phase} was interrupted; `baton resume {id}` runs it again from its start"))));
+                self.observer.phase_finished(
+                    &id,
+                    phase.as_str(),
+                    PhaseStatus::Pending,
+                    elapsed,
+                    "interrupted",
+                );
+                return Ok(Some(Outcome::Interrupted(format!(
+                    "phase {phase} was interrupted; `baton resume {id}` runs it again from its start"
+                ))));
             }
             Ok(Waited::Stopped(Stop::LeaseLost)) => {
-                return Err(Error::busy(format!("lost the lease of task {id} to another process")));
+                return Err(Error::busy(format!(
+                    "lost the lease of task {id} to another process"
+                )));
             }
-            Ok(Waited::WaitFailed(e)) => Err(failure(format!("lost track of the process: {e}"), None, false)),
+            Ok(Waited::WaitFailed(e)) => Err(failure(
+                format!("lost track of the process: {e}"),
+                None,
+                false,
+            )),
             Err(f) => Err(f),
         };
         match result {
             Ok((summary, output, files)) => {
-                self.decide_commit(held, Input::Pass { phase: phase.clone(), summary: summary.clone(), output, files_changed: files })?;
+                self.decide_commit(
+                    held,
+                    Input::Pass {
+                        phase: phase.clone(),
+                        summary: summary.clone(),
+                        output,
+                        files_changed: files,
+                    },
+                )?;
                 self.crash_point("after-pass", phase.as_str());
                 render::phase_output(&dir, &held.state, idx)?;
-                self.observer.phase_finished(&id, phase.as_str(), PhaseStatus::Pass, elapsed, &summary);
+                self.observer.phase_finished(
+                    &id,
+                    phase.as_str(),
+                    PhaseStatus::Pass,
+                    elapsed,
+                    &summary,
+                );
             }
             Err(mut f) => {
                 f.files_changed = files_changed(&label);
@@ -948,8 +1261,20 @@ impl Engine {
                     Some(line) => format!("{}: {}", f.message, line.trim()),
                     None => f.message.clone(),
                 };
-                self.decide_commit(held, Input::Fail { phase: phase.clone(), failure: f })?;
-                self.observer.phase_finished(&id, phase.as_str(), PhaseStatus::Failed, elapsed, &detail);
+                self.decide_commit(
+                    held,
+                    Input::Fail {
+                        phase: phase.clone(),
+                        failure: f,
+                    },
+                )?;
+                self.observer.phase_finished(
+                    &id,
+                    phase.as_str(),
+                    PhaseStatus::Failed,
+                    elapsed,
+                    &detail,
+                );
             }
         }
         Ok(None)
@@ -960,14 +1285,21 @@ impl Engine {
     /// `baton cancel`: stops a task (asking its live runner, or directly).
     pub fn cancel(&self, id: &TaskId) -> Result<()> {
         let snap = self.load(id)?;
-        if matches!(snap.state.status, TaskStatus::Complete | TaskStatus::Cancelled) {
-            return Err(Error::bad_input(format!("task {id} is already {}", snap.state.status.as_str())));
+        if matches!(
+            snap.state.status,
+            TaskStatus::Complete | TaskStatus::Cancelled
+        ) {
+            return Err(Error::bad_input(format!(
+                "task {id} is already {}",
+                snap.state.status.as_str()
+            )));
         }
         if let (Liveness::Live, Some(l)) = (self.liveness(snap.lease.as_ref()), &snap.lease)
             && l.owner != self.owner
         {
             self.store.request_cancel(id)?;
-            self.observer.info(&format!("asked {} to stop task {id}", l.owner.describe()));
+            self.observer
+                .info(&format!("asked {} to stop task {id}", l.owner.describe()));
             let until = std::time::Instant::now() + Duration::from_secs(20);
             while std::time::Instant::now() < until {
                 std::thread::sleep(Duration::from_millis(100));
@@ -984,7 +1316,8 @@ impl Engine {
                 return Ok(());
             }
             if self.liveness(s.lease.as_ref()).is_live() {
-                return Err(Error::op(format!("task {id} did not stop within 20s")).hint("try again, or kill the runner's process"));
+                return Err(Error::op(format!("task {id} did not stop within 20s"))
+                    .hint("try again, or kill the runner's process"));
             }
         }
         let snap = self.load(id)?;
@@ -992,7 +1325,12 @@ impl Engine {
         if let Some(p) = held.state.in_progress().and_then(|p| p.process.clone()) {
             process::kill_orphan(&p);
         }
-        let r = self.decide_commit(&mut held, Input::Cancel { reason: "cancelled by `baton cancel`".into() });
+        let r = self.decide_commit(
+            &mut held,
+            Input::Cancel {
+                reason: "cancelled by `baton cancel`".into(),
+            },
+        );
         self.release(held);
         r
     }
@@ -1063,8 +1401,10 @@ fn parse_pairs(items: &[String], flag: &str) -> Result<BTreeMap<String, String>>
                 out.insert(k.trim().to_string(), v.to_string());
             }
             _ => {
-                return Err(Error::bad_input(format!("{flag} {item:?} is not of the form KEY=VALUE"))
-                    .hint(format!("write e.g. {flag} tests=false")));
+                return Err(Error::bad_input(format!(
+                    "{flag} {item:?} is not of the form KEY=VALUE"
+                ))
+                .hint(format!("write e.g. {flag} tests=false")));
             }
         }
     }
@@ -1080,7 +1420,13 @@ struct Heartbeat {
 }
 
 impl Heartbeat {
-    fn start(store: Arc<dyn Store>, id: TaskId, owner: LeaseOwner, clock: Arc<dyn Clock>, ttl_ms: i64) -> Heartbeat {
+    fn start(
+        store: Arc<dyn Store>,
+        id: TaskId,
+        owner: LeaseOwner,
+        clock: Arc<dyn Clock>,
+        ttl_ms: i64,
+    ) -> Heartbeat {
         let stop = Arc::new(AtomicBool::new(false));
         let cancel = Arc::new(AtomicBool::new(false));
         let lost = Arc::new(AtomicBool::new(false));

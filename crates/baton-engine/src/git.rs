@@ -122,7 +122,10 @@ impl Git {
 
     /// Files that differ between two commits (or trees).
     pub fn changed_files(&self, from: &str, to: &str) -> Result<Vec<String>, GitError> {
-        let out = self.run(&["diff", "--name-only", "--no-renames", "-z", from, to], &[])?;
+        let out = self.run(
+            &["diff", "--name-only", "--no-renames", "-z", from, to],
+            &[],
+        )?;
         Ok(out
             .split('\0')
             .filter(|s| !s.is_empty())
@@ -145,7 +148,10 @@ impl Git {
             // Remove untracked files, then lay the snapshot's files down and
             // leave them as uncommitted changes, as they were.
             self.run(&["clean", "-fdq", "-e", ".baton", "--", "."], &[])?;
-            self.run(&["checkout", "-f", snap, "--", ".", ":(exclude).baton"], &[])?;
+            self.run(
+                &["checkout", "-f", snap, "--", ".", ":(exclude).baton"],
+                &[],
+            )?;
             self.run(&["reset", "-q"], &[])?;
             // Files the snapshot lacks but HEAD has were deleted at the time.
             for f in self.changed_files(snap, "HEAD").unwrap_or_default() {

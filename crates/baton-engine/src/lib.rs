@@ -16,6 +16,6 @@ pub mod project;
 pub mod render;
 pub mod techstack;
 
-pub use engine::{Engine, Observer, Outcome, RunOptions, ResumeOptions};
+pub use engine::{Engine, Observer, Outcome, ResumeOptions, RunOptions};
 pub use error::Error;
 pub use project::Project;

@@ -231,9 +231,16 @@ mod tests {
         let pgid = r.pid;
         let w = r.wait(Some(Duration::from_millis(300)), &|| None);
         assert!(matches!(w, Waited::TimedOut));
-        let child: u32 = std::fs::read_to_string(dir.path().join("child")).unwrap().trim().parse().unwrap();
+        let child: u32 = std::fs::read_to_string(dir.path().join("child"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         std::thread::sleep(Duration::from_millis(100));
-        assert!(crate::host::process_start_time(child).is_none(), "grandchild survived");
+        assert!(
+            crate::host::process_start_time(child).is_none(),
+            "grandchild survived"
+        );
         assert!(!group_exists(pgid));
     }
 

@@ -23,7 +23,11 @@ pub enum Error {
     #[error("the lease of task {task} is no longer held by this process")]
     LeaseLost { task: TaskId, holder: Option<Lease> },
     #[error("task {task} changed underneath: expected event {expected}, the store is at {found}")]
-    SeqConflict { task: TaskId, expected: u64, found: u64 },
+    SeqConflict {
+        task: TaskId,
+        expected: u64,
+        found: u64,
+    },
     #[error("cannot open the store at {path}: {reason}")]
     Open { path: String, reason: String },
     #[error("the store holds damaged data: {0}")]
@@ -111,7 +115,8 @@ pub trait Store: Send + Sync {
     fn acquire(&self, id: &TaskId, lease: &Lease, replace: Option<&LeaseOwner>) -> Result<Acquire>;
     /// Extends our lease; `Ok(false)` if we no longer hold it. Returns
     /// whether a cancel was requested.
-    fn renew(&self, id: &TaskId, owner: &LeaseOwner, expires_at: Timestamp) -> Result<RenewOutcome>;
+    fn renew(&self, id: &TaskId, owner: &LeaseOwner, expires_at: Timestamp)
+    -> Result<RenewOutcome>;
     fn release(&self, id: &TaskId, owner: &LeaseOwner) -> Result<()>;
     fn request_cancel(&self, id: &TaskId) -> Result<()>;
     /// Deletes a task with its journal; `false` if there was none.
@@ -139,7 +144,12 @@ pub fn last_phase(state: &TaskState) -> Option<String> {
         .iter()
         .find(|p| matches!(p.status, InProgress | Waiting | Failed))
         // An interrupted attempt leaves its phase PENDING with attempts made.
-        .or_else(|| state.phases.iter().find(|p| p.status == Pending && p.attempt > 0))
+        .or_else(|| {
+            state
+                .phases
+                .iter()
+                .find(|p| p.status == Pending && p.attempt > 0)
+        })
         .or_else(|| {
             state
                 .phases

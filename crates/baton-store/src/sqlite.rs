@@ -194,7 +194,11 @@ fn read_lease(s: Option<String>) -> Result<Option<Lease>> {
         .transpose()
 }
 
-fn insert_events(tx: &rusqlite::Transaction<'_>, id: &TaskId, events: &[EventRecord]) -> Result<()> {
+fn insert_events(
+    tx: &rusqlite::Transaction<'_>,
+    id: &TaskId,
+    events: &[EventRecord],
+) -> Result<()> {
     let mut stmt = tx.prepare_cached(
         "INSERT INTO events (task_id, seq, ts, kind, phase, attempt, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?;
@@ -212,7 +216,11 @@ fn insert_events(tx: &rusqlite::Transaction<'_>, id: &TaskId, events: &[EventRec
     Ok(())
 }
 
-fn write_phases(tx: &rusqlite::Transaction<'_>, state: &TaskState, writes: &PhaseWrites) -> Result<()> {
+fn write_phases(
+    tx: &rusqlite::Transaction<'_>,
+    state: &TaskState,
+    writes: &PhaseWrites,
+) -> Result<()> {
     let id = state.task_id.as_str();
     let all: Vec<usize>;
     let indices = match writes {
@@ -228,7 +236,13 @@ fn write_phases(tx: &rusqlite::Transaction<'_>, state: &TaskState, writes: &Phas
     )?;
     for &i in indices {
         let p: &PhaseState = &state.phases[i];
-        stmt.execute(params![id, i as i64, p.id.as_str(), p.status.as_str(), json(p)])?;
+        stmt.execute(params![
+            id,
+            i as i64,
+            p.id.as_str(),
+            p.status.as_str(),
+            json(p)
+        ])?;
     }
     Ok(())
 }
@@ -263,7 +277,11 @@ impl Store for SqliteStore {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let exists: bool = tx
-            .query_row("SELECT 1 FROM tasks WHERE id = ?1", [state.task_id.as_str()], |_| Ok(true))
+            .query_row(
+                "SELECT 1 FROM tasks WHERE id = ?1",
+                [state.task_id.as_str()],
+                |_| Ok(true),
+            )
             .optional()?
             .unwrap_or(false);
         if exists {
@@ -358,13 +376,16 @@ impl Store for SqliteStore {
         let Some((header, last_seq, lease, cancel_requested)) = row else {
             return Ok(None);
         };
-        let h: Header = serde_json::from_str(&header).map_err(|e| corrupt(&format!("task {id}"), e))?;
-        let mut stmt = conn.prepare_cached("SELECT data FROM phases WHERE task_id = ?1 ORDER BY idx")?;
+        let h: Header =
+            serde_json::from_str(&header).map_err(|e| corrupt(&format!("task {id}"), e))?;
+        let mut stmt =
+            conn.prepare_cached("SELECT data FROM phases WHERE task_id = ?1 ORDER BY idx")?;
         let phases = stmt
             .query_map([id.as_str()], |r| r.get::<_, String>(0))?
             .map(|d| {
                 let d = d?;
-                serde_json::from_str::<PhaseState>(&d).map_err(|e| corrupt(&format!("task {id} phase"), e))
+                serde_json::from_str::<PhaseState>(&d)
+                    .map_err(|e| corrupt(&format!("task {id} phase"), e))
             })
             .collect::<Result<Vec<_>>>()?;
         let state = TaskState {
@@ -434,8 +455,18 @@ impl Store for SqliteStore {
             "SELECT seq, ts, payload FROM events WHERE task_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
         )?;
         let rows = stmt.query_map(
-            params![id.as_str(), after as i64, limit.min(i64::MAX as usize) as i64],
-            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?)),
+            params![
+                id.as_str(),
+                after as i64,
+                limit.min(i64::MAX as usize) as i64
+            ],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            },
         )?;
         let mut out = Vec::new();
         for row in rows {
@@ -454,7 +485,11 @@ impl Store for SqliteStore {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let current: Option<Option<String>> = tx
-            .query_row("SELECT lease FROM tasks WHERE id = ?1", [id.as_str()], |r| r.get(0))
+            .query_row(
+                "SELECT lease FROM tasks WHERE id = ?1",
+                [id.as_str()],
+                |r| r.get(0),
+            )
             .optional()?;
         let Some(current) = current else {
             return Err(Error::NotFound(id.clone()));
@@ -473,7 +508,12 @@ impl Store for SqliteStore {
         Ok(Acquire::Acquired)
     }
 
-    fn renew(&self, id: &TaskId, owner: &LeaseOwner, expires_at: Timestamp) -> Result<RenewOutcome> {
+    fn renew(
+        &self,
+        id: &TaskId,
+        owner: &LeaseOwner,
+        expires_at: Timestamp,
+    ) -> Result<RenewOutcome> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let row: Option<(Option<String>, bool)> = tx
@@ -504,7 +544,11 @@ impl Store for SqliteStore {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let lease: Option<Option<String>> = tx
-            .query_row("SELECT lease FROM tasks WHERE id = ?1", [id.as_str()], |r| r.get(0))
+            .query_row(
+                "SELECT lease FROM tasks WHERE id = ?1",
+                [id.as_str()],
+                |r| r.get(0),
+            )
             .optional()?;
         if let Some(lease) = lease
             && read_lease(lease)?.is_some_and(|l| &l.owner == owner)
@@ -516,9 +560,10 @@ impl Store for SqliteStore {
     }
 
     fn request_cancel(&self, id: &TaskId) -> Result<()> {
-        let n = self
-            .conn()
-            .execute("UPDATE tasks SET cancel_requested = 1 WHERE id = ?1", [id.as_str()])?;
+        let n = self.conn().execute(
+            "UPDATE tasks SET cancel_requested = 1 WHERE id = ?1",
+            [id.as_str()],
+        )?;
         if n == 0 {
             return Err(Error::NotFound(id.clone()));
         }

@@ -36,9 +36,17 @@ run = "sleep 0.5; echo \"reviewed $(cat $BATON_BRIEF_FILE | wc -l) lines of brie
 "#;
 
 fn sh(dir: &Path, program: &str, args: &[&str]) -> Result<()> {
-    let out = Command::new(program).args(args).current_dir(dir).stdin(Stdio::null()).output()?;
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()?;
     if !out.status.success() {
-        return Err(Error::op(format!("{program} {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim())));
+        return Err(Error::op(format!(
+            "{program} {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
     }
     Ok(())
 }
@@ -49,7 +57,10 @@ pub fn run(args: DemoArgs, printer: &Printer) -> Result<Exit> {
     let dir = tmp.path().to_path_buf();
     let baton = |extra: &[&str]| {
         let mut c = Command::new(&exe);
-        c.arg("--project").arg(&dir).args(extra).stdin(Stdio::null());
+        c.arg("--project")
+            .arg(&dir)
+            .args(extra)
+            .stdin(Stdio::null());
         c
     };
     let step = |s: &str| printer.info(&format!("\n== {s}"));
@@ -58,7 +69,19 @@ pub fn run(args: DemoArgs, printer: &Printer) -> Result<Exit> {
     sh(&dir, "git", &["init", "-q", "-b", "main"])?;
     fs_err::write(dir.join("README.md"), "# demo\n")?;
     sh(&dir, "git", &["add", "."])?;
-    sh(&dir, "git", &["-c", "user.name=baton demo", "-c", "user.email=demo@localhost", "commit", "-qm", "start"])?;
+    sh(
+        &dir,
+        "git",
+        &[
+            "-c",
+            "user.name=baton demo",
+            "-c",
+            "user.email=demo@localhost",
+            "commit",
+            "-qm",
+            "start",
+        ],
+    )?;
     let st = baton(&["-q", "init"]).status()?;
     if !st.success() {
         return Err(Error::op("baton init failed"));
@@ -66,7 +89,8 @@ pub fn run(args: DemoArgs, printer: &Printer) -> Result<Exit> {
     fs_err::write(dir.join(".baton/workflows/demo.toml"), WORKFLOW)?;
 
     step("baton run demo — and a SIGKILL while `execute` runs");
-    let mut child = baton(&["run", "demo", "Add a greeting script", "--id", "demo-task"]).spawn()?;
+    let mut child =
+        baton(&["run", "demo", "Add a greeting script", "--id", "demo-task"]).spawn()?;
     let state = dir.join(".baton/tasks/demo-task/state.json");
     let until = Instant::now() + Duration::from_secs(60);
     loop {
@@ -87,9 +111,16 @@ pub fn run(args: DemoArgs, printer: &Printer) -> Result<Exit> {
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(700));
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGKILL).map_err(|e| Error::op(e.to_string()))?;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .map_err(|e| Error::op(e.to_string()))?;
     let _ = child.wait();
-    printer.info(&format!("killed baton (pid {}) with SIGKILL in the middle of `execute`", child.id()));
+    printer.info(&format!(
+        "killed baton (pid {}) with SIGKILL in the middle of `execute`",
+        child.id()
+    ));
 
     step("baton ls — the task is CRASHED and resumable");
     baton(&["ls"]).status()?;
@@ -104,7 +135,10 @@ pub fn run(args: DemoArgs, printer: &Printer) -> Result<Exit> {
 
     if args.keep {
         let kept = tmp.keep();
-        printer.info(&format!("\nthe demo repository is kept in {}", kept.display()));
+        printer.info(&format!(
+            "\nthe demo repository is kept in {}",
+            kept.display()
+        ));
     }
     if resumed.success() {
         printer.info("\nthe demo crashed mid-phase and resumed to COMPLETE; every phase passed exactly once after the crash");

@@ -19,7 +19,9 @@ pub fn run(project: &Project, args: DoctorArgs, printer: &Arc<Printer>) -> Resul
         for f in &findings {
             let word = match f.level {
                 "ok" => printer.status_word("PASS").replace("PASS", "ok     "),
-                "fixed" => printer.status_word("COMPLETE").replace("COMPLETE", "fixed  "),
+                "fixed" => printer
+                    .status_word("COMPLETE")
+                    .replace("COMPLETE", "fixed  "),
                 _ => printer.status_word("FAILED").replace("FAILED", "problem"),
             };
             printer.data(&format!("{word} {}", f.message));
@@ -30,7 +32,9 @@ pub fn run(project: &Project, args: DoctorArgs, printer: &Arc<Printer>) -> Resul
     }
     let open = findings.iter().filter(|f| f.level == "problem").count();
     if open > 0 && !args.fix {
-        printer.info(&format!("{open} problem(s); `baton doctor --fix` repairs what can be repaired"));
+        printer.info(&format!(
+            "{open} problem(s); `baton doctor --fix` repairs what can be repaired"
+        ));
     }
     Ok(if open > 0 { Exit::Failed } else { Exit::Done })
 }

@@ -18,7 +18,10 @@ pub fn run(project: Option<PathBuf>, args: InitArgs, printer: &Printer) -> Resul
         None => std::env::current_dir()?,
     };
     if !root.is_dir() {
-        return Err(Error::bad_input(format!("{} is not a folder", root.display())));
+        return Err(Error::bad_input(format!(
+            "{} is not a folder",
+            root.display()
+        )));
     }
     let baton = root.join(".baton");
     fs_err::create_dir_all(baton.join("workflows"))?;
@@ -41,7 +44,8 @@ pub fn run(project: Option<PathBuf>, args: InitArgs, printer: &Printer) -> Resul
     if wrote == 0 {
         printer.info("nothing to do: .baton/ is already set up (--force rewrites it)");
     } else {
-        printer.info("next: `baton run example \"try baton\"`, or `baton run apex \"what to build\"`");
+        printer
+            .info("next: `baton run example \"try baton\"`, or `baton run apex \"what to build\"`");
     }
     Ok(Exit::Done)
 }

@@ -12,7 +12,10 @@ pub fn cancel(project: &Project, args: IdArg, printer: &Arc<Printer>) -> Result<
     let eng = engine(project, printer)?;
     let id = task_id(project, Some(&args.id))?;
     eng.cancel(&id)?;
-    printer.info(&format!("task {id} is {}", printer.status_word("CANCELLED")));
+    printer.info(&format!(
+        "task {id} is {}",
+        printer.status_word("CANCELLED")
+    ));
     Ok(Exit::Done)
 }
 
@@ -27,7 +30,9 @@ pub fn rm(project: &Project, args: IdArg, printer: &Arc<Printer>) -> Result<Exit
 pub fn clean(project: &Project, args: CleanArgs, printer: &Arc<Printer>) -> Result<Exit> {
     let eng = engine(project, printer)?;
     let ids = eng.clean_candidates()?;
-    let list = |ids: &[baton_core::TaskId]| serde_json::to_string(&ids.iter().map(|i| i.as_str()).collect::<Vec<_>>()).expect("json");
+    let list = |ids: &[baton_core::TaskId]| {
+        serde_json::to_string(&ids.iter().map(|i| i.as_str()).collect::<Vec<_>>()).expect("json")
+    };
     if ids.is_empty() {
         if args.json {
             printer.data("[]");
@@ -37,7 +42,10 @@ pub fn clean(project: &Project, args: CleanArgs, printer: &Arc<Printer>) -> Resu
     }
     let mut go = args.yes;
     if !go && std::io::stdin().is_terminal() {
-        eprint!("Delete the records of {} completed task(s) (their outputs in .baton/tasks/ stay)? (y/N) ", ids.len());
+        eprint!(
+            "Delete the records of {} completed task(s) (their outputs in .baton/tasks/ stay)? (y/N) ",
+            ids.len()
+        );
         let _ = std::io::stderr().flush();
         let mut answer = String::new();
         let _ = std::io::stdin().lock().read_line(&mut answer);
@@ -51,13 +59,18 @@ pub fn clean(project: &Project, args: CleanArgs, printer: &Arc<Printer>) -> Resu
                 printer.data(id.as_str());
             }
         }
-        printer.info(&format!("{} completed task(s) would be cleaned; nothing was deleted (pass --yes)", ids.len()));
+        printer.info(&format!(
+            "{} completed task(s) would be cleaned; nothing was deleted (pass --yes)",
+            ids.len()
+        ));
         return Ok(Exit::Done);
     }
     let n = eng.clean(&ids)?;
     if args.json {
         printer.data(&list(&ids));
     }
-    printer.info(&format!("deleted the records of {n} completed task(s); their outputs stay in .baton/tasks/"));
+    printer.info(&format!(
+        "deleted the records of {n} completed task(s); their outputs stay in .baton/tasks/"
+    ));
     Ok(Exit::Done)
 }

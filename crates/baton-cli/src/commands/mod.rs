@@ -40,8 +40,10 @@ fn project_of(dir: Option<std::path::PathBuf>) -> Result<Project> {
     match dir {
         Some(d) => {
             if !d.join(".baton").is_dir() {
-                return Err(Error::bad_input(format!("{} has no .baton/ folder", d.display()))
-                    .hint(format!("run `baton init` in {} first", d.display())));
+                return Err(
+                    Error::bad_input(format!("{} has no .baton/ folder", d.display()))
+                        .hint(format!("run `baton init` in {} first", d.display())),
+                );
             }
             Project::open(&d)
         }
@@ -54,7 +56,11 @@ fn project_of(dir: Option<std::path::PathBuf>) -> Result<Project> {
 /// the running phase's process group, records the interruption and returns.
 fn engine(project: &Project, printer: &Arc<Printer>) -> Result<Engine> {
     let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
         signal_hook::flag::register(sig, flag.clone())?;
     }
     Ok(Engine::open(project.clone(), printer.clone())?.with_interrupt(flag))
@@ -63,7 +69,9 @@ fn engine(project: &Project, printer: &Arc<Printer>) -> Result<Engine> {
 /// A task id from the argument, or the current task.
 fn task_id(project: &Project, id: Option<&str>) -> Result<TaskId> {
     match id {
-        Some(id) => TaskId::parse(id).map_err(|e| Error::bad_input(e.to_string()).hint("run `baton ls --all` to see the task ids")),
+        Some(id) => TaskId::parse(id).map_err(|e| {
+            Error::bad_input(e.to_string()).hint("run `baton ls --all` to see the task ids")
+        }),
         None => project.current_task().ok_or_else(|| {
             Error::bad_input("no current task").hint("name a task id; `baton ls --all` lists them")
         }),

@@ -16,7 +16,9 @@ pub fn ls(project: &Project, args: LsArgs, printer: &Arc<Printer>) -> Result<Exi
     let total = all.len();
     let shown: Vec<_> = all
         .into_iter()
-        .filter(|(_, d)| args.all || !matches!(d, DisplayStatus::Complete | DisplayStatus::Cancelled))
+        .filter(|(_, d)| {
+            args.all || !matches!(d, DisplayStatus::Complete | DisplayStatus::Cancelled)
+        })
         .collect();
     if args.json {
         let rows: Vec<_> = shown
@@ -39,9 +41,16 @@ pub fn ls(project: &Project, args: LsArgs, printer: &Arc<Printer>) -> Result<Exi
         return Ok(Exit::Done);
     }
     if shown.is_empty() {
-        printer.info(if total == 0 { "no tasks yet; start one with `baton run WORKFLOW \"what to do\"`" } else { "no unfinished tasks" });
+        printer.info(if total == 0 {
+            "no tasks yet; start one with `baton run WORKFLOW \"what to do\"`"
+        } else {
+            "no unfinished tasks"
+        });
     } else {
-        let mut lines = vec![format!("{:<28} {:<12} {:<10} {:<14} {:<20} RESUMABLE", "ID", "WORKFLOW", "STATUS", "PHASE", "UPDATED")];
+        let mut lines = vec![format!(
+            "{:<28} {:<12} {:<10} {:<14} {:<20} RESUMABLE",
+            "ID", "WORKFLOW", "STATUS", "PHASE", "UPDATED"
+        )];
         for (t, d) in &shown {
             lines.push(format!(
                 "{:<28} {:<12} {:<10} {:<14} {:<20} {}",
@@ -49,15 +58,25 @@ pub fn ls(project: &Project, args: LsArgs, printer: &Arc<Printer>) -> Result<Exi
                 t.workflow,
                 d.as_str(),
                 t.last_phase.as_deref().unwrap_or("-"),
-                t.updated_at.rfc3339().get(..19).unwrap_or("").replace('T', " "),
-                if d.resumable() { "yes: baton resume" } else { "-" }
+                t.updated_at
+                    .rfc3339()
+                    .get(..19)
+                    .unwrap_or("")
+                    .replace('T', " "),
+                if d.resumable() {
+                    "yes: baton resume"
+                } else {
+                    "-"
+                }
             ));
         }
         printer.data(&lines.join("\n"));
     }
     let hidden = total - shown.len();
     if hidden > 0 && !args.all {
-        printer.info(&format!("({hidden} complete or cancelled task(s) hidden; --all shows them)"));
+        printer.info(&format!(
+            "({hidden} complete or cancelled task(s) hidden; --all shows them)"
+        ));
     }
     Ok(Exit::Done)
 }
@@ -67,7 +86,9 @@ pub fn show(project: &Project, args: ShowArgs, printer: &Arc<Printer>) -> Result
     let id = task_id(project, args.id.as_deref())?;
     let snap = eng.load(&id)?;
     if eng.repair_rendered(&snap)? && !args.json {
-        printer.info(&format!("re-rendered the files of task {id} from the store"));
+        printer.info(&format!(
+            "re-rendered the files of task {id} from the store"
+        ));
     }
     let doc = eng.document(&snap)?;
     if args.json {
@@ -84,11 +105,16 @@ pub fn show(project: &Project, args: ShowArgs, printer: &Arc<Printer>) -> Result
     if !st.description.is_empty() {
         out.push(format!("about     {}", st.description));
     }
-    out.push(format!("created   {}   updated {}", st.created_at, st.updated_at));
+    out.push(format!(
+        "created   {}   updated {}",
+        st.created_at, st.updated_at
+    ));
     if let (DisplayStatus::Running, Some(l)) = (status, &snap.lease) {
         out.push(format!("runner    {}", l.owner.describe()));
     }
-    if let (DisplayStatus::Crashed, Liveness::Dead(why)) = (status, eng.liveness(snap.lease.as_ref())) {
+    if let (DisplayStatus::Crashed, Liveness::Dead(why)) =
+        (status, eng.liveness(snap.lease.as_ref()))
+    {
         out.push(format!("crash     {why}"));
     }
     out.push(String::new());
@@ -109,9 +135,17 @@ pub fn show(project: &Project, args: ShowArgs, printer: &Arc<Printer>) -> Result
             line.push_str(&format!(" loops {n}"));
         }
         let note = match p.status {
-            PhaseStatus::Pass => p.summary.as_deref().and_then(|s| s.lines().next()).unwrap_or(""),
+            PhaseStatus::Pass => p
+                .summary
+                .as_deref()
+                .and_then(|s| s.lines().next())
+                .unwrap_or(""),
             PhaseStatus::Failed => p.last_error.as_deref().unwrap_or(""),
-            PhaseStatus::Waiting => p.waiting.as_ref().map(|w| w.description.as_str()).unwrap_or(""),
+            PhaseStatus::Waiting => p
+                .waiting
+                .as_ref()
+                .map(|w| w.description.as_str())
+                .unwrap_or(""),
             _ => "",
         };
         if !note.is_empty() {
@@ -153,7 +187,13 @@ pub fn log(project: &Project, args: LogArgs, printer: &Arc<Printer>) -> Result<E
                 }
                 printer.data(&serde_json::to_string(&v).expect("json"));
             } else {
-                printer.data(&format!("{:>5}  {}  {:<18} {}", r.seq, r.ts, r.event.kind(), describe(&r.event)));
+                printer.data(&format!(
+                    "{:>5}  {}  {:<18} {}",
+                    r.seq,
+                    r.ts,
+                    r.event.kind(),
+                    describe(&r.event)
+                ));
             }
         }
         if events.len() == 1000 {
@@ -175,19 +215,51 @@ pub fn log(project: &Project, args: LogArgs, printer: &Arc<Printer>) -> Result<E
 fn describe(e: &baton_core::Event) -> String {
     use baton_core::Event::*;
     match e {
-        TaskCreated { workflow, description, .. } => format!("workflow {workflow}: {description}"),
+        TaskCreated {
+            workflow,
+            description,
+            ..
+        } => format!("workflow {workflow}: {description}"),
         Claimed { owner, command } => format!("{owner} ({command})"),
-        PhaseStarted { phase, attempt, iteration, .. } => format!("{phase} attempt {attempt} iteration {iteration}"),
+        PhaseStarted {
+            phase,
+            attempt,
+            iteration,
+            ..
+        } => format!("{phase} attempt {attempt} iteration {iteration}"),
         PhaseProcess { phase, process, .. } => format!("{phase} pid {}", process.pid),
-        PhasePassed { phase, summary, .. } => format!("{phase}: {}", summary.lines().next().unwrap_or("")),
-        PhaseFailed { phase, error, retry, .. } => format!("{phase}: {error}{}", if *retry { " (will retry)" } else { "" }),
+        PhasePassed { phase, summary, .. } => {
+            format!("{phase}: {}", summary.lines().next().unwrap_or(""))
+        }
+        PhaseFailed {
+            phase,
+            error,
+            retry,
+            ..
+        } => format!(
+            "{phase}: {error}{}",
+            if *retry { " (will retry)" } else { "" }
+        ),
         PhaseSkipped { phase, reason } => format!("{phase}: {reason}"),
-        PhaseWaiting { phase, description, .. } => format!("{phase} waits for {description}"),
-        PhaseInterrupted { phase, attempt, reason } => format!("{phase} attempt {attempt}: {reason}"),
-        LoopedBack { from, to, iteration, .. } => format!("{from} → {to} (iteration {iteration})"),
+        PhaseWaiting {
+            phase, description, ..
+        } => format!("{phase} waits for {description}"),
+        PhaseInterrupted {
+            phase,
+            attempt,
+            reason,
+        } => format!("{phase} attempt {attempt}: {reason}"),
+        LoopedBack {
+            from,
+            to,
+            iteration,
+            ..
+        } => format!("{from} → {to} (iteration {iteration})"),
         Rewound { to, reset } => format!("to {to} ({} phase(s) reset)", reset.len()),
         TaskResumed { note, .. } => note.clone(),
-        DefinitionUpgraded { added, removed, .. } => format!("added {added:?}, removed {removed:?}"),
+        DefinitionUpgraded { added, removed, .. } => {
+            format!("added {added:?}, removed {removed:?}")
+        }
         Adopted { source, phases, .. } => format!("{source}: {} phase(s)", phases.len()),
         TaskCompleted => String::new(),
         TaskFailed { reason, .. } | TaskCancelled { reason } => reason.clone(),

@@ -21,13 +21,23 @@ pub fn run(project: &Project, args: RunArgs, printer: &Arc<Printer>) -> Result<E
     {
         let status = eng.display_status(snap.state.status, snap.lease.as_ref());
         if status.resumable() {
-            eprint!("The current task {cur} is {} at {}. Resume this task? (Y/n) ", status.as_str(), baton_store::last_phase(&snap.state).unwrap_or_else(|| "its start".into()));
+            eprint!(
+                "The current task {cur} is {} at {}. Resume this task? (Y/n) ",
+                status.as_str(),
+                baton_store::last_phase(&snap.state).unwrap_or_else(|| "its start".into())
+            );
             let _ = std::io::stderr().flush();
             let mut answer = String::new();
             let _ = std::io::stdin().lock().read_line(&mut answer);
             let a = answer.trim().to_ascii_lowercase();
             if a.is_empty() || a == "y" || a == "yes" {
-                let outcome = eng.resume(&cur, ResumeOptions { agent: args.agent.clone(), ..Default::default() })?;
+                let outcome = eng.resume(
+                    &cur,
+                    ResumeOptions {
+                        agent: args.agent.clone(),
+                        ..Default::default()
+                    },
+                )?;
                 return Ok(report(&cur, outcome, printer));
             }
         }
@@ -66,7 +76,10 @@ fn detach(project: &Project, id: &baton_core::TaskId, printer: &Printer) -> Resu
         .stderr(log.into_parts().0)
         .process_group(0);
     let child = cmd.spawn()?;
-    printer.info(&format!("task {id} runs in the background (pid {}); follow it with `baton log {id} --follow`", child.id()));
+    printer.info(&format!(
+        "task {id} runs in the background (pid {}); follow it with `baton log {id} --follow`",
+        child.id()
+    ));
     printer.data(id.as_str());
     Ok(Exit::Done)
 }
@@ -88,8 +101,18 @@ pub fn resume(project: &Project, args: ResumeArgs, printer: &Arc<Printer>) -> Re
 pub fn fork(project: &Project, args: ForkArgs, printer: &Arc<Printer>) -> Result<Exit> {
     let eng = engine(project, printer)?;
     let src = task_id(project, Some(&args.id))?;
-    if eng.store.load(&baton_core::TaskId::parse(&args.new_id).map_err(|e| Error::bad_input(e.to_string()))?)?.is_some() {
-        return Err(Error::bad_input(format!("a task {} already exists", args.new_id)).hint("pick another --id"));
+    if eng
+        .store
+        .load(
+            &baton_core::TaskId::parse(&args.new_id)
+                .map_err(|e| Error::bad_input(e.to_string()))?,
+        )?
+        .is_some()
+    {
+        return Err(
+            Error::bad_input(format!("a task {} already exists", args.new_id))
+                .hint("pick another --id"),
+        );
     }
     let (id, outcome) = eng.fork(&src, &args.from, &args.new_id)?;
     Ok(report(&id, outcome, printer))
@@ -98,13 +121,27 @@ pub fn fork(project: &Project, args: ForkArgs, printer: &Arc<Printer>) -> Result
 /// Prints how the task ended and picks the exit code.
 pub fn report(id: &baton_core::TaskId, outcome: Outcome, printer: &Printer) -> Exit {
     match &outcome {
-        Outcome::Complete => printer.info(&format!("task {id} is {}", printer.status_word(DisplayStatus::Complete.as_str()))),
+        Outcome::Complete => printer.info(&format!(
+            "task {id} is {}",
+            printer.status_word(DisplayStatus::Complete.as_str())
+        )),
         Outcome::Failed(why) => {
-            printer.info(&format!("task {id} {}: {why}", printer.status_word("FAILED")));
-            printer.info(&format!("hint: fix the cause, then `baton resume {id}` re-runs the failed phase"));
+            printer.info(&format!(
+                "task {id} {}: {why}",
+                printer.status_word("FAILED")
+            ));
+            printer.info(&format!(
+                "hint: fix the cause, then `baton resume {id}` re-runs the failed phase"
+            ));
         }
-        Outcome::Waiting(what) => printer.info(&format!("task {id} is {}: {what}", printer.status_word("WAITING"))),
-        Outcome::Cancelled => printer.info(&format!("task {id} was {}", printer.status_word("CANCELLED"))),
+        Outcome::Waiting(what) => printer.info(&format!(
+            "task {id} is {}: {what}",
+            printer.status_word("WAITING")
+        )),
+        Outcome::Cancelled => printer.info(&format!(
+            "task {id} was {}",
+            printer.status_word("CANCELLED")
+        )),
         Outcome::Interrupted(why) => printer.info(&format!("task {id} interrupted: {why}")),
     }
     outcome.exit()
