@@ -638,7 +638,7 @@ fn six_workflow() -> String {
     let mut s = SIX.to_string();
     for i in 1..=6 {
         s.push_str(&format!(
-            "\n[[phase]]\nid = \"p{i}\"\nrun = '''echo \"$BATON_TASK_ID $BATON_PHASE\" >> runs.log; sleep 0.1; echo \"$BATON_PHASE of $BATON_TASK_ID\" > \"$BATON_SUMMARY_FILE\"'''\n"
+            "\n[[phase]]\nid = \"p{i}\"\nrun = '''echo \"$BATON_TASK_ID $BATON_PHASE\" >> runs.log; sleep 0.02; echo \"$BATON_PHASE of $BATON_TASK_ID\" > \"$BATON_SUMMARY_FILE\"'''\n"
         ));
     }
     s
@@ -690,6 +690,10 @@ fn sigkill_at_random_points_never_loses_work() {
         } else {
             let before = p.passes(&id);
             let status = ls_row(&p, &id)["status"].clone();
+            eprintln!(
+                "{id}: killed after {delay:?}: {status}, passed before: {:?}",
+                before.keys().collect::<Vec<_>>()
+            );
             if status == "CRASHED" {
                 crashed += 1;
                 assert_eq!(ls_row(&p, &id)["resumable"], true);

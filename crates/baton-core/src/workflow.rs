@@ -230,13 +230,13 @@ impl Workflow {
                         if !ids.contains_key(n.get_ref()) {
                             return Err(at(
                                 Some(n.span()),
-                                format!("phase {id:?} needs unknown phase {:?}", n.get_ref()),
+                                format!("phase \"{id}\" needs unknown phase {:?}", n.get_ref()),
                             ));
                         }
                         if n.get_ref() == id.as_str() {
                             return Err(at(
                                 Some(n.span()),
-                                format!("phase {id:?} cannot need itself"),
+                                format!("phase \"{id}\" cannot need itself"),
                             ));
                         }
                         needs.push(PhaseId::parse(n.get_ref()).expect("known id"));
@@ -265,7 +265,7 @@ impl Workflow {
                 return Err(at(
                     phase_at,
                     format!(
-                        "phase {id:?} must have exactly one of `prompt`, `prompt_file`, `run` or `wait` (it has {set})"
+                        "phase \"{id}\" must have exactly one of `prompt`, `prompt_file`, `run` or `wait` (it has {set})"
                     ),
                 ));
             }
@@ -320,7 +320,7 @@ impl Workflow {
                     if !ids.contains_key(l.get_ref()) {
                         return Err(at(
                             Some(l.span()),
-                            format!("phase {id:?} loops to unknown phase {:?}", l.get_ref()),
+                            format!("phase \"{id}\" loops to unknown phase {:?}", l.get_ref()),
                         ));
                     }
                     Some(PhaseId::parse(l.get_ref()).expect("known id"))
@@ -331,7 +331,7 @@ impl Workflow {
             if p.max_iterations.is_some() && loop_to.is_none() {
                 return Err(at(
                     phase_at,
-                    format!("phase {id:?} sets max_iterations without loop_to"),
+                    format!("phase \"{id}\" sets max_iterations without loop_to"),
                 ));
             }
             let max_attempts = match &p.max_attempts {

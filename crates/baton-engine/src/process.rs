@@ -124,13 +124,39 @@ impl Running {
     }
 }
 
-fn group_exists(pgid: u32) -> bool {
-    killpg(Pid::from_raw(pgid as i32), None).is_ok()
+/// Whether any process of the group is still alive. Zombies do not count:
+/// members of an orphaned group become zombies that nobody may reap.
+fn group_alive(pgid: u32) -> bool {
+    if killpg(Pid::from_raw(pgid as i32), None).is_err() {
+        return false;
+    }
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some(rest) = stat.rfind(')').and_then(|i| stat.get(i + 2..)) else {
+            continue;
+        };
+        // After the command name: state, ppid, pgrp, ...
+        let mut fields = rest.split_whitespace();
+        let state = fields.next();
+        let pgrp = fields.nth(1).and_then(|p| p.parse::<u32>().ok());
+        if pgrp == Some(pgid) && !matches!(state, Some("Z") | Some("X")) {
+            return true;
+        }
+    }
+    false
 }
 
 /// SIGTERM to the group, then SIGKILL if it is still there after `grace`.
 pub fn kill_group(pgid: u32, grace: Duration) {
-    if pgid <= 1 || !group_exists(pgid) {
+    if pgid <= 1 || !group_alive(pgid) {
         return;
     }
     let g = Pid::from_raw(pgid as i32);
@@ -138,10 +164,8 @@ pub fn kill_group(pgid: u32, grace: Duration) {
         let _ = killpg(g, Signal::SIGTERM);
         let until = Instant::now() + grace;
         while Instant::now() < until {
-            // An orphan's exited leader may linger as a zombie nobody reaps,
-            // so "gone" means the leader is gone or a zombie.
-            if !group_exists(pgid) || crate::host::process_start_time(pgid).is_none() {
-                break;
+            if !group_alive(pgid) {
+                return;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -157,7 +181,7 @@ pub fn kill_orphan(p: &ProcessRef) -> bool {
     let leader = crate::host::process_start_time(p.pid);
     let ours = match leader {
         Some(st) => st == p.start_time,
-        None => group_exists(p.pid),
+        None => group_alive(p.pid),
     };
     if ours {
         kill_group(p.pid, Duration::from_secs(2));
@@ -241,7 +265,7 @@ mod tests {
             crate::host::process_start_time(child).is_none(),
             "grandchild survived"
         );
-        assert!(!group_exists(pgid));
+        assert!(!group_alive(pgid));
     }
 
     #[test]

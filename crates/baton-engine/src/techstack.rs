@@ -251,9 +251,10 @@ fn match_exact(stack: &mut Stack, table: &[(&str, Kind, &str)], name: &str) {
     }
 }
 
-/// Names of the regular files directly in `dir` (sorted; empty if unreadable).
+/// Names of the files (or symlinks, checked when read) directly in `dir` (sorted; empty if
+/// unreadable).
 fn file_names(dir: &Path) -> BTreeSet<String> {
-    dir_entries(dir, |ty| ty.is_file())
+    dir_entries(dir, |ty| ty.is_file() || ty.is_symlink())
 }
 
 /// Names of the subfolders of `root` worth scanning (sorted; symlinks are not followed).
@@ -282,15 +283,6 @@ fn read_text(path: &Path) -> Option<String> {
     fs_err::read_to_string(path).ok()
 }
 
-fn is_compose_file(name: &str) -> bool {
-    (name.starts_with("compose.") || name.starts_with("docker-compose."))
-        && (name.ends_with(".yml") || name.ends_with(".yaml"))
-}
-
-fn is_requirements_file(name: &str) -> bool {
-    name.starts_with("requirements") && name.ends_with(".txt")
-}
-
 /// Scans the manifests of one folder. `prefix` is the folder's path relative to the root
 /// (empty or ending in `/`); `names` are its files and `root_names` the root folder's files.
 fn scan_dir(
@@ -301,29 +293,65 @@ fn scan_dir(
     stack: &mut Stack,
 ) {
     for name in names {
-        let path = dir.join(name);
-        let Some(text) = read_text(&path) else {
+        // Decide from the name alone: other files are never opened.
+        let Some(kind) = Manifest::from_name(name) else {
             continue;
         };
-        let ok = match name.as_str() {
-            "Cargo.toml" => scan_cargo(&text, stack),
-            "package.json" => scan_package_json(&text, names, root_names, stack),
-            "pyproject.toml" => scan_pyproject(&text, names, stack),
-            "setup.py" => {
+        let Some(text) = read_text(&dir.join(name)) else {
+            continue;
+        };
+        let ok = match kind {
+            Manifest::Cargo => scan_cargo(&text, stack),
+            Manifest::PackageJson => scan_package_json(&text, names, root_names, stack),
+            Manifest::Pyproject => scan_pyproject(&text, names, stack),
+            Manifest::SetupPy => {
                 scan_python_dir(names, stack);
                 stack.package_managers.insert("pip");
                 true
             }
-            "go.mod" => scan_go_mod(&text, stack),
-            "pom.xml" => scan_jvm(&text, "maven", dir, stack),
-            "build.gradle" | "build.gradle.kts" => scan_jvm(&text, "gradle", dir, stack),
-            n if is_requirements_file(n) => scan_requirements(&text, names, stack),
-            n if is_compose_file(n) => scan_compose(&text, stack),
-            _ => false,
+            Manifest::Requirements => scan_requirements(&text, names, stack),
+            Manifest::GoMod => scan_go_mod(&text, stack),
+            Manifest::Maven => scan_jvm(&text, "maven", dir, stack),
+            Manifest::Gradle => scan_jvm(&text, "gradle", dir, stack),
+            Manifest::Compose => scan_compose(&text, stack),
         };
         if ok {
             stack.manifests.insert(&format!("{prefix}{name}"));
         }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Manifest {
+    Cargo,
+    PackageJson,
+    Pyproject,
+    SetupPy,
+    Requirements,
+    GoMod,
+    Maven,
+    Gradle,
+    Compose,
+}
+
+impl Manifest {
+    fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "Cargo.toml" => Self::Cargo,
+            "package.json" => Self::PackageJson,
+            "pyproject.toml" => Self::Pyproject,
+            "setup.py" => Self::SetupPy,
+            "go.mod" => Self::GoMod,
+            "pom.xml" => Self::Maven,
+            "build.gradle" | "build.gradle.kts" => Self::Gradle,
+            n if n.starts_with("requirements") && n.ends_with(".txt") => Self::Requirements,
+            n if (n.starts_with("compose.") || n.starts_with("docker-compose."))
+                && (n.ends_with(".yml") || n.ends_with(".yaml")) =>
+            {
+                Self::Compose
+            }
+            _ => return None,
+        })
     }
 }
 
@@ -964,6 +992,43 @@ test = "python -m unittest discover"
             r#"{"dependencies": {"react": "18"}}"#,
         );
         assert_eq!(detect(root), json!({}));
+    }
+
+    #[test]
+    fn folders_named_like_manifests_are_not_manifests() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs_err::create_dir_all(root.join("Cargo.toml")).unwrap();
+        fs_err::create_dir_all(root.join("web/package.json")).unwrap();
+        assert_eq!(detect(root), json!({}));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinked_manifest_files_are_read_but_symlinked_folders_are_not_entered() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        write(
+            outside.path(),
+            "compose.yaml",
+            "services:\n  mq:\n    image: rabbitmq:3\n",
+        );
+        write(
+            outside.path(),
+            "package.json",
+            r#"{"dependencies": {"vue": "3"}}"#,
+        );
+        let root = dir.path();
+        std::os::unix::fs::symlink(
+            outside.path().join("compose.yaml"),
+            root.join("compose.yaml"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("linked")).unwrap();
+        assert_eq!(
+            detect(root),
+            json!({ "services": ["mq", "rabbitmq"], "manifests": ["compose.yaml"] })
+        );
     }
 
     #[test]
