@@ -9,7 +9,7 @@ use crate::state::{
 };
 use crate::time::Timestamp;
 use crate::workflow::{OnFailure, PhaseKind, WaitSpec, Workflow};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// A request the rules refuse, with the reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -200,7 +200,8 @@ pub fn initial(task_id: TaskId, record: &EventRecord) -> Option<TaskState> {
     })
 }
 
-/// What should happen next.
+/// What should happen next. O(phases): one pass to index the phase
+/// statuses, one pass over the definition in file order.
 pub fn next(state: &TaskState, wf: &Workflow) -> Next {
     if let Some(p) = state.in_progress() {
         return Next::InProgress(p.id.clone());
@@ -211,11 +212,9 @@ pub fn next(state: &TaskState, wf: &Workflow) -> Next {
     if let Some(p) = state.waiting_phase() {
         return Next::Waiting(p.id.clone());
     }
+    let status = statuses(state);
     for def in &wf.phases {
-        let Some(ps) = state.phase(def.id.as_str()) else {
-            continue;
-        };
-        if ps.status != PhaseStatus::Pending || !needs_done(state, wf, &def.id) {
+        if status.get(def.id.as_str()) != Some(&PhaseStatus::Pending) || !needs_done(&status, def) {
             continue;
         }
         if let Some(cond) = &def.when
@@ -231,12 +230,18 @@ pub fn next(state: &TaskState, wf: &Workflow) -> Next {
     Next::Complete
 }
 
-fn needs_done(state: &TaskState, wf: &Workflow, id: &PhaseId) -> bool {
-    wf.phase(id.as_str()).is_some_and(|def| {
-        def.needs
-            .iter()
-            .all(|n| state.phase(n.as_str()).is_some_and(|p| p.status.is_done()))
-    })
+fn statuses(state: &TaskState) -> HashMap<&str, PhaseStatus> {
+    state
+        .phases
+        .iter()
+        .map(|p| (p.id.as_str(), p.status))
+        .collect()
+}
+
+fn needs_done(status: &HashMap<&str, PhaseStatus>, def: &crate::workflow::Phase) -> bool {
+    def.needs
+        .iter()
+        .all(|n| status.get(n.as_str()).is_some_and(|s| s.is_done()))
 }
 
 /// Checks `input` against the rules; returns the events it causes, in order.

@@ -45,14 +45,16 @@ CREATE TABLE tasks (
     header TEXT NOT NULL
 );
 CREATE INDEX tasks_created ON tasks(created_at);
+-- Rowid tables (not WITHOUT ROWID): rows carrying 1 KB summaries would
+-- each take a mostly empty overflow page in a WITHOUT ROWID b-tree.
 CREATE TABLE phases (
     task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
     idx INTEGER NOT NULL,
     id TEXT NOT NULL,
     status TEXT NOT NULL,
     data TEXT NOT NULL,
-    PRIMARY KEY (task_id, idx)
-) WITHOUT ROWID;
+    UNIQUE (task_id, idx)
+);
 CREATE TABLE events (
     task_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
@@ -61,8 +63,8 @@ CREATE TABLE events (
     phase TEXT,
     attempt INTEGER,
     payload TEXT NOT NULL,
-    PRIMARY KEY (task_id, seq)
-) WITHOUT ROWID;
+    UNIQUE (task_id, seq)
+);
 "#];
 
 pub struct SqliteStore {
@@ -232,7 +234,8 @@ fn write_phases(
         }
     };
     let mut stmt = tx.prepare_cached(
-        "INSERT OR REPLACE INTO phases (task_id, idx, id, status, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO phases (task_id, idx, id, status, data) VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (task_id, idx) DO UPDATE SET id = excluded.id, status = excluded.status, data = excluded.data",
     )?;
     for &i in indices {
         let p: &PhaseState = &state.phases[i];
