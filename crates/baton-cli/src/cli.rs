@@ -100,6 +100,9 @@ pub struct ResumeArgs {
     /// Adopt the edited workflow definition.
     #[arg(long)]
     pub upgrade: bool,
+    /// Internal: take the lease over from this pid (used by `run --detach`).
+    #[arg(long, hide = true, value_name = "PID")]
+    pub takeover_from: Option<u32>,
 }
 
 #[derive(Debug, Args)]

@@ -80,12 +80,16 @@ pub struct RunOptions {
     pub flags: Vec<String>,
     pub labels: Vec<String>,
     pub agent: Option<String>,
-    /// Create the task and return without running it (for `--detach`).
+    /// Create the task and return without running it, still holding its
+    /// lease for the background process that takes it over (`--detach`).
     pub create_only: bool,
 }
 
 #[derive(Debug, Clone, Default)]
 pub struct ResumeOptions {
+    /// A live process on this host whose lease may be taken over: the
+    /// `baton run --detach` that started this background resume.
+    pub takeover_from: Option<u32>,
     pub from: Option<String>,
     pub agent: Option<String>,
     pub upgrade: bool,
@@ -308,7 +312,9 @@ impl Engine {
         )?;
         let mut held = self.create(&id, wf, vec![created], opts.agent.clone())?;
         if opts.create_only {
-            self.release(held);
+            // Stop renewing but keep the lease: the background process
+            // replaces us as owner, so the task never looks CRASHED between.
+            drop(held.hb);
             return Ok((id, Outcome::Waiting("detached".into())));
         }
         let outcome = self.drive(&mut held);
@@ -445,6 +451,10 @@ impl Engine {
 
     // ----- resuming ------------------------------------------------------
 
+    fn may_take_over(&self, lease: &Lease, takeover_from: Option<u32>) -> bool {
+        takeover_from == Some(lease.owner.pid) && lease.owner.host == self.local.host
+    }
+
     fn busy(&self, id: &TaskId, lease: &Lease) -> Error {
         Error::busy(format!(
             "task {id} is being run by {} (lease taken at {}, renewed until {})",
@@ -458,9 +468,18 @@ impl Engine {
     }
 
     /// Takes the lease of an existing task, replacing a dead owner.
-    fn take(&self, id: &TaskId, snap: &TaskSnapshot, agent: Option<String>) -> Result<Held> {
+    fn take(
+        &self,
+        id: &TaskId,
+        snap: &TaskSnapshot,
+        agent: Option<String>,
+        takeover_from: Option<u32>,
+    ) -> Result<Held> {
         let live = self.liveness(snap.lease.as_ref());
         let replace = match (&live, &snap.lease) {
+            (Liveness::Live, Some(l)) if self.may_take_over(l, takeover_from) => {
+                Some(l.owner.clone())
+            }
             (Liveness::Live, Some(l)) if l.owner != self.owner => return Err(self.busy(id, l)),
             (Liveness::Dead(_) | Liveness::Expired, Some(l)) => Some(l.owner.clone()),
             _ => None,
@@ -538,7 +557,7 @@ impl Engine {
                 }
                 DisplayStatus::Running => {
                     let l = snap.lease.as_ref().expect("running has a lease");
-                    if l.owner != self.owner {
+                    if l.owner != self.owner && !self.may_take_over(l, opts.takeover_from) {
                         return Err(self.busy(id, l));
                     }
                 }
@@ -550,7 +569,7 @@ impl Engine {
                 _ => {}
             }
         }
-        let mut held = self.take(id, &snap, opts.agent.clone())?;
+        let mut held = self.take(id, &snap, opts.agent.clone(), opts.takeover_from)?;
         let result = self.resume_held(&mut held, &snap, opts, upgrade_to);
         self.release(held);
         result
@@ -1321,7 +1340,7 @@ impl Engine {
             }
         }
         let snap = self.load(id)?;
-        let mut held = self.take(id, &snap, None)?;
+        let mut held = self.take(id, &snap, None, None)?;
         if let Some(p) = held.state.in_progress().and_then(|p| p.process.clone()) {
             process::kill_orphan(&p);
         }

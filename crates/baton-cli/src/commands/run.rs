@@ -53,14 +53,15 @@ pub fn run(project: &Project, args: RunArgs, printer: &Arc<Printer>) -> Result<E
     };
     let (id, outcome) = eng.run(opts)?;
     if args.detach {
-        return detach(project, &id, printer);
+        return detach(&eng, &id, printer);
     }
     Ok(report(&id, outcome, printer))
 }
 
 /// Starts `baton resume ID` in the background, in its own session, with
 /// its output in the task folder.
-fn detach(project: &Project, id: &baton_core::TaskId, printer: &Printer) -> Result<Exit> {
+fn detach(eng: &baton_engine::Engine, id: &baton_core::TaskId, printer: &Printer) -> Result<Exit> {
+    let project = &eng.project;
     use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe()?;
     let dir = project.task_dir(id);
@@ -71,11 +72,38 @@ fn detach(project: &Project, id: &baton_core::TaskId, printer: &Printer) -> Resu
         .arg(&project.root)
         .arg("resume")
         .arg(id.as_str())
+        .arg("--takeover-from")
+        .arg(std::process::id().to_string())
         .stdin(std::process::Stdio::null())
         .stdout(log.try_clone()?.into_parts().0)
         .stderr(log.into_parts().0)
         .process_group(0);
-    let child = cmd.spawn()?;
+    let mut child = cmd.spawn()?;
+    // Return once the background process holds the lease.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let snap = eng.load(id)?;
+        if snap
+            .lease
+            .as_ref()
+            .is_some_and(|l| l.owner.pid == child.id())
+        {
+            break;
+        }
+        if let Some(status) = child.try_wait()? {
+            return Err(Error::op(format!(
+                "the background run of {id} ended at once ({status})"
+            ))
+            .hint(format!("see {}", dir.join("detached.log").display())));
+        }
+        if std::time::Instant::now() > until {
+            return Err(Error::op(format!(
+                "the background run of {id} did not start within 30s"
+            ))
+            .hint(format!("see {}", dir.join("detached.log").display())));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     printer.info(&format!(
         "task {id} runs in the background (pid {}); follow it with `baton log {id} --follow`",
         child.id()
@@ -93,6 +121,7 @@ pub fn resume(project: &Project, args: ResumeArgs, printer: &Arc<Printer>) -> Re
             from: args.from,
             agent: args.agent,
             upgrade: args.upgrade,
+            takeover_from: args.takeover_from,
         },
     )?;
     Ok(report(&id, outcome, printer))
