@@ -371,6 +371,21 @@ impl Engine {
         let state = state.ok_or_else(|| Error::op("a task must start with task_created"))?;
         let lease = self.new_lease();
         self.store.create_task(&state, &records, &lease)?;
+        let held = self.hold(state, wf, lease, agent)?;
+        self.observer.task_started(id, &held.wf.name);
+        Ok(held)
+    }
+
+    /// Starts the heartbeat of a lease just taken, makes the task current
+    /// and journals who took it.
+    fn hold(
+        &self,
+        state: TaskState,
+        wf: Workflow,
+        lease: Lease,
+        agent: Option<String>,
+    ) -> Result<Held> {
+        let id = state.task_id.clone();
         let hb = Heartbeat::start(
             self.store.clone(),
             id.clone(),
@@ -385,7 +400,7 @@ impl Engine {
             hb,
             agent,
         };
-        self.set_current(id);
+        self.set_current(&id);
         self.commit(
             &mut held,
             vec![Event::Claimed {
@@ -393,7 +408,6 @@ impl Engine {
                 command: self.command.clone(),
             }],
         )?;
-        self.observer.task_started(id, &held.wf.name);
         Ok(held)
     }
 
@@ -489,13 +503,6 @@ impl Engine {
             Acquire::Acquired => {}
             Acquire::Held(l) => return Err(self.busy(id, &l)),
         }
-        let hb = Heartbeat::start(
-            self.store.clone(),
-            id.clone(),
-            self.owner.clone(),
-            self.clock.clone(),
-            self.ttl_ms,
-        );
         // Read again under the lease: another process may have moved it on.
         let fresh = match self.store.load(id) {
             Ok(Some(s)) => s,
@@ -506,21 +513,7 @@ impl Engine {
             }
         };
         let wf = self.pinned(&fresh.state.definition_hash)?;
-        let mut held = Held {
-            state: fresh.state,
-            wf,
-            lease,
-            hb,
-            agent,
-        };
-        self.set_current(id);
-        self.commit(
-            &mut held,
-            vec![Event::Claimed {
-                owner: self.owner.describe(),
-                command: self.command.clone(),
-            }],
-        )?;
+        let held = self.hold(fresh.state, wf, lease, agent)?;
         if let Liveness::Dead(why) = live {
             self.observer
                 .info(&format!("the previous runner is gone: {why}"));

@@ -196,6 +196,18 @@ fn read_lease(s: Option<String>) -> Result<Option<Lease>> {
         .transpose()
 }
 
+/// The lease of a task inside a transaction: `None` if there is no task.
+fn lease_in(tx: &rusqlite::Transaction<'_>, id: &TaskId) -> Result<Option<Option<Lease>>> {
+    let raw: Option<Option<String>> = tx
+        .query_row(
+            "SELECT lease FROM tasks WHERE id = ?1",
+            [id.as_str()],
+            |r| r.get(0),
+        )
+        .optional()?;
+    raw.map(read_lease).transpose()
+}
+
 fn insert_events(
     tx: &rusqlite::Transaction<'_>,
     id: &TaskId,
@@ -487,17 +499,10 @@ impl Store for SqliteStore {
     fn acquire(&self, id: &TaskId, lease: &Lease, replace: Option<&LeaseOwner>) -> Result<Acquire> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let current: Option<Option<String>> = tx
-            .query_row(
-                "SELECT lease FROM tasks WHERE id = ?1",
-                [id.as_str()],
-                |r| r.get(0),
-            )
-            .optional()?;
-        let Some(current) = current else {
+        let Some(current) = lease_in(&tx, id)? else {
             return Err(Error::NotFound(id.clone()));
         };
-        if let Some(cur) = read_lease(current)?
+        if let Some(cur) = current
             && cur.owner != lease.owner
             && Some(&cur.owner) != replace
         {
@@ -546,15 +551,8 @@ impl Store for SqliteStore {
     fn release(&self, id: &TaskId, owner: &LeaseOwner) -> Result<()> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let lease: Option<Option<String>> = tx
-            .query_row(
-                "SELECT lease FROM tasks WHERE id = ?1",
-                [id.as_str()],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if let Some(lease) = lease
-            && read_lease(lease)?.is_some_and(|l| &l.owner == owner)
+        if let Some(lease) = lease_in(&tx, id)?
+            && lease.is_some_and(|l| &l.owner == owner)
         {
             tx.execute("UPDATE tasks SET lease = NULL WHERE id = ?1", [id.as_str()])?;
             tx.commit()?;
