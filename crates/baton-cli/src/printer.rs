@@ -10,6 +10,14 @@ use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 use std::time::Duration;
 
+/// `eprintln!` that ignores a closed stderr (a pipe to `head`, a dropped
+/// terminal): losing a message must never abort a run.
+macro_rules! err_line {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 pub fn color_enabled() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
 }
@@ -58,14 +66,14 @@ impl Printer {
         let bar = self.bar.lock().unwrap_or_else(|p| p.into_inner());
         match bar.as_ref() {
             Some(b) => b.println(s),
-            None => eprintln!("{s}"),
+            None => err_line!("{s}"),
         }
     }
 
     pub fn error(&self, e: &Error) {
-        eprintln!("{} {}", self.paint("1;31", "error:"), e.message);
+        err_line!("{} {}", self.paint("1;31", "error:"), e.message);
         for h in &e.hints {
-            eprintln!("{} {h}", self.paint("1;36", "hint:"));
+            err_line!("{} {h}", self.paint("1;36", "hint:"));
         }
     }
 
@@ -104,7 +112,7 @@ impl Observer for Printer {
             b.enable_steady_tick(Duration::from_millis(100));
             *self.bar.lock().unwrap_or_else(|p| p.into_inner()) = Some(b);
         } else {
-            eprintln!("start {label}");
+            err_line!("start {label}");
         }
     }
 
@@ -136,7 +144,7 @@ impl Observer for Printer {
         if !first.is_empty() {
             line.push_str(&format!(" — {first}"));
         }
-        eprintln!("{line}");
+        err_line!("{line}");
     }
 
     fn info(&self, message: &str) {

@@ -1018,3 +1018,249 @@ fn manners() {
         );
     }
 }
+
+// ----- 12. template values never become shell text ---------------------------
+
+/// The files in the project root whose name starts with `PWNED`.
+fn pwned(p: &TestProject) -> Vec<String> {
+    std::fs::read_dir(p.root())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("PWNED"))
+        .collect()
+}
+
+#[test]
+fn template_values_in_run_commands_are_not_run_by_the_shell() {
+    let p = TestProject::new();
+    // The repro: the shipped example with a description that runs a command.
+    expect(
+        &p,
+        &["run", "example", "hi $(touch PWNED)", "--id", "ex1"],
+        0,
+    );
+    assert_eq!(pwned(&p), Vec::<String>::new(), "the description was run");
+    let out = read(&p, ".baton/tasks/ex1/logs/01-analyze.i0.a1.out");
+    assert!(out.contains("Analyzing: hi $(touch PWNED)"), "{out}");
+
+    // Every kind of variable, with quotes that would close the command's.
+    p.workflow(
+        "inj",
+        r#"name = "inj"
+
+[flags]
+mode = "plain"
+
+[[phase]]
+id = "say"
+run = "echo \"[{{task}}] [{{flags.mode}}] [{{labels.who}}] [{{task_id}}] [{{phase}}]\""
+"#,
+    );
+    let task = "a `touch PWNED2` \"; touch PWNED3; echo \"";
+    let mode = "x'; touch PWNED4; echo '";
+    let who = "$(touch PWNED5)";
+    expect(
+        &p,
+        &[
+            "run",
+            "inj",
+            task,
+            "--id",
+            "inj1",
+            "--flag",
+            &format!("mode={mode}"),
+            "--label",
+            &format!("who={who}"),
+        ],
+        0,
+    );
+    assert_eq!(pwned(&p), Vec::<String>::new(), "a template value was run");
+    let st = p.state("inj1");
+    assert_eq!(
+        st["completed_phases"][0]["summary"],
+        format!("[{task}] [{mode}] [{who}] [inj1] [say]")
+    );
+}
+
+// ----- 13. argument size ----------------------------------------------------
+
+/// Over Linux's 128 KiB per argument: spawning would fail with E2BIG on
+/// every attempt.
+#[test]
+fn a_prompt_too_big_for_one_argument_fails_with_advice() {
+    let p = TestProject::new();
+    let config = read(&p, ".baton/config.toml");
+    write(
+        &p,
+        ".baton/config.toml",
+        &format!(
+            "{config}\n[agents.big]\ncommand = [\"sh\", \"-c\", \"wc -c < \\\"$1\\\" >/dev/null 2>&1; echo agent-ran\", \"sh\", \"{{{{prompt}}}}\"]\n"
+        ),
+    );
+    p.workflow(
+        "big",
+        &format!(
+            "name = \"big\"\n\n[[phase]]\nid = \"think\"\nagent = \"big\"\nprompt = \"{}\\n{{{{task}}}}\"\n",
+            "x".repeat(140_000)
+        ),
+    );
+    let (_, err) = expect(&p, &["run", "big", "x", "--id", "big1"], 1);
+    assert!(err.contains("{{prompt_file}}"), "{err}");
+    let st = p.state("big1");
+    assert_eq!(st["status"], "FAILED");
+    let e = phase(&st, "think")["last_error"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("{{prompt_file}}") && e.contains("[agents.big]"),
+        "{e}"
+    );
+
+    // Following the advice makes it work.
+    write(
+        &p,
+        ".baton/config.toml",
+        &format!(
+            "{config}\n[agents.big]\ncommand = [\"sh\", \"-c\", \"test -s \\\"$1\\\" && echo agent-ran\", \"sh\", \"{{{{prompt_file}}}}\"]\n"
+        ),
+    );
+    expect(&p, &["resume", "big1"], 0);
+    let st = p.state("big1");
+    assert_eq!(st["status"], "COMPLETE");
+    assert_eq!(st["completed_phases"][0]["summary"], "agent-ran");
+}
+
+// ----- 14. flag values and task ids -----------------------------------------
+
+#[test]
+fn flag_values_must_match_the_declared_type() {
+    let p = TestProject::new();
+    // example.toml declares `strict = false`.
+    let (_, err) = expect(
+        &p,
+        &[
+            "run",
+            "example",
+            "x",
+            "--id",
+            "f1",
+            "--flag",
+            "strict=maybe",
+        ],
+        2,
+    );
+    assert!(
+        err.contains("strict") && err.contains("boolean") && err.contains("maybe"),
+        "{err}"
+    );
+    p.workflow(
+        "typed",
+        "name = \"typed\"\n\n[flags]\nretries = 2\nmode = \"fast\"\n\n[[phase]]\nid = \"a\"\nrun = \"echo \\\"{{flags.retries}} {{flags.mode}}\\\"\"\n",
+    );
+    let (_, err) = expect(
+        &p,
+        &["run", "typed", "x", "--id", "f2", "--flag", "retries=many"],
+        2,
+    );
+    assert!(
+        err.contains("retries") && err.contains("integer") && err.contains("many"),
+        "{err}"
+    );
+    let (_, err) = expect(
+        &p,
+        &["run", "typed", "x", "--id", "f3", "--flag", "nope=1"],
+        2,
+    );
+    assert!(err.contains("nope"), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.trim_start().starts_with("hint:") && l.contains("retries")),
+        "no hint listing the flags: {err}"
+    );
+    assert!(ls(&p, true).is_empty(), "a refused run created a task");
+
+    expect(
+        &p,
+        &[
+            "run",
+            "typed",
+            "x",
+            "--id",
+            "f4",
+            "--flag",
+            "retries=5",
+            "--flag",
+            "mode=007",
+        ],
+        0,
+    );
+    let st = p.state("f4");
+    assert_eq!(st["flags"]["retries"], 5);
+    assert_eq!(st["flags"]["mode"], "007");
+    assert_eq!(st["completed_phases"][0]["summary"], "5 007");
+
+    // Ids git cannot name refs after.
+    for bad in ["x.lock", "x."] {
+        let (_, err) = expect(&p, &["run", "example", "x", "--id", bad], 2);
+        assert!(err.contains("must not end with"), "{err}");
+    }
+}
+
+// ----- 15. --upgrade of a waiting task ---------------------------------------
+
+#[test]
+fn upgrade_of_a_waiting_task_adds_flags_and_drops_the_removed_wait() {
+    let p = TestProject::new();
+    p.workflow(
+        "gate",
+        "name = \"gate\"\n\n[[phase]]\nid = \"a\"\nrun = \"echo a\"\n\n[[phase]]\nid = \"approve\"\nwait = { human = \"Ship it?\" }\n\n[[phase]]\nid = \"b\"\nrun = \"echo b\"\n",
+    );
+    expect(&p, &["run", "gate", "x", "--id", "g1"], 4);
+    // The wait is removed; b now uses a flag the first version lacked.
+    p.workflow(
+        "gate",
+        "name = \"gate\"\n\n[flags]\nextra = \"from-v2\"\n\n[[phase]]\nid = \"a\"\nrun = \"echo a\"\n\n[[phase]]\nid = \"b\"\nrun = \"echo \\\"b {{flags.extra}}\\\"\"\n",
+    );
+    let (_, err) = expect(&p, &["resume", "g1"], 4);
+    assert!(err.contains("--upgrade"), "{err}");
+    let (_, err) = expect(&p, &["resume", "g1", "--upgrade"], 0);
+    assert!(err.contains("removed approve"), "{err}");
+    let st = p.state("g1");
+    assert_eq!(st["status"], "COMPLETE", "{st:#}");
+    assert_eq!(completed(&st), ["a", "b"]);
+    assert_eq!(st["flags"]["extra"], "from-v2");
+    assert_eq!(st["completed_phases"][1]["summary"], "b from-v2");
+    assert_eq!(p.passes("g1")["a"], 1);
+    expect(&p, &["doctor"], 0);
+}
+
+// ----- 16. the projection comes from the journal -------------------------------
+
+#[test]
+fn doctor_finds_no_mismatch_after_fork_and_resume_from() {
+    let p = TestProject::new();
+    // b passes once, then fails (its marker under .baton/ survives restores),
+    // so the tasks stop with the resume note still in their projection.
+    p.workflow(
+        "once",
+        "name = \"once\"\n\n[[phase]]\nid = \"a\"\nrun = \"echo a\"\n\n[[phase]]\nid = \"b\"\nrun = \"if [ -f .baton/b-ran ]; then echo again >&2; exit 1; fi; touch .baton/b-ran; echo b\"\n",
+    );
+    expect(&p, &["run", "once", "x", "--id", "o1"], 0);
+    expect(&p, &["fork", "o1", "--from", "b", "--id", "o2"], 1);
+    let st = p.state("o2");
+    assert_eq!(st["status"], "FAILED");
+    let (out, _) = expect(&p, &["doctor"], 0);
+    assert!(!out.contains("does not match"), "{out}");
+
+    expect(&p, &["resume", "o1", "--from", "b"], 1);
+    assert_eq!(p.state("o1")["status"], "FAILED");
+    let (out, _) = expect(&p, &["doctor"], 0);
+    assert!(!out.contains("does not match"), "{out}");
+    let brief = read(&p, ".baton/tasks/o1/brief.md");
+    assert!(
+        brief.contains("Resuming from b: rewound by the user."),
+        "{brief}"
+    );
+}

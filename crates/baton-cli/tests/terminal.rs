@@ -98,3 +98,18 @@ fn without_a_terminal_run_never_prompts() {
         2
     );
 }
+
+#[test]
+fn a_phase_that_reads_the_terminal_fails_instead_of_hanging() {
+    let p = TestProject::new();
+    p.workflow(
+        "tty",
+        "name = \"tty\"\n[[phase]]\nid = \"ask\"\nrun = \"head -c1 /dev/tty\"\n",
+    );
+    let t = Tmux::start(&shell_line(&p, "run tty x --id q1"));
+    // Phases get no controlling terminal: the read fails at once rather
+    // than stopping the phase for ever (SIGTTIN) with baton waiting on it.
+    let screen = t.wait_for("EXIT=", 30);
+    assert!(screen.contains("EXIT=1"), "{screen}");
+    assert!(screen.contains("FAILED  ask"), "{screen}");
+}

@@ -4,6 +4,14 @@
 use crate::state::{PhaseStatus, TaskState};
 use std::fmt::Write;
 
+/// At most this many characters of each phase summary go into the brief;
+/// the full summary stays in the phase's output file. Agents get the brief
+/// in their prompt, and a prompt passed as one argument must stay under
+/// Linux's 128 KiB per-argument limit however long the task runs.
+pub const MAX_SUMMARY_CHARS: usize = 4_000;
+/// At most this many entries of "Files changed so far" go into the brief.
+pub const MAX_FILES: usize = 200;
+
 /// Renders the brief as markdown for the phase about to run.
 pub fn render(state: &TaskState, phase: &str) -> String {
     let mut s = String::new();
@@ -45,30 +53,37 @@ pub fn render(state: &TaskState, phase: &str) -> String {
     let done: Vec<_> = state
         .phases
         .iter()
-        .filter(|p| p.status == PhaseStatus::Pass)
+        .enumerate()
+        .filter(|(_, p)| p.status == PhaseStatus::Pass)
         .collect();
     if !done.is_empty() {
         let _ = writeln!(s, "## Completed phases\n");
-        for p in &done {
+        for (i, p) in &done {
             let summary = p.summary.as_deref().unwrap_or("").trim();
-            let _ = writeln!(
-                s,
-                "### {} (attempt {})\n\n{}\n",
-                p.id,
-                p.attempt,
-                if summary.is_empty() {
-                    "(no summary)"
-                } else {
-                    summary
+            let summary = if summary.is_empty() {
+                "(no summary)".to_string()
+            } else {
+                match summary.char_indices().nth(MAX_SUMMARY_CHARS) {
+                    None => summary.to_string(),
+                    Some((cut, _)) => format!(
+                        "{}\n\n(truncated; the full summary is in .baton/tasks/{}/{})",
+                        summary[..cut].trim_end(),
+                        state.task_id,
+                        crate::document::output_file_name(*i, p.id.as_str())
+                    ),
                 }
-            );
+            };
+            let _ = writeln!(s, "### {} (attempt {})\n\n{summary}\n", p.id, p.attempt);
         }
     }
     let files = state.files_changed_total();
     if !files.is_empty() {
         let _ = writeln!(s, "## Files changed so far\n");
-        for f in files {
+        for f in files.iter().take(MAX_FILES) {
             let _ = writeln!(s, "- {f}");
+        }
+        if files.len() > MAX_FILES {
+            let _ = writeln!(s, "- and {} more", files.len() - MAX_FILES);
         }
         let _ = writeln!(s);
     }
@@ -133,4 +148,92 @@ pub fn acceptance_criteria(state: &TaskState) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{Event, EventRecord};
+    use crate::ids::{PhaseId, TaskId};
+    use crate::machine;
+    use crate::time::Timestamp;
+
+    fn state_with(summary: &str, files: Vec<String>) -> TaskState {
+        let id = TaskId::parse("t1").unwrap();
+        let phases: Vec<PhaseId> = ["a", "b"]
+            .iter()
+            .map(|p| PhaseId::parse(p).unwrap())
+            .collect();
+        let rec = |seq, event| EventRecord {
+            seq,
+            ts: Timestamp(0),
+            event,
+        };
+        let mut s = machine::initial(
+            id,
+            &rec(
+                1,
+                Event::TaskCreated {
+                    workflow: "wf".into(),
+                    definition_hash: "h".into(),
+                    description: "d".into(),
+                    project_name: "p".into(),
+                    flags: Default::default(),
+                    labels: Default::default(),
+                    tech_stack: serde_json::json!({}),
+                    phases: phases.clone(),
+                },
+            ),
+        )
+        .unwrap();
+        for (seq, event) in [
+            Event::PhaseStarted {
+                phase: phases[1].clone(),
+                attempt: 1,
+                iteration: 0,
+                checkpoint: None,
+            },
+            Event::PhasePassed {
+                phase: phases[1].clone(),
+                attempt: 1,
+                summary: summary.into(),
+                output: String::new(),
+                files_changed: files,
+            },
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            machine::apply(&mut s, &rec(seq as u64 + 2, event));
+        }
+        s
+    }
+
+    #[test]
+    fn long_summaries_are_cut_at_a_char_boundary_with_a_pointer() {
+        // 3-byte characters: a byte cut at 4,000 would split one.
+        let long = "é".repeat(MAX_SUMMARY_CHARS) + "€€€ TAIL";
+        let b = render(&state_with(&long, Vec::new()), "c");
+        assert!(b.contains(&"é".repeat(MAX_SUMMARY_CHARS)), "{}", b.len());
+        assert!(!b.contains("TAIL"));
+        assert!(
+            b.contains("(truncated; the full summary is in .baton/tasks/t1/02-b.md)"),
+            "{b}"
+        );
+        let short = render(&state_with("all good", Vec::new()), "c");
+        assert!(short.contains("all good") && !short.contains("truncated"));
+        let exact = "x".repeat(MAX_SUMMARY_CHARS);
+        assert!(!render(&state_with(&exact, Vec::new()), "c").contains("truncated"));
+    }
+
+    #[test]
+    fn long_file_lists_are_cut() {
+        let files: Vec<String> = (0..250).map(|i| format!("src/f{i:03}.rs")).collect();
+        let b = render(&state_with("ok", files), "c");
+        assert!(b.contains("- src/f199.rs"));
+        assert!(!b.contains("- src/f200.rs"));
+        assert!(b.contains("- and 50 more"), "{b}");
+        let b = render(&state_with("ok", vec!["a.rs".into()]), "c");
+        assert!(b.contains("- a.rs") && !b.contains("more"));
+    }
 }

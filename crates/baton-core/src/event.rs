@@ -88,6 +88,10 @@ pub enum Event {
         phases: Vec<PhaseId>,
         added: Vec<PhaseId>,
         removed: Vec<PhaseId>,
+        /// Flags the new definition declares that the task did not have,
+        /// with their defaults (set only where the task has no value yet).
+        #[serde(default)]
+        added_flags: BTreeMap<String, serde_json::Value>,
     },
     TaskCompleted,
     TaskFailed {

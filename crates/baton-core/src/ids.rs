@@ -11,7 +11,8 @@ pub struct IdError {
 }
 
 /// A task id such as `01-add-auth-middleware`: letters, digits, `-`, `_`, `.`,
-/// starting with a letter or digit, at most 64 characters, never `..`.
+/// starting with a letter or digit, at most 64 characters, never `..`, not
+/// ending in `.` or `.lock` (git cannot name refs so).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct TaskId(String);
@@ -48,6 +49,13 @@ impl TaskId {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
         {
             return err("only letters, digits, '-', '_' and '.' are allowed");
+        }
+        // Task ids name git refs (refs/baton/<id>/…), which cannot end so.
+        if s.ends_with('.') {
+            return err("it must not end with '.'");
+        }
+        if s.ends_with(".lock") {
+            return err("it must not end with '.lock'");
         }
         Ok(TaskId(s.to_string()))
     }
@@ -154,6 +162,17 @@ mod tests {
         assert!(TaskId::parse("01-add-auth.v2_x").is_ok());
         assert!(PhaseId::parse("run-tests").is_ok());
         assert!(PhaseId::parse("Run").is_err());
+    }
+
+    #[test]
+    fn refuses_what_git_cannot_name_refs_after() {
+        for bad in ["x.", "fix.lock", "a.b.lock", "1."] {
+            let e = TaskId::parse(bad).expect_err(bad);
+            assert!(e.to_string().contains("must not end with"), "{e}");
+        }
+        for ok in ["x.lockx", "lock", "v1.2", "x-lock"] {
+            assert!(TaskId::parse(ok).is_ok(), "{ok:?} refused");
+        }
     }
 
     #[test]

@@ -114,11 +114,12 @@ pub struct NewTask {
     pub tech_stack: serde_json::Value,
 }
 
-/// The first event of a task; flags given override the workflow's defaults.
+/// The first event of a task; flags given override the workflow's defaults
+/// and must be of the declared flag's type (see [`flag_value`]).
 pub fn create(wf: &Workflow, new: NewTask) -> Result<Event, RuleError> {
     let mut flags = wf.flags.clone();
     for (k, v) in new.flags {
-        if !flags.contains_key(&k) {
+        let Some(declared) = wf.flags.get(&k) else {
             let known: Vec<&str> = wf.flags.keys().map(String::as_str).collect();
             return refuse(format!(
                 "workflow {:?} has no flag {k:?} (its flags: {})",
@@ -129,7 +130,8 @@ pub fn create(wf: &Workflow, new: NewTask) -> Result<Event, RuleError> {
                     known.join(", ")
                 }
             ));
-        }
+        };
+        let v = flag_value(&k, declared, v)?;
         flags.insert(k, v);
     }
     let mut labels = new.labels;
@@ -152,6 +154,48 @@ pub fn create(wf: &Workflow, new: NewTask) -> Result<Event, RuleError> {
         tech_stack: new.tech_stack,
         phases: wf.phases.iter().map(|p| p.id.clone()).collect(),
     })
+}
+
+/// The type of a declared flag, as users write it.
+pub fn flag_type(declared: &serde_json::Value) -> &'static str {
+    match declared {
+        serde_json::Value::Bool(_) => "boolean",
+        serde_json::Value::Number(_) => "integer",
+        _ => "string",
+    }
+}
+
+/// Checks a given flag value against the type of the declared flag (the
+/// type of its default): a boolean flag takes only `true`/`false`, an
+/// integer flag only integers, a string flag anything (kept as text). A
+/// value given as text (`--flag K=V`) is converted to that type.
+pub fn flag_value(
+    name: &str,
+    declared: &serde_json::Value,
+    given: serde_json::Value,
+) -> Result<serde_json::Value, RuleError> {
+    use serde_json::Value as V;
+    let text = match &given {
+        V::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let wrong = |expected: &str| {
+        refuse(format!(
+            "flag {name:?} is {expected}, so {text:?} is not a valid value for it"
+        ))
+    };
+    match declared {
+        V::Bool(_) => match text.as_str() {
+            "true" => Ok(V::Bool(true)),
+            "false" => Ok(V::Bool(false)),
+            _ => wrong("a boolean (true or false)"),
+        },
+        V::Number(_) => match text.trim().parse::<i64>() {
+            Ok(i) => Ok(V::from(i)),
+            Err(_) => wrong("an integer"),
+        },
+        _ => Ok(V::String(text)),
+    }
 }
 
 /// Folds a whole journal into a state.
@@ -569,12 +613,19 @@ pub fn decide(
                 .filter(|p| to.phase(p.id.as_str()).is_none())
                 .map(|p| p.id.clone())
                 .collect();
+            let added_flags = to
+                .flags
+                .iter()
+                .filter(|(k, _)| !state.flags.contains_key(*k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
             Ok(vec![Event::DefinitionUpgraded {
                 from_hash: state.definition_hash.clone(),
                 to_hash: to.hash(),
                 phases: new_ids,
                 added,
                 removed,
+                added_flags,
             }])
         }
     }
@@ -732,7 +783,7 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
             }
             state.iteration_counts.insert(from.to_string(), *iteration);
         }
-        Event::Rewound { reset, .. } => {
+        Event::Rewound { to, reset } => {
             for id in reset {
                 if let Some(p) = state.phase_mut(id.as_str()) {
                     p.reset();
@@ -743,6 +794,7 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
             }
             state.status = TaskStatus::Running;
             state.failure = None;
+            state.resume_note = Some(format!("Resuming from {to}: rewound by the user."));
         }
         Event::TaskResumed { from, note } => {
             if from == "FAILED" {
@@ -760,7 +812,10 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
             state.resume_note = Some(note.clone());
         }
         Event::DefinitionUpgraded {
-            to_hash, phases, ..
+            to_hash,
+            phases,
+            added_flags,
+            ..
         } => {
             let mut old: Vec<PhaseState> = std::mem::take(&mut state.phases);
             state.phases = phases
@@ -771,13 +826,23 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
                 })
                 .collect();
             state.definition_hash = to_hash.clone();
+            for (k, v) in added_flags {
+                state.flags.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+            // The phase the task waited in is gone: nothing holds it back.
+            if state.status == TaskStatus::Waiting && state.waiting_phase().is_none() {
+                state.status = TaskStatus::Running;
+            }
         }
         Event::Adopted {
+            source,
             phases,
             iteration_counts,
             status,
-            ..
         } => {
+            if source.starts_with("fork of") {
+                state.resume_note = Some(format!("Forked: {source}."));
+            }
             for adopted in phases {
                 if let Some(p) = state.phase_mut(adopted.id.as_str()) {
                     *p = adopted.clone();
@@ -798,5 +863,254 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
             state.status = TaskStatus::Cancelled;
             state.failure = Some(reason.clone());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn wf(src: &str) -> Workflow {
+        Workflow::parse(src, "wf.toml", "wf", &|_| Err("no files".into())).unwrap()
+    }
+
+    fn new_task(flags: &[(&str, Value)]) -> NewTask {
+        NewTask {
+            task_id: TaskId::parse("t1").unwrap(),
+            description: "d".into(),
+            project_name: "p".into(),
+            flags: flags
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+            labels: BTreeMap::new(),
+            tech_stack: Value::Null,
+        }
+    }
+
+    /// A task driven by `inputs`, every event applied at `now`.
+    struct Task {
+        wf: Workflow,
+        state: TaskState,
+        journal: Vec<EventRecord>,
+    }
+
+    impl Task {
+        fn new(wf: Workflow, flags: &[(&str, Value)]) -> Task {
+            let rec = EventRecord {
+                seq: 1,
+                ts: Timestamp(0),
+                event: create(&wf, new_task(flags)).unwrap(),
+            };
+            let state = initial(TaskId::parse("t1").unwrap(), &rec).unwrap();
+            Task {
+                wf,
+                state,
+                journal: vec![rec],
+            }
+        }
+        fn input(&mut self, input: Input) {
+            for event in decide(&self.state, &self.wf, input, Timestamp(0)).unwrap() {
+                self.push(event);
+            }
+        }
+        fn push(&mut self, event: Event) {
+            let rec = EventRecord {
+                seq: self.state.last_seq + 1,
+                ts: Timestamp(0),
+                event,
+            };
+            apply(&mut self.state, &rec);
+            self.journal.push(rec);
+            assert_eq!(
+                replay(&self.state.task_id, &self.journal).as_ref(),
+                Some(&self.state),
+                "replay differs from the projection"
+            );
+        }
+        fn pass(&mut self, p: &str) {
+            let phase = PhaseId::parse(p).unwrap();
+            self.input(Input::Start {
+                phase: phase.clone(),
+                checkpoint: None,
+            });
+            self.input(Input::Pass {
+                phase,
+                summary: "ok".into(),
+                output: String::new(),
+                files_changed: Vec::new(),
+            });
+        }
+    }
+
+    const FLAGS: &str = "name = \"wf\"\n[flags]\nsecurity = false\nretries = 2\nmode = \"fast\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\n";
+
+    #[test]
+    fn flag_values_must_match_the_declared_type() {
+        let w = wf(FLAGS);
+        let text = |s: &str| Value::String(s.into());
+        let flags = |given: &[(&str, Value)]| match create(&w, new_task(given)) {
+            Ok(Event::TaskCreated { flags, .. }) => Ok(flags),
+            Ok(other) => panic!("{other:?}"),
+            Err(e) => Err(e.0),
+        };
+        let f = flags(&[
+            ("security", text("true")),
+            ("retries", text("5")),
+            ("mode", text("42")),
+        ])
+        .unwrap();
+        assert_eq!(f["security"], json!(true));
+        assert_eq!(f["retries"], json!(5));
+        assert_eq!(f["mode"], json!("42"), "a string flag keeps text");
+        assert_eq!(
+            flags(&[("security", json!(false))]).unwrap()["security"],
+            json!(false)
+        );
+        assert_eq!(flags(&[]).unwrap()["retries"], json!(2));
+
+        let e = flags(&[("security", text("maybe"))]).unwrap_err();
+        assert!(
+            e.contains("\"security\"") && e.contains("boolean") && e.contains("\"maybe\""),
+            "{e}"
+        );
+        let e = flags(&[("security", text("1"))]).unwrap_err();
+        assert!(e.contains("boolean") && e.contains("\"1\""), "{e}");
+        let e = flags(&[("retries", text("lots"))]).unwrap_err();
+        assert!(
+            e.contains("\"retries\"") && e.contains("integer") && e.contains("\"lots\""),
+            "{e}"
+        );
+        let e = flags(&[("retries", text("true"))]).unwrap_err();
+        assert!(e.contains("integer"), "{e}");
+        let e = flags(&[("nope", text("1"))]).unwrap_err();
+        assert!(e.contains("no flag \"nope\""), "{e}");
+        assert_eq!(flag_type(&json!(true)), "boolean");
+        assert_eq!(flag_type(&json!(3)), "integer");
+        assert_eq!(flag_type(&json!("x")), "string");
+    }
+
+    #[test]
+    fn upgrade_adds_new_flags_with_their_defaults_keeping_set_ones() {
+        let v1 = wf(
+            "name = \"wf\"\n[flags]\nsecurity = false\n[[phase]]\nid = \"a\"\nrun = \"true\"\n[[phase]]\nid = \"b\"\nrun = \"true\"\n",
+        );
+        let mut t = Task::new(v1, &[("security", json!(true))]);
+        t.pass("a");
+        let v2 = wf(
+            "name = \"wf\"\n[flags]\nsecurity = false\npr = true\nlevel = 3\n[[phase]]\nid = \"a\"\nrun = \"true\"\n[[phase]]\nid = \"b\"\nrun = \"echo {{flags.pr}}\"\n",
+        );
+        t.input(Input::Upgrade {
+            to: Box::new(v2.clone()),
+        });
+        match &t.journal.last().unwrap().event {
+            Event::DefinitionUpgraded { added_flags, .. } => {
+                assert_eq!(
+                    added_flags,
+                    &BTreeMap::from([
+                        ("level".to_string(), json!(3)),
+                        ("pr".to_string(), json!(true))
+                    ])
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        t.wf = v2;
+        assert_eq!(t.state.flags["security"], json!(true), "a set flag is kept");
+        assert_eq!(t.state.flags["pr"], json!(true));
+        assert_eq!(t.state.flags["level"], json!(3));
+
+        // A journal written before the field existed still reads.
+        let old: Event = serde_json::from_value(json!({
+            "kind": "definition_upgraded", "from_hash": "a", "to_hash": "b",
+            "phases": ["a"], "added": [], "removed": []
+        }))
+        .unwrap();
+        assert!(
+            matches!(old, Event::DefinitionUpgraded { added_flags, .. } if added_flags.is_empty())
+        );
+    }
+
+    #[test]
+    fn upgrade_removing_the_waiting_phase_makes_the_task_run_again() {
+        let v1 = wf(
+            "name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\n[[phase]]\nid = \"approve\"\nwait = { human = \"ok?\" }\n[[phase]]\nid = \"b\"\nrun = \"true\"\n",
+        );
+        let mut t = Task::new(v1, &[]);
+        t.pass("a");
+        t.input(Input::Wait {
+            phase: PhaseId::parse("approve").unwrap(),
+        });
+        assert_eq!(t.state.status, TaskStatus::Waiting);
+        assert_eq!(next(&t.state, &t.wf), Next::Stopped(TaskStatus::Waiting));
+
+        // An upgrade that keeps the wait leaves the task waiting.
+        let v2 = wf(
+            "name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\n[[phase]]\nid = \"approve\"\nwait = { human = \"ok?\" }\n[[phase]]\nid = \"b\"\nrun = \"echo b\"\n",
+        );
+        t.input(Input::Upgrade {
+            to: Box::new(v2.clone()),
+        });
+        t.wf = v2;
+        assert_eq!(t.state.status, TaskStatus::Waiting);
+
+        let v3 = wf(
+            "name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\n[[phase]]\nid = \"b\"\nrun = \"echo b\"\n",
+        );
+        t.input(Input::Upgrade {
+            to: Box::new(v3.clone()),
+        });
+        t.wf = v3;
+        assert_eq!(t.state.status, TaskStatus::Running);
+        assert_eq!(
+            next(&t.state, &t.wf),
+            Next::Start(PhaseId::parse("b").unwrap())
+        );
+        t.pass("b");
+        t.input(Input::Complete);
+        assert_eq!(t.state.status, TaskStatus::Complete);
+    }
+
+    #[test]
+    fn rewinds_and_forks_set_the_resume_note_from_the_journal() {
+        let w = wf(
+            "name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\n[[phase]]\nid = \"b\"\nrun = \"true\"\n",
+        );
+        let mut t = Task::new(w.clone(), &[]);
+        t.pass("a");
+        t.pass("b");
+        t.input(Input::Complete);
+        t.input(Input::Rewind {
+            to: PhaseId::parse("b").unwrap(),
+        });
+        assert_eq!(
+            t.state.resume_note.as_deref(),
+            Some("Resuming from b: rewound by the user.")
+        );
+
+        let mut f = Task::new(w, &[]);
+        let inherited = vec![t.state.phase("a").unwrap().clone()];
+        f.push(Event::Adopted {
+            source: "fork of t0 at b".into(),
+            phases: inherited.clone(),
+            iteration_counts: BTreeMap::new(),
+            status: TaskStatus::Running,
+        });
+        assert_eq!(
+            f.state.resume_note.as_deref(),
+            Some("Forked: fork of t0 at b.")
+        );
+        f.pass("b");
+        assert_eq!(f.state.resume_note, None, "a pass clears the note");
+
+        let mut r = Task::new(t.wf.clone(), &[]);
+        r.push(Event::Adopted {
+            source: "rebuilt by `baton doctor --fix`".into(),
+            phases: inherited,
+            iteration_counts: BTreeMap::new(),
+            status: TaskStatus::Running,
+        });
+        assert_eq!(r.state.resume_note, None);
     }
 }

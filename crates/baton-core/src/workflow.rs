@@ -180,7 +180,7 @@ impl Workflow {
         let defaults = Defaults {
             agent: d.agent,
             timeout_ms: match &d.timeout {
-                Some(t) => Some(parse_duration(t.get_ref()).map_err(|m| at(Some(t.span()), m))?),
+                Some(t) => Some(parse_timeout(t.get_ref()).map_err(|m| at(Some(t.span()), m))?),
                 None => None,
             },
             max_attempts: match &d.max_attempts {
@@ -308,6 +308,29 @@ impl Workflow {
                 let w = p.wait.as_ref().expect("counted above");
                 PhaseKind::Wait(parse_wait(w.get_ref(), &flags).map_err(|m| at(Some(w.span()), m))?)
             };
+            // Keys that do nothing for this kind of phase are refused, so
+            // nobody believes a wait has a timeout or a command an agent.
+            let ignored: Vec<(&str, Option<Range<usize>>)> = match &kind {
+                PhaseKind::Wait(_) => vec![
+                    ("timeout", p.timeout.as_ref().map(|t| t.span())),
+                    ("max_attempts", p.max_attempts.as_ref().map(|m| m.span())),
+                    ("on_failure", p.on_failure.as_ref().map(|o| o.span())),
+                    ("agent", p.agent.as_ref().map(|a| a.span())),
+                    ("loop_to", p.loop_to.as_ref().map(|l| l.span())),
+                ],
+                PhaseKind::Run { .. } => vec![("agent", p.agent.as_ref().map(|a| a.span()))],
+                PhaseKind::Prompt { .. } => Vec::new(),
+            };
+            if let Some((key, span)) = ignored.into_iter().find(|(_, s)| s.is_some()) {
+                let what = match &kind {
+                    PhaseKind::Wait(_) => "a wait phase",
+                    _ => "a `run` (command) phase",
+                };
+                return Err(at(
+                    span,
+                    format!("phase \"{id}\": `{key}` has no effect on {what}; remove it"),
+                ));
+            }
             let when = match &p.when {
                 Some(w) => Some(
                     Condition::parse(w.get_ref(), |f| flags.contains_key(f))
@@ -346,7 +369,11 @@ impl Workflow {
                 needs,
                 when,
                 kind,
-                agent: p.agent.clone().or_else(|| defaults.agent.clone()),
+                agent: p
+                    .agent
+                    .as_ref()
+                    .map(|a| a.get_ref().clone())
+                    .or_else(|| defaults.agent.clone()),
                 loop_to,
                 max_iterations: p.max_iterations.unwrap_or(3),
                 max_attempts,
@@ -355,9 +382,7 @@ impl Workflow {
                     None => defaults.on_failure,
                 },
                 timeout_ms: match &p.timeout {
-                    Some(t) => {
-                        Some(parse_duration(t.get_ref()).map_err(|m| at(Some(t.span()), m))?)
-                    }
+                    Some(t) => Some(parse_timeout(t.get_ref()).map_err(|m| at(Some(t.span()), m))?),
                     None => defaults.timeout_ms,
                 },
             });
@@ -493,6 +518,16 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
         .map_err(|e| format!("invalid duration {s:?}: {e} (write e.g. \"30s\", \"10m\", \"2h\")"))
 }
 
+/// A `timeout`: a duration of more than 0.
+fn parse_timeout(s: &str) -> Result<u64, String> {
+    match parse_duration(s)? {
+        0 => Err(format!(
+            "timeout {s:?} must be more than 0 (leave `timeout` out for no limit)"
+        )),
+        ms => Ok(ms),
+    }
+}
+
 fn parse_on_failure(s: &str) -> Result<OnFailure, String> {
     match s {
         "halt" => Ok(OnFailure::Halt),
@@ -599,7 +634,7 @@ struct RawPhase {
     run: Option<Spanned<String>>,
     prompt: Option<Spanned<String>>,
     prompt_file: Option<Spanned<String>>,
-    agent: Option<String>,
+    agent: Option<Spanned<String>>,
     loop_to: Option<Spanned<String>>,
     max_iterations: Option<u32>,
     max_attempts: Option<Spanned<u32>>,
@@ -735,6 +770,55 @@ wait = { human = "Ship it?", options = ["yes", "no"] }
         assert!(e.message.contains("invalid phase id"), "{e}");
         let e = err("name = \"wf\"\n[[phase]]\nid = \"a\"\nprompt_file = \"../../etc/passwd\"\n");
         assert!(e.message.contains("inside .baton"), "{e}");
+    }
+
+    #[test]
+    fn zero_timeouts_are_refused() {
+        let e = err("name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\ntimeout = \"0s\"\n");
+        assert_eq!((e.line, e.column), (5, 11), "{e}");
+        assert!(e.message.contains("must be more than 0"), "{e}");
+        let e = err(
+            "name = \"wf\"\n[defaults]\ntimeout = \"0ms\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\n",
+        );
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.message.contains("must be more than 0"), "{e}");
+        let wf = parse("name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\ntimeout = \"1s\"\n")
+            .unwrap();
+        assert_eq!(wf.phases[0].timeout_ms, Some(1000));
+    }
+
+    #[test]
+    fn keys_without_effect_on_the_phase_kind_are_refused() {
+        let head = "name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\n[[phase]]\nid = \"w\"\nwait = { human = \"ok?\" }\n";
+        for (key, line) in [
+            ("timeout = \"5m\"", "timeout"),
+            ("max_attempts = 2", "max_attempts"),
+            ("on_failure = \"skip\"", "on_failure"),
+            ("agent = \"claude\"", "agent"),
+            ("loop_to = \"a\"", "loop_to"),
+        ] {
+            let e = err(&format!("{head}{key}\n"));
+            assert_eq!((e.line, e.column), (8, line.len() + 4), "{key}: {e}");
+            assert!(
+                e.message
+                    .contains(&format!("`{line}` has no effect on a wait phase")),
+                "{key}: {e}"
+            );
+            assert!(e.message.contains("\"w\""), "{e}");
+        }
+        let e = err("name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\nagent = \"claude\"\n");
+        assert_eq!((e.line, e.column), (5, 9), "{e}");
+        assert!(
+            e.message
+                .contains("`agent` has no effect on a `run` (command) phase"),
+            "{e}"
+        );
+        // Defaults still apply to every phase without complaint, and agent
+        // phases take all of these keys.
+        parse(
+            "name = \"wf\"\n[defaults]\nagent = \"claude\"\ntimeout = \"5m\"\nmax_attempts = 2\non_failure = \"skip\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\ntimeout = \"1m\"\nmax_attempts = 3\n[[phase]]\nid = \"p\"\nprompt = \"x\"\nagent = \"codex\"\ntimeout = \"1m\"\nloop_to = \"a\"\n[[phase]]\nid = \"w\"\nwait = { duration = \"1s\" }\n",
+        )
+        .unwrap();
     }
 
     #[test]

@@ -126,12 +126,13 @@ fn build_toml(flag: bool, specs: &[PhaseSpec]) -> String {
                     p.max_iterations
                 );
             }
-        }
-        if let Some(m) = p.max_attempts {
-            let _ = writeln!(s, "max_attempts = {m}");
-        }
-        if let Some(o) = p.on_failure {
-            let _ = writeln!(s, "on_failure = \"{}\"", ["halt", "skip", "retry"][o]);
+            // Attempts and on_failure mean nothing to a wait phase (refused there).
+            if let Some(m) = p.max_attempts {
+                let _ = writeln!(s, "max_attempts = {m}");
+            }
+            if let Some(o) = p.on_failure {
+                let _ = writeln!(s, "on_failure = \"{}\"", ["halt", "skip", "retry"][o]);
+            }
         }
         if let Some(negated) = p.when {
             let _ = writeln!(s, "when = \"{}flags.x\"", if negated { "!" } else { "" });

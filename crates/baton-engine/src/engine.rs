@@ -8,7 +8,7 @@ use crate::project::Project;
 use crate::{host, render};
 use baton_core::lease::{self, DisplayStatus, Lease, LeaseOwner, Liveness, LocalHost};
 use baton_core::machine::{self, Failure, Input, NewTask, Next};
-use baton_core::state::{PhaseStatus, TaskStatus};
+use baton_core::state::{Checkpoint, PhaseStatus, TaskStatus};
 use baton_core::workflow::{PhaseKind, Workflow};
 use baton_core::{
     Clock, Event, EventRecord, TaskId, TaskState, Timestamp, brief, document, template,
@@ -21,6 +21,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+/// The largest argument (or environment value) baton passes to a phase
+/// process. Linux refuses any single one over 128 KiB (E2BIG, "Argument
+/// list too long"); failing below that with a clear message beats a spawn
+/// error that repeats on every attempt.
+const MAX_ARG_BYTES: usize = 100_000;
 
 /// How a drive of a task ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -287,9 +293,11 @@ impl Engine {
     pub fn run(&self, opts: RunOptions) -> Result<(TaskId, Outcome)> {
         let wf = self.load_workflow(&opts.workflow)?;
         self.check_agents(&wf, None, opts.agent.as_deref())?;
+        // Given as text: `machine::create` converts each value to the type
+        // of the declared flag, or refuses it.
         let flags = parse_pairs(&opts.flags, "--flag")?
             .into_iter()
-            .map(|(k, v)| (k, baton_core::condition::parse_flag_value(&v)))
+            .map(|(k, v)| (k, serde_json::Value::String(v)))
             .collect();
         let labels = parse_pairs(&opts.labels, "--label")?;
         let id = match &opts.id {
@@ -309,7 +317,23 @@ impl Engine {
                 labels,
                 tech_stack: crate::techstack::detect(&self.project.root),
             },
-        )?;
+        )
+        .map_err(|e| {
+            let declared: Vec<String> = wf
+                .flags
+                .iter()
+                .map(|(k, v)| format!("{k} ({}, default {v})", machine::flag_type(v)))
+                .collect();
+            Error::from(e).hint(if declared.is_empty() {
+                format!("workflow {:?} declares no flags", wf.name)
+            } else {
+                format!(
+                    "the flags of workflow {:?} are: {}; pass them as --flag NAME=VALUE",
+                    wf.name,
+                    declared.join(", ")
+                )
+            })
+        })?;
         let mut held = self.create(&id, wf, vec![created], opts.agent.clone())?;
         if opts.create_only {
             // Stop renewing but keep the lease: the background process
@@ -554,7 +578,9 @@ impl Engine {
                         return Err(self.busy(id, l));
                     }
                 }
-                DisplayStatus::Waiting => {
+                // An upgrade goes ahead even if the wait is not over: it may
+                // remove the phase waited in, or change what comes after.
+                DisplayStatus::Waiting if upgrade_to.is_none() => {
                     if let Some(w) = self.wait_not_due(&snap.state) {
                         return Ok(Outcome::Waiting(w));
                     }
@@ -667,10 +693,19 @@ impl Engine {
         if let Some(from) = &opts.from {
             let to =
                 baton_core::PhaseId::parse(from).map_err(|e| Error::bad_input(e.to_string()))?;
-            self.restore_worktree(&held.state, &to)?;
+            // Check the rewind before touching any file.
+            machine::decide(
+                &held.state,
+                &held.wf,
+                Input::Rewind { to: to.clone() },
+                self.now(),
+            )?;
+            let cp = held
+                .state
+                .phase(to.as_str())
+                .and_then(|p| p.checkpoint.clone());
+            self.restore_worktree(held, cp, &to)?;
             self.decide_commit(held, Input::Rewind { to: to.clone() })?;
-            let note = format!("Resuming from {to}: rewound by the user.");
-            held.state.resume_note = Some(note);
         }
         self.check_agents(&held.wf, Some(&held.state), held.agent.as_deref())?;
         self.drive(held)
@@ -735,27 +770,68 @@ impl Engine {
         Ok(None)
     }
 
-    fn restore_worktree(&self, state: &TaskState, to: &baton_core::PhaseId) -> Result<()> {
-        let (Some(git), Some(cp)) = (
-            &self.git,
-            state.phase(to.as_str()).and_then(|p| p.checkpoint.clone()),
-        ) else {
+    /// Refuses early, before anything changes, when a checkpoint cannot be
+    /// restored onto the work tree as it stands.
+    fn check_restorable(&self, cp: Option<&Checkpoint>, to: &baton_core::PhaseId) -> Result<()> {
+        if let (Some(git), Some(cp)) = (&self.git, cp)
+            && let Some(why) = git.restore_blocker(cp)
+        {
+            return Err(Error::bad_input(format!(
+                "cannot restore the work tree to the start of {to}: {why}"
+            ))
+            .hint("nothing was changed"));
+        }
+        Ok(())
+    }
+
+    /// Puts the work tree back to checkpoint `cp` (of phase `to`), first
+    /// journaling on `held` where the current work tree is being saved, so
+    /// a crash in between still says where the files went.
+    fn restore_worktree(
+        &self,
+        held: &mut Held,
+        cp: Option<Checkpoint>,
+        to: &baton_core::PhaseId,
+    ) -> Result<()> {
+        let (Some(git), Some(cp)) = (&self.git, cp) else {
             return Ok(());
         };
-        let safety = format!("refs/baton/{}/rewind-{}", state.task_id, state.last_seq);
+        self.check_restorable(Some(&cp), to)?;
+        let short = |h: Option<&str>| {
+            h.map(|h| h[..h.len().min(12)].to_string())
+                .unwrap_or_else(|| "no commit".into())
+        };
+        // Saved work lives outside refs/baton/<task>/, so `rm` and `doctor`
+        // never delete it; the name is unique per restore.
+        let safety = format!(
+            "refs/baton-saved/{}/{}-{}",
+            held.state.task_id,
+            self.now().millis(),
+            std::process::id()
+        );
+        self.decide_commit(
+            held,
+            Input::Note {
+                phase: Some(to.clone()),
+                text: format!(
+                    "restoring the work tree to the start of {to} (snapshot {}); what is there now is saved at {safety}",
+                    short(cp.snapshot.as_deref())
+                ),
+            },
+        )?;
         match git.restore(&cp, &safety) {
             Ok(saved) => {
                 self.observer.info(&format!(
-                    "restored the worktree to the start of {to} ({}); what was there is kept at {safety} ({})",
-                    cp.head.as_deref().map(|h| &h[..h.len().min(12)]).unwrap_or("no commit"),
-                    &saved[..saved.len().min(12)]
+                    "restored the work tree to the start of {to} (HEAD {}); what was there is saved at {safety} ({})",
+                    short(cp.head.as_deref()),
+                    short(Some(&saved)),
                 ));
                 Ok(())
             }
             Err(e) => Err(Error::op(format!(
-                "cannot restore the worktree to the start of {to}: {e}"
+                "cannot restore the work tree to the start of {to}: {e}"
             ))
-            .hint("commit or stash your changes and try again")),
+            .hint(format!("what was there is saved at {safety} if that ref exists (`git show --stat {safety}`)"))),
         }
     }
 
@@ -818,10 +894,18 @@ impl Engine {
                 .collect(),
             status: TaskStatus::Running,
         };
-        self.restore_worktree(&snap.state, &to)?;
+        let cp = snap
+            .state
+            .phase(to.as_str())
+            .and_then(|p| p.checkpoint.clone());
+        self.check_restorable(cp.as_ref(), &to)?;
+        if self.store.load(&new_id)?.is_some() {
+            return Err(Error::bad_input(format!("a task {new_id} already exists"))
+                .hint("pick another --id"));
+        }
         let mut held = self.create(&new_id, wf, vec![created, adopted], None)?;
-        held.state.resume_note = Some(format!("Forked from {src} at phase {from}."));
-        let outcome = self.drive(&mut held);
+        let restored = self.restore_worktree(&mut held, cp, &to);
+        let outcome = restored.and_then(|()| self.drive(&mut held));
         self.release(held);
         Ok((new_id, outcome?))
     }
@@ -913,9 +997,17 @@ impl Engine {
                 return Ok(Outcome::Cancelled);
             }
             if self.interrupt.load(Ordering::SeqCst) {
-                return Ok(Outcome::Interrupted(
-                    "stopped by a signal between phases".into(),
-                ));
+                self.decide_commit(
+                    held,
+                    Input::Note {
+                        phase: None,
+                        text: "stopped by a signal between phases".into(),
+                    },
+                )?;
+                return Ok(Outcome::Interrupted(format!(
+                    "stopped by a signal between phases; `baton resume {}` goes on",
+                    held.state.task_id
+                )));
             }
             match machine::next(&held.state, &held.wf) {
                 Next::Start(p) => {
@@ -1073,10 +1165,37 @@ impl Engine {
             ("BATON_BRIEF_FILE".into(), brief_file.display().to_string()),
         ];
         let (program, args) = match &def.kind {
-            PhaseKind::Run { command } => (
-                "sh".to_string(),
-                vec!["-c".to_string(), template::render(command, vars)],
-            ),
+            PhaseKind::Run { command } => {
+                // Values never enter the shell text: each variable becomes
+                // `${BATON_VAR_…}`, set in the environment, so a task
+                // description like `$(rm -rf ~)` stays text.
+                let (script, refs) = template::render_for_shell(command);
+                let values: Vec<(String, String, String)> = refs
+                    .into_iter()
+                    .map(|(var, name)| {
+                        let value = vars(&var).unwrap_or_default();
+                        (var, name, value)
+                    })
+                    .collect();
+                if let Some((var, _, value)) =
+                    values.iter().find(|(_, _, v)| v.len() > MAX_ARG_BYTES)
+                {
+                    let message = format!(
+                        "{{{{{var}}}}} is {} bytes, more than the {MAX_ARG_BYTES} bytes a command may be given in one environment variable; {}",
+                        value.len(),
+                        if var == "brief" {
+                            "read the file $BATON_BRIEF_FILE instead of using {{brief}}"
+                        } else {
+                            "shorten it"
+                        }
+                    );
+                    return self.fail_unstarted(held, phase, started, message);
+                }
+                for (_, name, value) in values {
+                    env.push((name, value));
+                }
+                ("sh".to_string(), vec!["-c".to_string(), script])
+            }
             PhaseKind::Prompt { template: t, .. } => {
                 let prompt = template::render(t, vars);
                 let prompt_file = dir.join("prompts").join(format!("{label}.md"));
@@ -1109,6 +1228,14 @@ impl Engine {
                             .replace("{{prompt}}", &prompt)
                     })
                     .collect();
+                if let Some(big) = argv.iter().find(|a| a.len() > MAX_ARG_BYTES) {
+                    let message = format!(
+                        "an argument of agent {name:?} is {} bytes (the prompt is {}), more than the {MAX_ARG_BYTES} bytes one argument may have; use {{{{prompt_file}}}} instead of {{{{prompt}}}} in [agents.{name}] command in .baton/config.toml",
+                        big.len(),
+                        prompt.len()
+                    );
+                    return self.fail_unstarted(held, phase, started, message);
+                }
                 (argv[0].clone(), argv[1..].to_vec())
             }
             PhaseKind::Wait(_) => unreachable!("wait phases are not started"),
@@ -1129,7 +1256,7 @@ impl Engine {
             files_changed: Vec::new(),
         };
         let waited = match process::spawn(&spec) {
-            Ok(running) => {
+            Ok(mut running) => {
                 self.decide_commit(
                     held,
                     Input::Process {
@@ -1138,6 +1265,7 @@ impl Engine {
                     },
                 )?;
                 self.crash_point("after-spawn", phase.as_str());
+                running.release();
                 let hb = &held.hb;
                 let stop = || {
                     if hb.lost.load(Ordering::SeqCst) {
@@ -1289,6 +1417,39 @@ impl Engine {
                 );
             }
         }
+        Ok(None)
+    }
+
+    /// Fails the started attempt of `phase` before its process could be
+    /// spawned (what it would be given is unusable).
+    fn fail_unstarted(
+        &self,
+        held: &mut Held,
+        phase: &baton_core::PhaseId,
+        started: std::time::Instant,
+        message: String,
+    ) -> Result<Option<Outcome>> {
+        let failure = Failure {
+            message: message.clone(),
+            exit_code: None,
+            timed_out: false,
+            stderr_tail: String::new(),
+            files_changed: Vec::new(),
+        };
+        self.decide_commit(
+            held,
+            Input::Fail {
+                phase: phase.clone(),
+                failure,
+            },
+        )?;
+        self.observer.phase_finished(
+            &held.state.task_id,
+            phase.as_str(),
+            PhaseStatus::Failed,
+            started.elapsed().as_millis() as i64,
+            &message,
+        );
         Ok(None)
     }
 

@@ -14,20 +14,37 @@ pub struct GitError {
     pub stderr: String,
 }
 
+/// The repository holding a project. Commands run at the top of the work
+/// tree, so checkpoints cover the whole repository even when the project
+/// (its `.baton/`) sits in a subfolder.
 pub struct Git {
     root: PathBuf,
+    /// The project's `.baton/` relative to the top, as an exclude pathspec.
+    exclude_baton: String,
+    baton_path: String,
 }
 
 impl Git {
-    /// The repository at `root`, if `root` is inside a git work tree.
-    pub fn open(root: &Path) -> Option<Git> {
-        let g = Git {
-            root: root.to_path_buf(),
+    /// The repository containing `project`, if it is inside a git work tree.
+    pub fn open(project: &Path) -> Option<Git> {
+        let probe = Git {
+            root: project.to_path_buf(),
+            exclude_baton: String::new(),
+            baton_path: String::new(),
         };
-        match g.run(&["rev-parse", "--is-inside-work-tree"], &[]) {
-            Ok(out) if out.trim() == "true" => Some(g),
-            _ => None,
-        }
+        let top = probe.run(&["rev-parse", "--show-toplevel"], &[]).ok()?;
+        let top = PathBuf::from(top.trim());
+        let rel = std::fs::canonicalize(project)
+            .ok()?
+            .strip_prefix(std::fs::canonicalize(&top).ok()?)
+            .ok()?
+            .join(".baton");
+        let baton_path = rel.to_string_lossy().into_owned();
+        Some(Git {
+            root: top,
+            exclude_baton: format!(":(exclude,top){baton_path}"),
+            baton_path,
+        })
     }
 
     fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
@@ -76,8 +93,9 @@ impl Git {
             .filter(|s| !s.is_empty())
     }
 
-    /// A commit holding the whole worktree (tracked and untracked, not
-    /// ignored, `.baton/` left out), parented on HEAD, kept by `refname`.
+    /// A commit holding the whole work tree (tracked and untracked, not
+    /// ignored, the project's `.baton/` left out), parented on HEAD, kept by
+    /// `refname`.
     pub fn snapshot(&self, refname: &str, message: &str) -> Result<String, GitError> {
         let index = tempfile_path(&self.root);
         let index_s = index.to_string_lossy().into_owned();
@@ -86,7 +104,19 @@ impl Git {
             if self.head().is_some() {
                 self.run(&["read-tree", "HEAD"], &env)?;
             }
-            self.run(&["add", "-A", "--", ".", ":(exclude).baton"], &env)?;
+            self.run(&["add", "-A", "--", ":/", &self.exclude_baton], &env)?;
+            self.run(
+                &[
+                    "rm",
+                    "-r",
+                    "-q",
+                    "--cached",
+                    "--ignore-unmatch",
+                    "--",
+                    &self.baton_path,
+                ],
+                &env,
+            )?;
             let tree = self.run(&["write-tree"], &env)?.trim().to_string();
             let mut args = vec!["commit-tree", tree.as_str(), "-m", message];
             let head = self.head();
@@ -133,34 +163,61 @@ impl Git {
             .collect())
     }
 
-    /// Puts the worktree back to a checkpoint. What was there before is
-    /// first saved under `safety_ref`, so nothing is ever lost: if HEAD moved
-    /// on since the checkpoint, the branch is reset to it and the newer
-    /// commits stay reachable from the safety ref.
+    /// Why the work tree cannot be put back to `cp` as it stands, if so:
+    /// a checkpoint is only restored onto the branch it was taken on.
+    pub fn restore_blocker(&self, cp: &Checkpoint) -> Option<String> {
+        let current = self.branch();
+        match (&cp.branch, current) {
+            (Some(want), Some(cur)) if *want != cur => Some(format!(
+                "the work tree is on branch {cur}, but the checkpoint was taken on {want}; run `git checkout {want}` first"
+            )),
+            (Some(want), None) => Some(format!(
+                "HEAD is detached, but the checkpoint was taken on branch {want}; run `git checkout {want}` first"
+            )),
+            _ => None,
+        }
+    }
+
+    /// Puts the work tree back to a checkpoint. Everything there before is
+    /// first saved as a commit under `safety_ref` (files, untracked ones too,
+    /// and the old branch tip as its parent), so nothing is ever lost. The
+    /// branch is moved back to the checkpoint's HEAD, the checkpoint's files
+    /// are laid down as uncommitted changes, files it lacks are removed;
+    /// ignored files and the project's `.baton/` are never touched.
     pub fn restore(&self, cp: &Checkpoint, safety_ref: &str) -> Result<String, GitError> {
-        let saved = self.snapshot(safety_ref, "baton: worktree before restoring a checkpoint")?;
+        if let Some(why) = self.restore_blocker(cp) {
+            return Err(GitError {
+                args: "restore".into(),
+                stderr: why,
+            });
+        }
+        let saved = self.snapshot(safety_ref, "baton: work tree before restoring a checkpoint")?;
         if let Some(head) = &cp.head
             && self.head().as_deref() != Some(head.as_str())
         {
-            self.run(&["reset", "-q", "--hard", head], &[])?;
+            self.run(&["reset", "-q", "--soft", head], &[])?;
         }
         if let Some(snap) = &cp.snapshot {
-            // Remove untracked files, then lay the snapshot's files down and
-            // leave them as uncommitted changes, as they were.
-            self.run(&["clean", "-fdq", "-e", ".baton", "--", "."], &[])?;
+            // Index = every file now present (minus .baton), so read-tree
+            // removes exactly those the checkpoint lacks.
+            self.run(&["add", "-A", "--", ":/", &self.exclude_baton], &[])?;
             self.run(
-                &["checkout", "-f", snap, "--", ".", ":(exclude).baton"],
+                &[
+                    "rm",
+                    "-r",
+                    "-q",
+                    "--cached",
+                    "--ignore-unmatch",
+                    "--",
+                    &self.baton_path,
+                ],
                 &[],
             )?;
-            self.run(&["reset", "-q"], &[])?;
-            // Files the snapshot lacks but HEAD has were deleted at the time.
-            for f in self.changed_files(snap, "HEAD").unwrap_or_default() {
-                if self
-                    .run(&["cat-file", "-e", &format!("{snap}:{f}")], &[])
-                    .is_err()
-                {
-                    let _ = std::fs::remove_file(self.root.join(&f));
-                }
+            self.run(&["read-tree", "--reset", "-u", snap], &[])?;
+            if self.head().is_some() {
+                self.run(&["reset", "-q"], &[])?;
+            } else {
+                self.run(&["read-tree", "--empty"], &[])?;
             }
         }
         Ok(saved)

@@ -26,7 +26,15 @@ pub struct Running {
     pub pid: u32,
     pub start_time: u64,
     rx: Receiver<std::io::Result<ExitStatus>>,
+    gate: Option<std::process::ChildStdin>,
 }
+
+/// The shell line that holds the real program until baton has journaled
+/// the process (`Running::release`): it waits for one line on stdin, a pipe
+/// from baton. If baton dies first the pipe closes, the read fails and the
+/// program never starts, so a crash can never leave an unrecorded phase
+/// process running next to the re-run.
+const GATE: &str = "IFS= read -r _ || exit 125; exec \"$0\" \"$@\" </dev/null";
 
 /// Why waiting stopped early.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,20 +53,28 @@ pub enum Waited {
     WaitFailed(std::io::Error),
 }
 
+/// Starts the phase process held at the gate, in a new session (its own
+/// process group, no controlling terminal). Fails at once when the program
+/// cannot be found or is not executable.
 pub fn spawn(spec: &Spec) -> std::io::Result<Running> {
+    resolve(&spec.program, &spec.cwd)?;
     let stdout = std::fs::File::create(&spec.stdout)?;
     let stderr = std::fs::File::create(&spec.stderr)?;
-    let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args)
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(GATE)
+        .arg(&spec.program)
+        .args(&spec.args)
         .current_dir(&spec.cwd)
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(stdout)
-        .stderr(stderr)
-        .process_group(0);
+        .stderr(stderr);
+    new_session(&mut cmd);
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
     let mut child = cmd.spawn()?;
+    let gate = child.stdin.take();
     let pid = child.id();
     let start_time = crate::host::process_start_time(pid).unwrap_or(0);
     let (tx, rx) = channel();
@@ -69,10 +85,65 @@ pub fn spawn(spec: &Spec) -> std::io::Result<Running> {
         pid,
         start_time,
         rx,
+        gate,
     })
 }
 
+#[expect(
+    unsafe_code,
+    reason = "setsid() between fork and exec is async-signal-safe; a phase in its own session has no controlling terminal, so one that reads /dev/tty fails at once instead of stopping for ever on SIGTTIN"
+)]
+fn new_session(cmd: &mut Command) {
+    // SAFETY: the closure only calls setsid(2), which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::unistd::setsid()
+                .map(|_| ())
+                .map_err(std::io::Error::from)
+        });
+    }
+}
+
+/// Checks that `program` can be executed, as `exec` would look for it.
+fn resolve(program: &str, cwd: &std::path::Path) -> std::io::Result<()> {
+    use std::io::{Error, ErrorKind};
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let path = cwd.join(program);
+        if !path.exists() {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!("{} does not exist", path.display()),
+            ));
+        }
+        if !executable(&path) {
+            return Err(Error::new(
+                ErrorKind::PermissionDenied,
+                format!("{} is not executable", path.display()),
+            ));
+        }
+        return Ok(());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    if std::env::split_paths(&path).any(|d| executable(&d.join(program))) {
+        Ok(())
+    } else {
+        Err(Error::new(ErrorKind::NotFound, "not found on PATH"))
+    }
+}
+
 impl Running {
+    /// Lets the program start (after its pid is journaled).
+    pub fn release(&mut self) {
+        if let Some(mut g) = self.gate.take() {
+            use std::io::Write;
+            let _ = g.write_all(b"go\n");
+        }
+    }
+
     pub fn process_ref(&self) -> ProcessRef {
         ProcessRef {
             pid: self.pid,
@@ -255,7 +326,8 @@ mod tests {
     fn timeout_kills_the_whole_group() {
         let dir = tempfile::tempdir().unwrap();
         // The shell starts a grandchild that would outlive a plain kill.
-        let r = spawn(&spec(dir.path(), "sleep 30 & echo $! > child; wait")).unwrap();
+        let mut r = spawn(&spec(dir.path(), "sleep 30 & echo $! > child; wait")).unwrap();
+        r.release();
         let pgid = r.pid;
         let w = r.wait(Some(Duration::from_millis(300)), &|| None);
         assert!(matches!(w, Waited::TimedOut));
@@ -275,7 +347,8 @@ mod tests {
     #[test]
     fn exit_status_and_output_files() {
         let dir = tempfile::tempdir().unwrap();
-        let r = spawn(&spec(dir.path(), "echo hello; echo oops >&2; exit 3")).unwrap();
+        let mut r = spawn(&spec(dir.path(), "echo hello; echo oops >&2; exit 3")).unwrap();
+        r.release();
         match r.wait(None, &|| None) {
             Waited::Exited(s) => assert_eq!(describe(&s), "exit status 3"),
             other => panic!("{other:?}"),
@@ -285,9 +358,37 @@ mod tests {
     }
 
     #[test]
+    fn the_program_waits_at_the_gate_and_never_runs_if_baton_dies() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = spawn(&spec(dir.path(), "touch ran")).unwrap();
+        let pid = r.pid;
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(
+            !dir.path().join("ran").exists(),
+            "ran before the gate opened"
+        );
+        drop(r); // baton "dies": the pipe closes
+        let until = Instant::now() + Duration::from_secs(5);
+        while crate::host::process_start_time(pid).is_some() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!dir.path().join("ran").exists(), "ran without baton");
+    }
+
+    #[test]
+    fn missing_programs_fail_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut missing = spec(dir.path(), "");
+        missing.program = "no-such-program-xyz".into();
+        let err = spawn(&missing).err().expect("spawned a missing program");
+        assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+    }
+
+    #[test]
     fn stop_kills() {
         let dir = tempfile::tempdir().unwrap();
-        let r = spawn(&spec(dir.path(), "sleep 30")).unwrap();
+        let mut r = spawn(&spec(dir.path(), "sleep 30")).unwrap();
+        r.release();
         let w = r.wait(None, &|| Some(Stop::Cancelled));
         assert!(matches!(w, Waited::Stopped(Stop::Cancelled)));
     }

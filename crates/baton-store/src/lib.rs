@@ -122,9 +122,11 @@ pub trait Store: Send + Sync {
     /// Deletes a task with its journal; `false` if there was none.
     fn delete_task(&self, id: &TaskId) -> Result<bool>;
     /// Overwrites a task's projection (task row and every phase row) without
-    /// touching its journal or lease; `doctor --fix` uses it to put back the
-    /// projection replayed from the journal.
-    fn replace_projection(&self, state: &TaskState) -> Result<()>;
+    /// touching its journal or lease, if its journal still ends at
+    /// `state.last_seq` and its lease is still `seen_lease` (the one the
+    /// caller judged dead or absent); else `SeqConflict` or `LeaseLost`.
+    /// `doctor --fix` puts back the projection replayed from the journal.
+    fn replace_projection(&self, state: &TaskState, seen_lease: Option<&Lease>) -> Result<()>;
     /// Runs the backend's own integrity check; returns problems found.
     fn check(&self) -> Result<Vec<String>>;
 }

@@ -581,9 +581,31 @@ impl Store for SqliteStore {
         Ok(n > 0)
     }
 
-    fn replace_projection(&self, state: &TaskState) -> Result<()> {
+    fn replace_projection(&self, state: &TaskState, seen_lease: Option<&Lease>) -> Result<()> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let id = &state.task_id;
+        let Some(lease) = lease_in(&tx, id)? else {
+            return Err(Error::NotFound(id.clone()));
+        };
+        if lease.as_ref() != seen_lease {
+            return Err(Error::LeaseLost {
+                task: id.clone(),
+                holder: lease,
+            });
+        }
+        let last: i64 = tx.query_row(
+            "SELECT COALESCE(MAX(seq), 0) FROM events WHERE task_id = ?1",
+            [id.as_str()],
+            |r| r.get(0),
+        )?;
+        if last as u64 != state.last_seq {
+            return Err(Error::SeqConflict {
+                task: id.clone(),
+                expected: state.last_seq,
+                found: last as u64,
+            });
+        }
         let n = tx.execute(
             "UPDATE tasks SET status = ?2, last_phase = ?3, updated_at = ?4, last_seq = ?5, definition_hash = ?6, header = ?7 WHERE id = ?1",
             params![

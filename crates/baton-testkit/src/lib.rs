@@ -245,3 +245,13 @@ impl Drop for Tmux {
         let _ = self.cmd(&["kill-server"]).output();
     }
 }
+
+impl TestProject {
+    /// `baton --project DIR show ID --json`, for projects in subfolders.
+    pub fn state_in(&self, project: &Path, id: &str) -> serde_json::Value {
+        let (code, out, err) =
+            self.run(&["--project", project.to_str().unwrap(), "show", id, "--json"]);
+        assert_eq!(code, 0, "show failed: {err}");
+        serde_json::from_str(&out).unwrap()
+    }
+}

@@ -52,9 +52,16 @@ fn project_of(dir: Option<std::path::PathBuf>) -> Result<Project> {
 }
 
 /// Opens the engine with the printer as its observer.
-/// SIGINT, SIGTERM and SIGHUP set a flag the engine watches: it then kills
-/// the running phase's process group, records the interruption and returns.
+/// Opens the engine with the printer as its observer.
 fn engine(project: &Project, printer: &Arc<Printer>) -> Result<Engine> {
+    Engine::open(project.clone(), printer.clone())
+}
+
+/// The engine for commands that drive a task (run, resume, fork): SIGINT,
+/// SIGTERM and SIGHUP set a flag it watches, so it kills the running phase's
+/// process group, records the interruption and returns. Other commands keep
+/// the default behaviour (Ctrl-C ends them at once).
+fn driving_engine(project: &Project, printer: &Arc<Printer>) -> Result<Engine> {
     let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
     for sig in [
         signal_hook::consts::SIGINT,
@@ -63,7 +70,7 @@ fn engine(project: &Project, printer: &Arc<Printer>) -> Result<Engine> {
     ] {
         signal_hook::flag::register(sig, flag.clone())?;
     }
-    Ok(Engine::open(project.clone(), printer.clone())?.with_interrupt(flag))
+    Ok(engine(project, printer)?.with_interrupt(flag))
 }
 
 /// A task id from the argument, or the current task.

@@ -1,7 +1,7 @@
 //! `baton run`, `baton resume`, `baton fork`: drive a task and turn how it
 //! ended into an exit code.
 
-use super::{Result, engine, task_id};
+use super::{Result, driving_engine, task_id};
 use crate::cli::{ForkArgs, ResumeArgs, RunArgs};
 use crate::printer::Printer;
 use baton_core::Exit;
@@ -11,7 +11,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
 pub fn run(project: &Project, args: RunArgs, printer: &Arc<Printer>) -> Result<Exit> {
-    let eng = engine(project, printer)?;
+    let eng = driving_engine(project, printer)?;
     // An unfinished current task: offer to resume it, on a terminal only.
     if std::io::stdin().is_terminal()
         && std::io::stderr().is_terminal()
@@ -113,7 +113,7 @@ fn detach(eng: &baton_engine::Engine, id: &baton_core::TaskId, printer: &Printer
 }
 
 pub fn resume(project: &Project, args: ResumeArgs, printer: &Arc<Printer>) -> Result<Exit> {
-    let eng = engine(project, printer)?;
+    let eng = driving_engine(project, printer)?;
     let id = task_id(project, args.id.as_deref())?;
     let outcome = eng.resume(
         &id,
@@ -128,7 +128,7 @@ pub fn resume(project: &Project, args: ResumeArgs, printer: &Arc<Printer>) -> Re
 }
 
 pub fn fork(project: &Project, args: ForkArgs, printer: &Arc<Printer>) -> Result<Exit> {
-    let eng = engine(project, printer)?;
+    let eng = driving_engine(project, printer)?;
     let src = task_id(project, Some(&args.id))?;
     if eng
         .store

@@ -1,0 +1,182 @@
+//! Restoring checkpoints (`resume --from`, `fork`) never loses what the user
+//! had: work outside the project folder, other branches, saved work.
+
+use baton_testkit::TestProject;
+
+const WF: &str = r#"
+name = "m"
+[[phase]]
+id = "a"
+run = "echo one > a.txt"
+[[phase]]
+id = "b"
+run = "echo two >> a.txt; echo b > b.txt"
+"#;
+
+fn read(p: &TestProject, f: &str) -> String {
+    std::fs::read_to_string(p.root().join(f)).unwrap_or_else(|e| panic!("{f}: {e}"))
+}
+
+/// All refs under refs/baton-saved/, with the files each one holds.
+fn saved(p: &TestProject) -> Vec<(String, String)> {
+    p.git(&["for-each-ref", "--format=%(refname)", "refs/baton-saved/"])
+        .lines()
+        .map(|r| (r.to_string(), p.git(&["ls-tree", "-r", "--name-only", r])))
+        .collect()
+}
+
+#[test]
+fn from_restores_the_project_and_saves_what_was_there_first() {
+    let p = TestProject::new();
+    p.workflow("m", WF);
+    assert_eq!(p.run(&["run", "m", "x", "--id", "t"]).0, 0);
+    std::fs::write(p.root().join("a.txt"), "edited by hand\n").unwrap();
+    std::fs::write(p.root().join("mine.txt"), "untracked work\n").unwrap();
+    let (code, _, err) = p.run(&["resume", "t", "--from", "b"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("refs/baton-saved/t/"),
+        "says where the old work tree went: {err}"
+    );
+    // b ran again on a.txt as it was when b first started.
+    assert_eq!(read(&p, "a.txt"), "one\ntwo\n");
+    assert!(
+        !p.root().join("mine.txt").exists(),
+        "files the checkpoint lacks are removed"
+    );
+    // ... but they are saved, with the hand edit.
+    let refs = saved(&p);
+    assert_eq!(refs.len(), 1, "{refs:?}");
+    assert!(refs[0].1.contains("mine.txt"), "{refs:?}");
+    let blob = p.git(&["show", &format!("{}:a.txt", refs[0].0)]);
+    assert_eq!(blob, "edited by hand\n");
+    // The journal says so before the rewind.
+    let kinds: Vec<String> = p
+        .journal("t")
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap().to_string())
+        .collect();
+    let note = kinds
+        .iter()
+        .rposition(|k| k == "note")
+        .expect("a note about the restore");
+    let rewound = kinds.iter().rposition(|k| k == "rewound").unwrap();
+    assert!(note < rewound, "{kinds:?}");
+    // `rm` keeps saved work.
+    assert_eq!(p.run(&["rm", "t"]).0, 0);
+    assert_eq!(saved(&p).len(), 1, "rm deleted the saved work tree");
+}
+
+#[test]
+fn a_project_in_a_subfolder_never_loses_work_elsewhere_in_the_repo() {
+    let p = TestProject::bare();
+    p.git(&["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(p.root().join("proj")).unwrap();
+    std::fs::create_dir_all(p.root().join("other")).unwrap();
+    std::fs::write(p.root().join("other/o.txt"), "base\n").unwrap();
+    std::fs::write(p.root().join("proj/README"), "x\n").unwrap();
+    p.git(&["add", "."]);
+    p.git(&["commit", "-qm", "init"]);
+    let proj = p.root().join("proj");
+    let baton = |args: &[&str]| {
+        let mut all = vec!["--project", proj.to_str().unwrap()];
+        all.extend_from_slice(args);
+        p.run(&all)
+    };
+    assert_eq!(baton(&["init"]).0, 0);
+    std::fs::write(proj.join(".baton/workflows/m.toml"), WF).unwrap();
+    let (code, _, err) = baton(&["run", "m", "x", "--id", "t"]);
+    assert_eq!(code, 0, "{err}");
+    // Work outside the project folder, uncommitted.
+    std::fs::write(p.root().join("other/o.txt"), "base\nmy edit\n").unwrap();
+    let (code, _, err) = baton(&["resume", "t", "--from", "b"]);
+    assert_eq!(code, 0, "{err}");
+    // Restored as of b's start (the edit came later) but saved, not lost.
+    let refs = saved(&p);
+    assert_eq!(refs.len(), 1, "{refs:?}");
+    assert_eq!(
+        p.git(&["show", &format!("{}:other/o.txt", refs[0].0)]),
+        "base\nmy edit\n"
+    );
+    // The project's .baton/ is untouched and the task complete.
+    assert!(proj.join(".baton/workflows/m.toml").exists());
+    assert_eq!(p.state_in(&proj, "t")["status"], "COMPLETE");
+}
+
+#[test]
+fn restoring_onto_another_branch_is_refused_before_anything_changes() {
+    let p = TestProject::new();
+    p.workflow("m", WF);
+    assert_eq!(p.run(&["run", "m", "x", "--id", "t"]).0, 0);
+    p.git(&["checkout", "-q", "-b", "feature"]);
+    std::fs::write(p.root().join("feat.txt"), "feature work\n").unwrap();
+    p.git(&["add", "feat.txt"]);
+    p.git(&["commit", "-qm", "feature"]);
+    let journal = p.journal("t").len();
+    let (code, _, err) = p.run(&["resume", "t", "--from", "b"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("git checkout main"), "{err}");
+    assert_eq!(read(&p, "feat.txt"), "feature work\n");
+    assert_eq!(
+        p.git(&["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+        "feature"
+    );
+    assert_eq!(
+        p.journal("t").len(),
+        journal + 1,
+        "only the claim is journaled"
+    );
+    let (code, _, err) = p.run(&["fork", "t", "--from", "b", "--id", "t2"]);
+    assert_eq!(code, 2, "{err}");
+    let (_, out, _) = p.run(&["ls", "--all", "--json"]);
+    assert!(!out.contains("\"t2\""), "no fork was created: {out}");
+}
+
+#[test]
+fn a_refused_rewind_changes_no_file() {
+    let p = TestProject::new();
+    p.workflow(
+        "f",
+        "name = \"f\"\n[[phase]]\nid = \"a\"\nrun = \"echo a > a.txt; exit 1\"\n[[phase]]\nid = \"b\"\nrun = \"true\"\n[[phase]]\nid = \"c\"\nrun = \"true\"\n",
+    );
+    assert_eq!(p.run(&["run", "f", "x", "--id", "y"]).0, 1);
+    std::fs::write(p.root().join("user.txt"), "mine\n").unwrap();
+    let (code, _, err) = p.run(&["resume", "y", "--from", "c"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("needs b"), "{err}");
+    assert_eq!(read(&p, "user.txt"), "mine\n");
+    assert!(saved(&p).is_empty());
+}
+
+#[test]
+fn forks_save_their_work_trees_under_distinct_refs() {
+    let p = TestProject::new();
+    p.workflow("m", WF);
+    assert_eq!(p.run(&["run", "m", "x", "--id", "t"]).0, 0);
+    std::fs::write(p.root().join("w1.txt"), "W1\n").unwrap();
+    assert_eq!(p.run(&["fork", "t", "--from", "b", "--id", "f1"]).0, 0);
+    std::fs::write(p.root().join("w2.txt"), "W2\n").unwrap();
+    assert_eq!(p.run(&["fork", "t", "--from", "b", "--id", "f2"]).0, 0);
+    let refs = saved(&p);
+    assert_eq!(refs.len(), 2, "{refs:?}");
+    assert!(refs.iter().any(|(_, files)| files.contains("w1.txt")));
+    assert!(refs.iter().any(|(_, files)| files.contains("w2.txt")));
+    // The original is untouched and a fork's projection matches its journal.
+    let (code, out, err) = p.run(&["doctor"]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+#[test]
+fn a_closed_stderr_does_not_crash_the_run() {
+    let p = TestProject::new();
+    p.workflow("m", WF);
+    let mut child = p
+        .baton(&["run", "m", "x", "--id", "t"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take()); // like `2>&1 | head -1` closing early
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(p.state("t")["status"], "COMPLETE");
+}
