@@ -93,6 +93,17 @@ impl Git {
             .filter(|s| !s.is_empty())
     }
 
+    /// Stages every file of the work tree (untracked too, ignored ones not)
+    /// and unstages the project's `.baton/`, in the index `env` names.
+    fn stage_all(&self, env: &[(&str, &str)]) -> Result<(), GitError> {
+        self.run(&["add", "-A", "--", ":/", &self.exclude_baton], env)?;
+        let rm = ["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--"];
+        let mut args = rm.to_vec();
+        args.push(&self.baton_path);
+        self.run(&args, env)?;
+        Ok(())
+    }
+
     /// A commit holding the whole work tree (tracked and untracked, not
     /// ignored, the project's `.baton/` left out), parented on HEAD, kept by
     /// `refname`.
@@ -104,19 +115,7 @@ impl Git {
             if self.head().is_some() {
                 self.run(&["read-tree", "HEAD"], &env)?;
             }
-            self.run(&["add", "-A", "--", ":/", &self.exclude_baton], &env)?;
-            self.run(
-                &[
-                    "rm",
-                    "-r",
-                    "-q",
-                    "--cached",
-                    "--ignore-unmatch",
-                    "--",
-                    &self.baton_path,
-                ],
-                &env,
-            )?;
+            self.stage_all(&env)?;
             let tree = self.run(&["write-tree"], &env)?.trim().to_string();
             let mut args = vec!["commit-tree", tree.as_str(), "-m", message];
             let head = self.head();
@@ -200,19 +199,7 @@ impl Git {
         if let Some(snap) = &cp.snapshot {
             // Index = every file now present (minus .baton), so read-tree
             // removes exactly those the checkpoint lacks.
-            self.run(&["add", "-A", "--", ":/", &self.exclude_baton], &[])?;
-            self.run(
-                &[
-                    "rm",
-                    "-r",
-                    "-q",
-                    "--cached",
-                    "--ignore-unmatch",
-                    "--",
-                    &self.baton_path,
-                ],
-                &[],
-            )?;
+            self.stage_all(&[])?;
             self.run(&["read-tree", "--reset", "-u", snap], &[])?;
             if self.head().is_some() {
                 self.run(&["reset", "-q"], &[])?;

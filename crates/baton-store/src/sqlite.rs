@@ -208,6 +208,22 @@ fn lease_in(tx: &rusqlite::Transaction<'_>, id: &TaskId) -> Result<Option<Option
     raw.map(read_lease).transpose()
 }
 
+/// Writes a task's row from its state; returns the rows changed (0: no task).
+fn update_task_row(tx: &rusqlite::Transaction<'_>, state: &TaskState) -> Result<usize> {
+    Ok(tx.execute(
+        "UPDATE tasks SET status = ?2, last_phase = ?3, updated_at = ?4, last_seq = ?5, definition_hash = ?6, header = ?7 WHERE id = ?1",
+        params![
+            state.task_id.as_str(),
+            state.status.as_str(),
+            last_phase(state),
+            state.updated_at.millis(),
+            state.last_seq as i64,
+            state.definition_hash,
+            header_json(state),
+        ],
+    )?)
+}
+
 fn insert_events(
     tx: &rusqlite::Transaction<'_>,
     id: &TaskId,
@@ -362,18 +378,7 @@ impl Store for SqliteStore {
             });
         }
         insert_events(&tx, id, events)?;
-        tx.execute(
-            "UPDATE tasks SET status = ?2, last_phase = ?3, updated_at = ?4, last_seq = ?5, definition_hash = ?6, header = ?7 WHERE id = ?1",
-            params![
-                id.as_str(),
-                state.status.as_str(),
-                last_phase(state),
-                state.updated_at.millis(),
-                state.last_seq as i64,
-                state.definition_hash,
-                header_json(state),
-            ],
-        )?;
+        update_task_row(&tx, state)?;
         write_phases(&tx, state, phases)?;
         tx.commit()?;
         Ok(())
@@ -606,18 +611,7 @@ impl Store for SqliteStore {
                 found: last as u64,
             });
         }
-        let n = tx.execute(
-            "UPDATE tasks SET status = ?2, last_phase = ?3, updated_at = ?4, last_seq = ?5, definition_hash = ?6, header = ?7 WHERE id = ?1",
-            params![
-                state.task_id.as_str(),
-                state.status.as_str(),
-                last_phase(state),
-                state.updated_at.millis(),
-                state.last_seq as i64,
-                state.definition_hash,
-                header_json(state),
-            ],
-        )?;
+        let n = update_task_row(&tx, state)?;
         if n == 0 {
             return Err(Error::NotFound(state.task_id.clone()));
         }
