@@ -362,16 +362,35 @@ fn failing_commands_fail_the_phase_with_their_exit_status() {
     assert_eq!(phase(&st, "bad")["attempt"], 3);
     assert_eq!(st["status"], "FAILED");
 
-    // An agent whose command does not exist.
+    // An agent whose program is not installed: refused up front, exit 2,
+    // nothing created.
     let config = format!(
-        "{}\n[agents.ghost]\ncommand = [\"no-such-agent-xyz\", \"{{{{prompt}}}}\"]\n",
+        "{}\n[agents.ghost]\ncommand = [\"no-such-agent-xyz\", \"{{{{prompt}}}}\"]\n[agents.local]\ncommand = [\"./agent.sh\", \"{{{{prompt_file}}}}\"]\n",
         read(&p, ".baton/config.toml")
     );
     write(&p, ".baton/config.toml", &config);
     p.workflow("agent", "name = \"agent\"\n\n[[phase]]\nid = \"think\"\nagent = \"ghost\"\nprompt = \"think about {{task}}\"\n");
-    let (_, err) = expect(&p, &["run", "agent", "x", "--id", "agent"], 1);
+    let (_, err) = expect(&p, &["run", "agent", "x", "--id", "agent"], 2);
+    assert!(
+        err.contains("no-such-agent-xyz") && err.contains("cannot be run"),
+        "{err}"
+    );
+    assert!(err.contains("hint:"), "{err}");
+    let (_, out, _) = p.run(&["ls", "--all", "--json"]);
+    assert!(!out.contains("\"agent\""), "a task was created: {out}");
+
+    // An agent program that disappears while the task runs: the attempt
+    // fails with "cannot start".
+    write(&p, "agent.sh", "#!/bin/sh\necho thought\n");
+    let mut perm = std::fs::metadata(p.root().join("agent.sh"))
+        .unwrap()
+        .permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(p.root().join("agent.sh"), perm).unwrap();
+    p.workflow("gone", "name = \"gone\"\n\n[[phase]]\nid = \"remove\"\nrun = \"rm agent.sh\"\n\n[[phase]]\nid = \"think\"\nagent = \"local\"\nprompt = \"think about {{task}}\"\n");
+    let (_, err) = expect(&p, &["run", "gone", "x", "--id", "gone"], 1);
     assert!(err.contains("cannot start"), "{err}");
-    let st = p.state("agent");
+    let st = p.state("gone");
     assert!(
         phase(&st, "think")["last_error"]
             .as_str()

@@ -481,7 +481,18 @@ impl Engine {
                     ))
                     .hint(format!("add [agents.{n}] with command = [\"{n}\", \"-p\", \"{{{{prompt}}}}\"] to .baton/config.toml")));
                 }
-                Some(_) => {}
+                Some(n) => {
+                    let program = &self.project.config.agents[&n].command[0];
+                    if let Err(e) = process::resolve(program, &self.project.root) {
+                        return Err(Error::bad_input(format!(
+                            "phase {} uses agent {n:?}, whose program `{program}` cannot be run: {e}",
+                            p.id
+                        ))
+                        .hint(format!(
+                            "install `{program}`, fix [agents.{n}] command in .baton/config.toml, or pick another agent with --agent NAME"
+                        )));
+                    }
+                }
             }
         }
         Ok(())

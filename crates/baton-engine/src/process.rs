@@ -105,7 +105,7 @@ fn new_session(cmd: &mut Command) {
 }
 
 /// Checks that `program` can be executed, as `exec` would look for it.
-fn resolve(program: &str, cwd: &std::path::Path) -> std::io::Result<()> {
+pub fn resolve(program: &str, cwd: &std::path::Path) -> std::io::Result<()> {
     use std::io::{Error, ErrorKind};
     use std::os::unix::fs::PermissionsExt;
     let executable = |p: &std::path::Path| {
