@@ -92,3 +92,30 @@ fn an_owner_from_an_earlier_boot_of_this_machine_is_dead_at_once() {
         "says why the owner is gone: {err}"
     );
 }
+
+#[test]
+fn a_store_from_a_newer_baton_is_left_alone() {
+    let p = TestProject::new();
+    p.workflow("w", WF);
+    assert_eq!(p.run(&["run", "w", "x", "--id", "t"]).0, 0);
+    let db_path = p.root().join(".baton/baton.db");
+    rusqlite::Connection::open(&db_path)
+        .unwrap()
+        .pragma_update(None, "user_version", 99)
+        .unwrap();
+    let (code, _, err) = p.run(&["ls"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("newer baton"), "{err}");
+    assert!(
+        !err.contains("doctor --fix"),
+        "must not suggest setting it aside: {err}"
+    );
+    let (code, out, err) = p.run(&["doctor", "--fix"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(db_path.exists(), "doctor --fix moved a healthy store");
+    let moved = std::fs::read_dir(p.root().join(".baton"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .any(|e| e.file_name().to_string_lossy().contains("damaged"));
+    assert!(!moved);
+}

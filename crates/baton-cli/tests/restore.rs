@@ -121,11 +121,7 @@ fn restoring_onto_another_branch_is_refused_before_anything_changes() {
         p.git(&["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
         "feature"
     );
-    assert_eq!(
-        p.journal("t").len(),
-        journal + 1,
-        "only the claim is journaled"
-    );
+    assert_eq!(p.journal("t").len(), journal, "nothing is journaled");
     let (code, _, err) = p.run(&["fork", "t", "--from", "b", "--id", "t2"]);
     assert_eq!(code, 2, "{err}");
     let (_, out, _) = p.run(&["ls", "--all", "--json"]);
@@ -179,4 +175,95 @@ fn a_closed_stderr_does_not_crash_the_run() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
     assert_eq!(p.state("t")["status"], "COMPLETE");
+}
+
+#[test]
+fn ignored_files_in_the_way_block_the_restore_and_staged_content_is_saved() {
+    let p = TestProject::new();
+    p.workflow("m", WF);
+    std::fs::write(p.root().join("notes.txt"), "v1\n").unwrap();
+    assert_eq!(p.run(&["run", "m", "x", "--id", "t"]).0, 0);
+    // notes.txt was in the checkpoint; now it is ignored and holds new work.
+    std::fs::write(p.root().join(".gitignore"), "notes.txt\n").unwrap();
+    std::fs::write(p.root().join("notes.txt"), "PRECIOUS\n").unwrap();
+    let (code, _, err) = p.run(&["resume", "t", "--from", "a"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("ignored files") && err.contains("notes.txt"),
+        "{err}"
+    );
+    assert_eq!(read(&p, "notes.txt"), "PRECIOUS\n");
+    std::fs::remove_file(p.root().join("notes.txt")).unwrap();
+
+    // Staged and unstaged versions of one file are both kept.
+    std::fs::write(p.root().join("README.md"), "staged\n").unwrap();
+    p.git(&["add", "README.md"]);
+    std::fs::write(p.root().join("README.md"), "unstaged\n").unwrap();
+    let (code, _, err) = p.run(&["resume", "t", "--from", "a"]);
+    assert_eq!(code, 0, "{err}");
+    let refs = saved(&p);
+    assert_eq!(refs.len(), 1, "{refs:?}");
+    assert_eq!(
+        p.git(&["show", &format!("{}:README.md", refs[0].0)]),
+        "unstaged\n"
+    );
+    assert_eq!(
+        p.git(&["show", &format!("{}^2:README.md", refs[0].0)]),
+        "staged\n"
+    );
+}
+
+#[test]
+fn a_checkpoint_from_a_detached_head_is_not_restored_onto_a_branch() {
+    let p = TestProject::new();
+    p.workflow("m", WF);
+    p.git(&["checkout", "-q", "--detach"]);
+    assert_eq!(p.run(&["run", "m", "x", "--id", "t"]).0, 0);
+    p.git(&["checkout", "-q", "main"]);
+    std::fs::write(p.root().join("m.txt"), "work\n").unwrap();
+    p.git(&["add", "m.txt"]);
+    p.git(&["commit", "-qm", "work"]);
+    let head = p.git(&["rev-parse", "main"]);
+    let (code, _, err) = p.run(&["resume", "t", "--from", "b"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("git checkout --detach"), "{err}");
+    assert_eq!(p.git(&["rev-parse", "main"]), head, "main moved");
+}
+
+#[test]
+fn no_restore_under_another_running_task_and_a_refused_fork_leaves_nothing() {
+    let p = TestProject::new();
+    p.workflow("m", WF);
+    assert_eq!(p.run(&["run", "m", "x", "--id", "t"]).0, 0);
+    p.workflow(
+        "slow",
+        "name = \"slow\"\n[[phase]]\nid = \"s\"\nrun = \"touch started; sleep 30\"\n",
+    );
+    let mut runner = p
+        .baton(&["run", "slow", "y", "--id", "busy"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !p.root().join("started").exists() {
+        assert!(
+            std::time::Instant::now() < until,
+            "the slow phase never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::fs::write(p.root().join("new.txt"), "mine\n").unwrap();
+    let (code, _, err) = p.run(&["fork", "t", "--from", "b", "--id", "f1"]);
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains("task busy is running in this work tree"),
+        "{err}"
+    );
+    assert_eq!(read(&p, "new.txt"), "mine\n");
+    let (code, _, err) = p.run(&["resume", "t", "--from", "b"]);
+    assert_eq!(code, 3, "{err}");
+    assert_eq!(p.run(&["cancel", "busy"]).0, 0);
+    let _ = runner.wait();
+    let (_, out, _) = p.run(&["ls", "--all", "--json"]);
+    assert!(!out.contains("\"f1\""), "a refused fork left a task: {out}");
 }

@@ -92,6 +92,10 @@ pub enum Event {
         /// with their defaults (set only where the task has no value yet).
         #[serde(default)]
         added_flags: BTreeMap<String, serde_json::Value>,
+        /// Phases WAITING under a definition the upgrade changed: they go
+        /// back to PENDING and wait anew (or run) as now defined.
+        #[serde(default)]
+        reset: Vec<PhaseId>,
     },
     TaskCompleted,
     TaskFailed {

@@ -477,6 +477,21 @@ pub fn decide(
                 WaitSpec::Duration { millis } => Some(now.plus_millis(*millis as i64)),
                 _ => None,
             };
+            // The match values are templates: fill them in as the wait starts.
+            let spec = match spec {
+                WaitSpec::Event { event, matches } => WaitSpec::Event {
+                    event: event.clone(),
+                    matches: matches
+                        .iter()
+                        .map(|(k, v)| {
+                            let value =
+                                crate::template::render(v, |name| value_of(state, &phase, name));
+                            (k.clone(), value)
+                        })
+                        .collect(),
+                },
+                other => other.clone(),
+            };
             Ok(vec![Event::PhaseWaiting {
                 phase,
                 description: spec.describe(),
@@ -619,6 +634,16 @@ pub fn decide(
                 .filter(|(k, _)| !state.flags.contains_key(*k))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
+            let reset = state
+                .phases
+                .iter()
+                .filter(|p| p.status == PhaseStatus::Waiting)
+                .filter(|p| match to.phase(p.id.as_str()) {
+                    Some(new_def) => wf.phase(p.id.as_str()) != Some(new_def),
+                    None => false,
+                })
+                .map(|p| p.id.clone())
+                .collect();
             Ok(vec![Event::DefinitionUpgraded {
                 from_hash: state.definition_hash.clone(),
                 to_hash: to.hash(),
@@ -626,7 +651,30 @@ pub fn decide(
                 added,
                 removed,
                 added_flags,
+                reset,
             }])
+        }
+    }
+}
+
+/// The value of a template variable for a phase of a task (`brief` is the
+/// engine's to fill in; here it is empty).
+pub fn value_of(state: &TaskState, phase: &PhaseId, name: &str) -> Option<String> {
+    match name {
+        "task" => Some(state.description.clone()),
+        "task_id" => Some(state.task_id.to_string()),
+        "phase" => Some(phase.to_string()),
+        "brief" => Some(String::new()),
+        _ => {
+            if let Some(f) = name.strip_prefix("flags.") {
+                state.flags.get(f).map(|x| match x {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+            } else {
+                name.strip_prefix("labels.")
+                    .and_then(|l| state.labels.get(l).cloned())
+            }
         }
     }
 }
@@ -815,6 +863,7 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
             to_hash,
             phases,
             added_flags,
+            reset,
             ..
         } => {
             let mut old: Vec<PhaseState> = std::mem::take(&mut state.phases);
@@ -826,6 +875,11 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
                 })
                 .collect();
             state.definition_hash = to_hash.clone();
+            for id in reset {
+                if let Some(p) = state.phase_mut(id.as_str()) {
+                    p.reset();
+                }
+            }
             for (k, v) in added_flags {
                 state.flags.entry(k.clone()).or_insert_with(|| v.clone());
             }
@@ -1029,6 +1083,49 @@ mod tests {
         .unwrap();
         assert!(
             matches!(old, Event::DefinitionUpgraded { added_flags, .. } if added_flags.is_empty())
+        );
+    }
+
+    #[test]
+    fn upgrade_changing_the_waiting_phase_waits_anew_as_now_defined() {
+        let v1 = "name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\n[[phase]]\nid = \"ok\"\nwait = { human = \"ok?\" }\n";
+        let mut t = Task::new(wf(v1), &[]);
+        t.pass("a");
+        t.input(Input::Wait {
+            phase: PhaseId::parse("ok").unwrap(),
+        });
+        assert_eq!(t.state.status, TaskStatus::Waiting);
+        let v2 = wf(&v1.replace("wait = { human = \"ok?\" }", "run = \"echo x\""));
+        t.input(Input::Upgrade {
+            to: Box::new(v2.clone()),
+        });
+        t.wf = v2;
+        assert_eq!(t.state.status, TaskStatus::Running);
+        assert_eq!(t.state.phase("ok").unwrap().status, PhaseStatus::Pending);
+        assert_eq!(
+            next(&t.state, &t.wf),
+            Next::Start(PhaseId::parse("ok").unwrap())
+        );
+    }
+
+    #[test]
+    fn wait_matches_are_filled_in_when_the_wait_starts() {
+        let w = "name = \"wf\"\n[[phase]]\nid = \"pr\"\nwait = { event = \"github.pull_request.opened\", match = { \"task-id\" = \"{{labels.task-id}}\" } }\n";
+        let mut t = Task::new(wf(w), &[]);
+        t.input(Input::Wait {
+            phase: PhaseId::parse("pr").unwrap(),
+        });
+        let desc = &t
+            .state
+            .phase("pr")
+            .unwrap()
+            .waiting
+            .as_ref()
+            .unwrap()
+            .description;
+        assert_eq!(
+            desc,
+            "the event github.pull_request.opened matching task-id=t1"
         );
     }
 

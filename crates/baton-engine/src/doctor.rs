@@ -65,6 +65,13 @@ pub fn run(project: &Project, fix: bool, observer: Arc<dyn Observer>) -> Result<
             )));
             s
         }
+        Err(e @ baton_store::Error::NewerSchema { .. }) => {
+            out.push(Finding::problem(
+                e.to_string(),
+                "use that newer baton, or upgrade this one; the store is fine and doctor leaves it alone",
+            ));
+            return Ok(out);
+        }
         Err(e) if !fix => {
             out.push(Finding::problem(
                 format!("the store cannot be used: {e}"),

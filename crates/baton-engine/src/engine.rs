@@ -292,7 +292,6 @@ impl Engine {
     /// `baton run`: creates a task and drives it.
     pub fn run(&self, opts: RunOptions) -> Result<(TaskId, Outcome)> {
         let wf = self.load_workflow(&opts.workflow)?;
-        self.check_agents(&wf, None, opts.agent.as_deref())?;
         // Given as text: `machine::create` converts each value to the type
         // of the declared flag, or refuses it.
         let flags = parse_pairs(&opts.flags, "--flag")?
@@ -334,6 +333,9 @@ impl Engine {
                 )
             })
         })?;
+        if let Event::TaskCreated { flags, .. } = &created {
+            self.check_agents(&wf, flags, None, opts.agent.as_deref())?;
+        }
         let mut held = self.create(&id, wf, vec![created], opts.agent.clone())?;
         if opts.create_only {
             // Stop renewing but keep the lease: the background process
@@ -449,14 +451,20 @@ impl Engine {
     }
 
     /// Every agent phase still to run must name a configured agent.
+    /// Every agent phase still to run (not done, `when` not false) must
+    /// name a configured agent whose program can be run.
     fn check_agents(
         &self,
         wf: &Workflow,
+        flags: &BTreeMap<String, serde_json::Value>,
         state: Option<&TaskState>,
         agent: Option<&str>,
     ) -> Result<()> {
         for p in &wf.phases {
             if !matches!(p.kind, PhaseKind::Prompt { .. }) {
+                continue;
+            }
+            if p.when.as_ref().is_some_and(|c| !c.eval(flags)) {
                 continue;
             }
             if state
@@ -482,8 +490,10 @@ impl Engine {
                     .hint(format!("add [agents.{n}] with command = [\"{n}\", \"-p\", \"{{{{prompt}}}}\"] to .baton/config.toml")));
                 }
                 Some(n) => {
-                    let program = &self.project.config.agents[&n].command[0];
-                    if let Err(e) = process::resolve(program, &self.project.root) {
+                    let cfg = &self.project.config.agents[&n];
+                    let program = &cfg.command[0];
+                    let path = cfg.env.get("PATH").map(String::as_str);
+                    if let Err(e) = process::resolve(program, &self.project.root, path) {
                         return Err(Error::bad_input(format!(
                             "phase {} uses agent {n:?}, whose program `{program}` cannot be run: {e}",
                             p.id
@@ -568,11 +578,27 @@ impl Engine {
         let upgrade_to = self.check_definition(&snap.state, &pinned, opts.upgrade)?;
         let wf_now = upgrade_to.as_ref().unwrap_or(&pinned);
         if let Some(from) = &opts.from {
-            if wf_now.phase(from).is_none() {
+            let Some(def) = wf_now.phase(from) else {
                 let ids: Vec<&str> = wf_now.phases.iter().map(|p| p.id.as_str()).collect();
                 return Err(Error::bad_input(format!("task {id} has no phase {from:?}"))
                     .hint(format!("its phases are: {}", ids.join(", "))));
+            };
+            // Every refusal comes before the lease is taken and anything
+            // (journal or files) changes.
+            for n in &def.needs {
+                if !snap
+                    .state
+                    .phase(n.as_str())
+                    .is_some_and(|p| p.status.is_done())
+                {
+                    return Err(Error::bad_input(format!(
+                        "cannot rewind to {from}: it needs {n}, which has not passed yet"
+                    ))
+                    .hint("nothing was changed"));
+                }
             }
+            let cp = snap.state.phase(from).and_then(|p| p.checkpoint.clone());
+            self.check_restorable(cp.as_ref(), &def.id, id)?;
         } else {
             match self.display_status(snap.state.status, snap.lease.as_ref()) {
                 DisplayStatus::Complete if upgrade_to.is_none() => {
@@ -599,6 +625,18 @@ impl Engine {
                 _ => {}
             }
         }
+        let flags = snap.state.flags.clone();
+        let mut rerun = snap.state.clone();
+        if let Some(from) = &opts.from {
+            for p in wf_now.descendants(
+                &baton_core::PhaseId::parse(from).map_err(|e| Error::bad_input(e.to_string()))?,
+            ) {
+                if let Some(ps) = rerun.phase_mut(p.as_str()) {
+                    ps.status = PhaseStatus::Pending;
+                }
+            }
+        }
+        self.check_agents(wf_now, &flags, Some(&rerun), opts.agent.as_deref())?;
         let mut held = self.take(id, &snap, opts.agent.clone(), opts.takeover_from)?;
         let result = self.resume_held(&mut held, &snap, opts, upgrade_to);
         self.release(held);
@@ -718,7 +756,6 @@ impl Engine {
             self.restore_worktree(held, cp, &to)?;
             self.decide_commit(held, Input::Rewind { to: to.clone() })?;
         }
-        self.check_agents(&held.wf, Some(&held.state), held.agent.as_deref())?;
         self.drive(held)
     }
 
@@ -783,14 +820,39 @@ impl Engine {
 
     /// Refuses early, before anything changes, when a checkpoint cannot be
     /// restored onto the work tree as it stands.
-    fn check_restorable(&self, cp: Option<&Checkpoint>, to: &baton_core::PhaseId) -> Result<()> {
-        if let (Some(git), Some(cp)) = (&self.git, cp)
-            && let Some(why) = git.restore_blocker(cp)
-        {
+    /// Refuses early, before anything changes, when a checkpoint cannot be
+    /// restored onto the work tree as it stands, or when another task's
+    /// phase is running in that work tree (`task` is the one restoring).
+    fn check_restorable(
+        &self,
+        cp: Option<&Checkpoint>,
+        to: &baton_core::PhaseId,
+        task: &TaskId,
+    ) -> Result<()> {
+        let (Some(git), Some(cp)) = (&self.git, cp) else {
+            return Ok(());
+        };
+        if let Some(why) = git.restore_blocker(cp) {
             return Err(Error::bad_input(format!(
                 "cannot restore the work tree to the start of {to}: {why}"
             ))
             .hint("nothing was changed"));
+        }
+        for (t, _) in self.list()? {
+            if &t.id == task {
+                continue;
+            }
+            if let Some(l) = &t.lease
+                && l.owner != self.owner
+                && self.liveness(Some(l)).is_live()
+            {
+                return Err(Error::busy(format!(
+                    "task {} is running in this work tree ({}); restoring files now would change them under it",
+                    t.id,
+                    l.owner.describe()
+                ))
+                .hint(format!("wait for it, or stop it with `baton cancel {}`; nothing was changed", t.id)));
+            }
         }
         Ok(())
     }
@@ -804,10 +866,16 @@ impl Engine {
         cp: Option<Checkpoint>,
         to: &baton_core::PhaseId,
     ) -> Result<()> {
-        let (Some(git), Some(cp)) = (&self.git, cp) else {
+        let Some(git) = &self.git else {
             return Ok(());
         };
-        self.check_restorable(Some(&cp), to)?;
+        let Some(cp) = cp else {
+            self.observer.info(&format!(
+                "note: no checkpoint was recorded for {to} (it never started), so the work tree was left as it is"
+            ));
+            return Ok(());
+        };
+        self.check_restorable(Some(&cp), to, &held.state.task_id)?;
         let short = |h: Option<&str>| {
             h.map(|h| h[..h.len().min(12)].to_string())
                 .unwrap_or_else(|| "no commit".into())
@@ -832,6 +900,13 @@ impl Engine {
         )?;
         match git.restore(&cp, &safety) {
             Ok(saved) => {
+                self.decide_commit(
+                    held,
+                    Input::Note {
+                        phase: Some(to.clone()),
+                        text: format!("restored the work tree to the start of {to}"),
+                    },
+                )?;
                 self.observer.info(&format!(
                     "restored the work tree to the start of {to} (HEAD {}); what was there is saved at {safety} ({})",
                     short(cp.head.as_deref()),
@@ -909,14 +984,21 @@ impl Engine {
             .state
             .phase(to.as_str())
             .and_then(|p| p.checkpoint.clone());
-        self.check_restorable(cp.as_ref(), &to)?;
+        self.check_restorable(cp.as_ref(), &to, &new_id)?;
         if self.store.load(&new_id)?.is_some() {
             return Err(Error::bad_input(format!("a task {new_id} already exists"))
                 .hint("pick another --id"));
         }
         let mut held = self.create(&new_id, wf, vec![created, adopted], None)?;
-        let restored = self.restore_worktree(&mut held, cp, &to);
-        let outcome = restored.and_then(|()| self.drive(&mut held));
+        if let Err(e) = self.restore_worktree(&mut held, cp, &to) {
+            // Nothing ran: a fork that cannot start from its checkpoint is
+            // not left behind to run on the wrong files.
+            self.release(held);
+            let _ = self.store.delete_task(&new_id);
+            let _ = fs_err::remove_dir_all(self.project.task_dir(&new_id));
+            return Err(e);
+        }
+        let outcome = self.drive(&mut held);
         self.release(held);
         Ok((new_id, outcome?))
     }
@@ -1142,21 +1224,8 @@ impl Engine {
         let stderr = dir.join("logs").join(format!("{label}.err"));
         let vars = |v: &str| -> Option<String> {
             match v {
-                "task" => Some(held.state.description.clone()),
-                "task_id" => Some(id.to_string()),
-                "phase" => Some(phase.to_string()),
                 "brief" => Some(brief_text.clone()),
-                _ => {
-                    if let Some(f) = v.strip_prefix("flags.") {
-                        held.state.flags.get(f).map(|x| match x {
-                            serde_json::Value::String(s) => s.clone(),
-                            other => other.to_string(),
-                        })
-                    } else {
-                        v.strip_prefix("labels.")
-                            .and_then(|l| held.state.labels.get(l).cloned())
-                    }
-                }
+                _ => machine::value_of(&held.state, phase, v),
             }
         };
         let mut env: Vec<(String, String)> = vec![
@@ -1353,7 +1422,7 @@ impl Engine {
                 self.observer.phase_finished(
                     &id,
                     phase.as_str(),
-                    PhaseStatus::Failed,
+                    PhaseStatus::Pending,
                     elapsed,
                     "cancelled",
                 );

@@ -56,6 +56,8 @@ impl From<baton_store::Error> for Error {
                     .map(|l| l.owner.describe())
                     .unwrap_or_else(|| "nobody".into())
             )),
+            S::NewerSchema { .. } => Error::op(e.to_string())
+                .hint("use that newer baton (or upgrade this one); the store is fine and was not changed"),
             S::Open { .. } | S::Corrupt(_) => Error::op(e.to_string())
                 .hint("run `baton doctor` to check the store, and `baton doctor --fix` to rebuild it from the rendered files"),
             _ => Error::op(e.to_string()),

@@ -57,7 +57,13 @@ pub enum Waited {
 /// process group, no controlling terminal). Fails at once when the program
 /// cannot be found or is not executable.
 pub fn spawn(spec: &Spec) -> std::io::Result<Running> {
-    resolve(&spec.program, &spec.cwd)?;
+    let path = spec
+        .env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str());
+    resolve(&spec.program, &spec.cwd, path)?;
     let stdout = std::fs::File::create(&spec.stdout)?;
     let stderr = std::fs::File::create(&spec.stderr)?;
     let mut cmd = Command::new("sh");
@@ -104,8 +110,9 @@ fn new_session(cmd: &mut Command) {
     }
 }
 
-/// Checks that `program` can be executed, as `exec` would look for it.
-pub fn resolve(program: &str, cwd: &std::path::Path) -> std::io::Result<()> {
+/// Checks that `program` can be executed, as `exec` would look for it in
+/// `path` (default: baton's own PATH).
+pub fn resolve(program: &str, cwd: &std::path::Path, path: Option<&str>) -> std::io::Result<()> {
     use std::io::{Error, ErrorKind};
     use std::os::unix::fs::PermissionsExt;
     let executable = |p: &std::path::Path| {
@@ -127,7 +134,10 @@ pub fn resolve(program: &str, cwd: &std::path::Path) -> std::io::Result<()> {
         }
         return Ok(());
     }
-    let path = std::env::var_os("PATH").unwrap_or_default();
+    let path = match path {
+        Some(p) => std::ffi::OsString::from(p),
+        None => std::env::var_os("PATH").unwrap_or_default(),
+    };
     if std::env::split_paths(&path).any(|d| executable(&d.join(program))) {
         Ok(())
     } else {

@@ -30,6 +30,14 @@ pub enum Error {
     },
     #[error("cannot open the store at {path}: {reason}")]
     Open { path: String, reason: String },
+    #[error(
+        "the store at {path} was written by a newer baton (schema {found}; this baton knows up to {known})"
+    )]
+    NewerSchema {
+        path: String,
+        found: i64,
+        known: usize,
+    },
     #[error("the store holds damaged data: {0}")]
     Corrupt(String),
     #[error(transparent)]

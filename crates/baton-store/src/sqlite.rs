@@ -165,12 +165,10 @@ impl SqliteStore {
         })?;
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if version as usize > MIGRATIONS.len() {
-            return Err(Error::Open {
+            return Err(Error::NewerSchema {
                 path: conn.path().unwrap_or("?").to_string(),
-                reason: format!(
-                    "it was written by a newer baton (schema {version}, this one knows {})",
-                    MIGRATIONS.len()
-                ),
+                found: version,
+                known: MIGRATIONS.len(),
             });
         }
         for (i, m) in MIGRATIONS.iter().enumerate().skip(version as usize) {
