@@ -267,3 +267,43 @@ fn no_restore_under_another_running_task_and_a_refused_fork_leaves_nothing() {
     let (_, out, _) = p.run(&["ls", "--all", "--json"]);
     assert!(!out.contains("\"f1\""), "a refused fork left a task: {out}");
 }
+
+#[test]
+fn doctor_reports_a_restore_that_died_halfway() {
+    let p = TestProject::new();
+    p.workflow("m", WF);
+    assert_eq!(p.run(&["run", "m", "x", "--id", "t"]).0, 0);
+    // A git that kills baton as the restore lays the old files down.
+    let bin = p.root().join(".fakebin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let wrapper = format!(
+        "#!/bin/sh\ncase \"$*\" in *'read-tree --reset'*) kill -9 $PPID;; esac\nexec {} \"$@\"\n",
+        real.trim()
+    );
+    std::fs::write(bin.join("git"), wrapper).unwrap();
+    let mut perm = std::fs::metadata(bin.join("git")).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(bin.join("git"), perm).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let out = p
+        .baton(&["resume", "t", "--from", "b"])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), None, "baton should have been killed");
+    let (code, out, _) = p.run(&["doctor"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("a restore of the work tree did not finish"),
+        "{out}"
+    );
+    assert!(out.contains("refs/baton-saved/t/"), "{out}");
+}

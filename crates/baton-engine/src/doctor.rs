@@ -227,6 +227,24 @@ fn check_tasks(eng: &Engine, fix: bool) -> Result<Vec<Finding>> {
                 ));
             }
         }
+        // A restore of the work tree that started but never finished (the
+        // process died in the middle): say where the old work tree is.
+        let recent = eng.store.events(id, snap.state.last_seq.saturating_sub(50), 50)?;
+        let notes: Vec<&str> = recent
+            .iter()
+            .filter_map(|r| match &r.event {
+                baton_core::Event::Note { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        if let Some(last) = notes.last()
+            && last.starts_with("restoring the work tree")
+        {
+            out.push(Finding::problem(
+                format!("task {id}: a restore of the work tree did not finish ({last})"),
+                "compare the work tree with that saved ref (`git diff REF`), take back what you need, then `baton resume` the task again with --from",
+            ));
+        }
         // Leases and orphans.
         let live = eng.liveness(snap.lease.as_ref());
         let display = DisplayStatus::of(snap.state.status, &live);
