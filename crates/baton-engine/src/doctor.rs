@@ -229,7 +229,9 @@ fn check_tasks(eng: &Engine, fix: bool) -> Result<Vec<Finding>> {
         }
         // A restore of the work tree that started but never finished (the
         // process died in the middle): say where the old work tree is.
-        let recent = eng.store.events(id, snap.state.last_seq.saturating_sub(50), 50)?;
+        let recent = eng
+            .store
+            .events(id, snap.state.last_seq.saturating_sub(50), 50)?;
         let notes: Vec<&str> = recent
             .iter()
             .filter_map(|r| match &r.event {
