@@ -113,6 +113,11 @@ pub enum Event {
         phases: Vec<PhaseState>,
         iteration_counts: BTreeMap<String, u32>,
         status: TaskStatus,
+        /// Blockers and failure reason carried over (a rebuild keeps them).
+        #[serde(default)]
+        blockers: Vec<String>,
+        #[serde(default)]
+        failure: Option<String>,
     },
     /// Free text for the history (agent events, heartbeats of long phases, notes).
     Note {

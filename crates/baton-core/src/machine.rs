@@ -893,6 +893,8 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
             phases,
             iteration_counts,
             status,
+            blockers,
+            failure,
         } => {
             if source.starts_with("fork of") {
                 state.resume_note = Some(format!("Forked: {source}."));
@@ -904,6 +906,8 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
             }
             state.iteration_counts = iteration_counts.clone();
             state.status = *status;
+            state.blockers = blockers.clone();
+            state.failure = failure.clone();
         }
         Event::TaskCompleted => {
             state.status = TaskStatus::Complete;

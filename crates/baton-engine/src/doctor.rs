@@ -98,7 +98,7 @@ pub fn run(project: &Project, fix: bool, observer: Arc<dyn Observer>) -> Result<
                 Arc::new(SystemClock),
                 Arc::new(Silent),
             )?;
-            out.extend(rebuild_from_rendered(&eng)?);
+            out.extend(rebuild_missing(&eng, true)?);
             SqliteStore::open(&db, project.config.synchronous()?)?
         }
     };
@@ -281,10 +281,12 @@ fn check_tasks(eng: &Engine, fix: bool) -> Result<Vec<Finding>> {
         }
     }
     out.push(Finding::ok(format!("{} task(s) checked", tasks.len())));
-    // Hidden refs of tasks that no longer exist.
+    out.extend(rebuild_missing(eng, fix)?);
+    // Hidden refs of tasks that are gone for good: no record and no
+    // rendered folder (a cleaned or not-yet-rebuilt task keeps its refs).
     if let Some(git) = eng.git() {
         for t in git.ref_tasks() {
-            if known.contains(&t) {
+            if known.contains(&t) || eng.project.tasks_dir().join(&t).is_dir() {
                 continue;
             }
             if fix {
@@ -322,39 +324,57 @@ fn check_tasks(eng: &Engine, fix: bool) -> Result<Vec<Finding>> {
     Ok(out)
 }
 
-/// Rebuilds tasks from `.baton/tasks/*/state.json` and their phase outputs.
-fn rebuild_from_rendered(eng: &Engine) -> Result<Vec<Finding>> {
+/// Tasks rendered in `.baton/tasks/*/state.json` that the store does not
+/// hold (a lost store, or a deleted `baton.db`), except those `clean`
+/// removed on purpose (they carry a `cleaned` marker). With `fix`, each is
+/// rebuilt from its `state.json`, its phase outputs and its checkpoint refs.
+fn rebuild_missing(eng: &Engine, fix: bool) -> Result<Vec<Finding>> {
     let mut out = Vec::new();
-    let dir = eng.project.tasks_dir();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        out.push(Finding::ok("no rendered tasks to rebuild from"));
+    let Ok(entries) = std::fs::read_dir(eng.project.tasks_dir()) else {
         return Ok(out);
     };
-    let mut names: Vec<_> = entries
+    let known: std::collections::HashSet<String> =
+        eng.store.list()?.into_iter().map(|t| t.id.to_string()).collect();
+    let mut missing: Vec<_> = entries
         .filter_map(|e| e.ok())
         .map(|e| e.path())
-        .filter(|p| p.join("state.json").is_file())
+        .filter(|p| p.join("state.json").is_file() && !p.join(CLEANED).exists())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| !known.contains(n.to_string_lossy().as_ref()))
+        })
         .collect();
-    names.sort();
-    for path in names {
+    missing.sort();
+    for path in missing {
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        if !fix {
+            out.push(Finding::problem(
+                format!("task {name} is rendered in .baton/tasks/ but missing from the store"),
+                "run `baton doctor --fix` to rebuild it from its rendered files",
+            ));
+            continue;
+        }
         match rebuild_one(eng, &path) {
-            Ok(id) => out.push(Finding::fixed(format!(
-                "rebuilt task {id} from its rendered files"
+            Ok((id, note)) => out.push(Finding::fixed(format!(
+                "rebuilt task {id} from its rendered files{note}"
             ))),
             Err(e) => out.push(Finding::problem(
                 format!("cannot rebuild task {name}: {e}"),
-                "its rendered files stay in .baton/tasks/; start it again with `baton run`",
+                "its rendered files and checkpoints stay; start it again with `baton run`",
             )),
         }
     }
     Ok(out)
 }
 
-fn rebuild_one(eng: &Engine, path: &std::path::Path) -> Result<TaskId, String> {
+/// The marker `baton clean` leaves in the folder of a task whose record it
+/// deleted on purpose.
+pub const CLEANED: &str = "cleaned";
+
+fn rebuild_one(eng: &Engine, path: &std::path::Path) -> Result<(TaskId, String), String> {
     let doc: serde_json::Value =
         serde_json::from_slice(&std::fs::read(path.join("state.json")).map_err(|e| e.to_string())?)
             .map_err(|e| format!("state.json: {e}"))?;
@@ -440,7 +460,38 @@ fn rebuild_one(eng: &Engine, path: &std::path::Path) -> Result<TaskId, String> {
             }
         }
         if ps.status == PhaseStatus::Waiting {
-            ps.status = PhaseStatus::Pending; // the wait is entered again
+            let w = doc.get("waiting").filter(|w| w["phase"] == pid.as_str());
+            match w {
+                Some(w) => {
+                    ps.waiting = Some(baton_core::state::WaitState {
+                        description: w["for"].as_str().unwrap_or("").to_string(),
+                        due_at: ts(w.get("due_at")),
+                    });
+                }
+                None => ps.status = PhaseStatus::Pending, // entered again
+            }
+        }
+        let current = doc.get("current_phase").filter(|c| c["id"] == pid.as_str());
+        if ps.started_at.is_none()
+            && let Some(c) = current
+        {
+            ps.started_at = ts(c.get("started_at"));
+        }
+        // The checkpoint of the phase's last start, from its hidden ref.
+        if ps.attempt > 0
+            && let Some(git) = eng.git()
+        {
+            let stem = baton_core::document::output_file_name(i, pid.as_str());
+            let stem = stem.trim_end_matches(".md");
+            let refname = format!("refs/baton/{}/{stem}.i{}.a{}/start", s("task_id"), ps.iteration, ps.attempt);
+            if let Some(snap) = git.resolve(&refname) {
+                ps.checkpoint = Some(baton_core::state::Checkpoint {
+                    branch: doc["recovery_info"]["git_branch"].as_str().map(str::to_string),
+                    head: git.resolve(&format!("{snap}^1")),
+                    snapshot: Some(snap),
+                    snapshot_ref: Some(refname),
+                });
+            }
         }
         phases.push(ps);
     }
@@ -448,6 +499,7 @@ fn rebuild_one(eng: &Engine, path: &std::path::Path) -> Result<TaskId, String> {
         "COMPLETE" => TaskStatus::Complete,
         "FAILED" => TaskStatus::Failed,
         "CANCELLED" => TaskStatus::Cancelled,
+        "WAITING" if phases.iter().any(|p| p.status == PhaseStatus::Waiting) => TaskStatus::Waiting,
         _ => TaskStatus::Running,
     };
     fn map<T: serde::de::DeserializeOwned + Default>(doc: &serde_json::Value, k: &str) -> T {
@@ -479,6 +531,8 @@ fn rebuild_one(eng: &Engine, path: &std::path::Path) -> Result<TaskId, String> {
             phases,
             iteration_counts: map(&doc, "iteration_counts"),
             status,
+            blockers: map(&doc, "blockers"),
+            failure: doc["failure"].as_str().map(str::to_string),
         },
     };
     let events = vec![first, second];
@@ -503,5 +557,13 @@ fn rebuild_one(eng: &Engine, path: &std::path::Path) -> Result<TaskId, String> {
     if let Ok(Some(snap)) = eng.store.load(&id) {
         let _ = eng.repair_rendered(&snap);
     }
-    Ok(id)
+    let note = if doc["definition_hash"].as_str() == Some(wf.hash().as_str()) {
+        String::new()
+    } else {
+        format!(
+            " (its pinned workflow definition was lost with the store: it now uses .baton/workflows/{}.toml as it is)",
+            wf.name
+        )
+    };
+    Ok((id, note))
 }
