@@ -3,12 +3,26 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+/// The exit codes, for `baton --help` and the man page.
+pub const EXIT_CODES: &str = "\
+Exit codes:
+  0  done: the task is complete (or the command did what it was asked)
+  1  the task failed, was cancelled or was interrupted, or an operational error
+  2  bad input: usage, an invalid workflow or config, an unknown task or phase
+  3  busy: another live process holds the task's lease (the message names it)
+  4  waiting: the task is suspended on a timer, an event or a human
+
+Every command works from any folder inside the project (or with --project DIR).
+Workflow files: docs/workflow.md; commands and JSON shapes: docs/cli.md.";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "baton",
     version,
     about = "Durable multi-phase workflows for AI coding agents",
-    long_about = "baton runs multi-phase workflows (analyze, plan, execute, validate, review, test, ...) with agent CLIs and commands, records every transition in a journal, and resumes exactly where the work stopped after any crash."
+    long_about = "baton runs multi-phase workflows (analyze, plan, execute, validate, review, test, ...) with agent CLIs and commands, records every transition in a journal, and resumes exactly where the work stopped after any crash.",
+    after_help = "Exit codes: 0 done, 1 failed or error, 2 bad input, 3 busy, 4 waiting (--help says more).",
+    after_long_help = EXIT_CODES
 )]
 pub struct Cli {
     /// The project folder (default: found by walking up to `.baton/`).
@@ -58,7 +72,8 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct InitArgs {
-    /// Rewrite config.toml and the example workflows even if they exist.
+    /// Rewrite config.toml and the example workflows even if they exist, and
+    /// create a separate project even inside another one.
     #[arg(long)]
     pub force: bool,
 }

@@ -1,6 +1,8 @@
 //! One place that decides where text goes: data on stdout, everything else
-//! on stderr; colour only on a terminal without NO_COLOR; progress lines
-//! with a spinner on a terminal, plain lines otherwise.
+//! on stderr; colour only on a terminal without NO_COLOR, decided for stdout
+//! and stderr separately (`baton show | cat` gets none even when stderr is
+//! a terminal); progress lines with a spinner on a terminal, plain lines
+//! otherwise.
 
 use baton_core::state::PhaseStatus;
 use baton_core::{TaskId, time::human_millis};
@@ -18,14 +20,27 @@ macro_rules! err_line {
     }};
 }
 
+fn no_color() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+}
+
+/// Colour for messages on stderr: NO_COLOR unset and stderr a terminal.
 pub fn color_enabled() -> bool {
-    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
+    !no_color() && std::io::stderr().is_terminal()
+}
+
+/// Colour for data on stdout: NO_COLOR unset and stdout a terminal.
+pub fn stdout_color_enabled() -> bool {
+    !no_color() && std::io::stdout().is_terminal()
 }
 
 pub struct Printer {
     pub quiet: bool,
     pub verbose: bool,
+    /// Colour on stderr (messages, progress, errors).
     color: bool,
+    /// Colour on stdout (data: `show`, `doctor`).
+    color_out: bool,
     tty: bool,
     bar: Mutex<Option<ProgressBar>>,
 }
@@ -36,17 +51,23 @@ impl Printer {
             quiet,
             verbose,
             color: color_enabled(),
+            color_out: stdout_color_enabled(),
             tty: std::io::stderr().is_terminal(),
             bar: Mutex::new(None),
         }
     }
 
-    fn paint(&self, code: &str, s: &str) -> String {
-        if self.color {
+    fn paint_if(on: bool, code: &str, s: &str) -> String {
+        if on {
             format!("\x1b[{code}m{s}\x1b[0m")
         } else {
             s.to_string()
         }
+    }
+
+    /// Paints text that goes to stderr.
+    fn paint(&self, code: &str, s: &str) -> String {
+        Self::paint_if(self.color, code, s)
     }
 
     /// Data for scripts: stdout.
@@ -60,6 +81,16 @@ impl Printer {
         if !self.quiet {
             self.line(s);
         }
+    }
+
+    /// A message for people that --quiet does not silence (a failure).
+    pub fn always(&self, s: &str) {
+        self.line(s);
+    }
+
+    /// A `hint:` line on stderr, even with --quiet.
+    pub fn hint(&self, s: &str) {
+        self.line(&format!("{} {s}", self.paint("1;36", "hint:")));
     }
 
     fn line(&self, s: &str) {
@@ -77,15 +108,24 @@ impl Printer {
         }
     }
 
+    /// A status word in data printed to stdout (`show`, `doctor`).
     pub fn status_word(&self, s: &str) -> String {
-        let code = match s {
+        Self::paint_if(self.color_out, Self::status_color(s), s)
+    }
+
+    /// A status word in a message printed to stderr.
+    pub fn status_word_err(&self, s: &str) -> String {
+        Self::paint_if(self.color, Self::status_color(s), s)
+    }
+
+    fn status_color(s: &str) -> &'static str {
+        match s {
             "PASS" | "COMPLETE" => "32",
             "FAILED" | "CRASHED" => "31",
             "WAITING" | "SKIPPED" | "CANCELLED" => "33",
             "RUNNING" | "IN_PROGRESS" => "36",
             _ => "0",
-        };
-        self.paint(code, s)
+        }
     }
 }
 
@@ -136,9 +176,11 @@ impl Observer for Printer {
             PhaseStatus::Pending => "STOPPED",
             other => other.as_str(),
         };
+        // Padded outside the colour codes, so the columns line up either way.
+        let pad = " ".repeat(7usize.saturating_sub(word.len()));
         let mut line = format!(
-            "{:<7} {phase} {}",
-            self.status_word(word),
+            "{}{pad} {phase} {}",
+            self.status_word_err(word),
             human_millis(elapsed_ms)
         );
         if !first.is_empty() {

@@ -257,13 +257,28 @@ fn path_traversal_is_refused() {
     ] {
         expect(&p, args, 2);
     }
-    // A NUL cannot travel through argv; the `current` pointer is the way in.
-    for bad in ["../x\n", "a\0b\n", "/abs\n", "a/b\n"] {
-        write(&p, ".baton/current", bad);
-        let (_, err) = expect(&p, &["show"], 2);
-        assert!(err.contains("error:"), "{err}");
+    // A NUL cannot travel through argv; the `current` pointer
+    // (`.baton/tasks/current`) is the way in. Each refusal names what the
+    // pointer holds, so it is not mistaken for "no current task".
+    for bad in ["../x\n", "a\0b\n", "/abs\n", "a/b\n", "..\n"] {
+        write(&p, ".baton/tasks/current", bad);
+        let shown = format!("{:?}", bad.trim());
+        for args in [&["show"][..], &["show", "--json"], &["log"], &["resume"]] {
+            let (_, err) = expect(&p, args, 2);
+            assert!(err.contains("error:"), "{args:?} with {bad:?}: {err}");
+            assert!(
+                err.contains(&shown),
+                "{args:?} with {bad:?} should name {shown}: {err}"
+            );
+            assert!(
+                !err.contains("no current task"),
+                "{args:?} with {bad:?}: {err}"
+            );
+        }
     }
-    std::fs::remove_file(p.root().join(".baton/current")).unwrap();
+    std::fs::remove_file(p.root().join(".baton/tasks/current")).unwrap();
+    let (_, err) = expect(&p, &["show"], 2);
+    assert!(err.contains("no current task"), "{err}");
 
     p.workflow(
         "trav",
@@ -1282,4 +1297,292 @@ fn doctor_finds_no_mismatch_after_fork_and_resume_from() {
         brief.contains("Resuming from b: rewound by the user."),
         "{brief}"
     );
+}
+
+// ----- 17. waits nothing answers yet -------------------------------------------
+
+/// The `hint:` lines of some stderr.
+fn hints(err: &str) -> Vec<&str> {
+    err.lines().filter(|l| l.starts_with("hint:")).collect()
+}
+
+#[test]
+fn human_and_event_waits_say_how_to_go_on() {
+    let p = TestProject::new();
+    p.workflow(
+        "ship",
+        "name = \"ship\"\n\n[[phase]]\nid = \"build\"\nrun = \"echo built\"\n\n[[phase]]\nid = \"approve\"\nwait = { human = \"Ship it?\", options = [\"yes\", \"no\"] }\n\n[[phase]]\nid = \"deploy\"\nrun = \"echo deployed\"\n",
+    );
+    p.workflow(
+        "pr",
+        "name = \"pr\"\n\n[[phase]]\nid = \"open\"\nwait = { event = \"github.pull_request.opened\" }\n",
+    );
+    expect(&p, &["run", "ship", "x", "--id", "h1"], 4);
+    expect(&p, &["run", "pr", "x", "--id", "e1"], 4);
+    for id in ["h1", "e1"] {
+        let (_, err) = expect(&p, &["resume", id], 4);
+        let h = hints(&err);
+        assert!(
+            h.iter().any(|l| l.contains("nothing in this version")),
+            "{err}"
+        );
+        assert!(
+            h.iter()
+                .any(|l| l.contains(&format!("baton resume {id} --upgrade"))
+                    && l.contains(&format!("baton cancel {id}"))),
+            "{err}"
+        );
+    }
+    let (_, err) = expect(&p, &["resume", "h1"], 4);
+    assert!(err.contains(".baton/workflows/ship.toml"), "{err}");
+    assert!(err.contains("phase approve"), "{err}");
+
+    // `ls`: what the task waits for, not an invitation to resume it.
+    let (out, _) = expect(&p, &["ls"], 0);
+    let row = out.lines().find(|l| l.starts_with("h1 ")).unwrap();
+    assert!(
+        row.contains("waiting: a human answer to \"Ship it?\""),
+        "{out}"
+    );
+    assert!(!row.contains("yes: baton resume"), "{out}");
+    let row = out.lines().find(|l| l.starts_with("e1 ")).unwrap();
+    assert!(
+        row.contains("waiting: the event github.pull_request.opened"),
+        "{out}"
+    );
+    // JSON keeps `resumable` as the contract has it.
+    for r in ls(&p, false) {
+        assert_eq!(r["resumable"], true, "{r}");
+    }
+
+    // The hint works: without the wait, --upgrade goes on to the end.
+    p.workflow(
+        "ship",
+        "name = \"ship\"\n\n[[phase]]\nid = \"build\"\nrun = \"echo built\"\n\n[[phase]]\nid = \"deploy\"\nrun = \"echo deployed\"\n",
+    );
+    expect(&p, &["resume", "h1", "--upgrade"], 0);
+    let st = p.state("h1");
+    assert_eq!(completed(&st), ["build", "deploy"]);
+    expect(&p, &["cancel", "e1"], 0);
+}
+
+// ----- 18. --quiet still reports failures ---------------------------------------
+
+#[test]
+fn quiet_still_reports_failures() {
+    let p = TestProject::new();
+    p.workflow(
+        "f",
+        "name = \"f\"\n\n[[phase]]\nid = \"a\"\nrun = \"echo broken >&2; exit 3\"\n",
+    );
+    let (out, err) = expect(&p, &["-q", "run", "f", "x", "--id", "q1"], 1);
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("task q1 FAILED"), "{err}");
+    assert!(
+        hints(&err).iter().any(|l| l.contains("baton resume q1")),
+        "{err}"
+    );
+    let (_, err) = expect(&p, &["-q", "resume", "q1"], 1);
+    assert!(err.contains("FAILED"), "{err}");
+
+    let (out, err) = expect(&p, &["-q", "run", "example", "x", "--id", "q2"], 0);
+    assert!(err.is_empty(), "--quiet prints nothing on success: {err}");
+    assert!(out.is_empty(), "{out}");
+}
+
+// ----- 19. the project from any folder inside it ---------------------------------
+
+#[test]
+fn commands_work_from_a_subfolder_and_with_project_pointing_into_it() {
+    let p = TestProject::new();
+    p.workflow(
+        "twice",
+        "name = \"twice\"\n\n[[phase]]\nid = \"a\"\nrun = \"if [ -f .baton/a-failed ]; then echo ok; else touch .baton/a-failed; exit 1; fi\"\n",
+    );
+    let sub = p.root().join("src/deep");
+    fs_err::create_dir_all(&sub).unwrap();
+    let in_sub = |args: &[&str]| {
+        let out = p.baton(args).current_dir(&sub).output().unwrap();
+        (
+            out.status.code().unwrap(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, _, err) = in_sub(&["run", "twice", "x", "--id", "s1"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(p.root().join(".baton/tasks/s1/state.json").is_file());
+    assert!(!sub.join(".baton").exists());
+    // No id: the current task, found from the subfolder.
+    let (code, out, err) = in_sub(&["show"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("task      s1"), "{out}");
+    let (code, out, err) = in_sub(&["log"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("task_created"), "{out}");
+    let (code, _, err) = in_sub(&["resume"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(p.state("s1")["status"], "COMPLETE");
+
+    // --project (and BATON_PROJECT) naming a subfolder walk up the same way.
+    let elsewhere = TestProject::bare();
+    let sub_s = sub.to_str().unwrap();
+    let (code, out, err) = elsewhere.run(&["--project", sub_s, "ls", "--all", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"s1\""), "{out}");
+    let out = elsewhere
+        .baton(&["show", "s1", "--json"])
+        .env("BATON_PROJECT", sub_s)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let (code, _, err) = elsewhere.run(&["--project", "/nonexistent/baton", "ls"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(!hints(&err).is_empty(), "{err}");
+    let (code, _, err) = elsewhere.run(&["--project", elsewhere.root().to_str().unwrap(), "ls"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        hints(&err).iter().any(|l| l.contains("baton init")),
+        "{err}"
+    );
+}
+
+#[test]
+fn init_inside_a_project_refuses_unless_forced() {
+    let p = TestProject::new();
+    let sub = p.root().join("pkg");
+    fs_err::create_dir_all(&sub).unwrap();
+    let out = p.baton(&["init"]).current_dir(&sub).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("inside the baton project"), "{err}");
+    assert!(hints(&err).iter().any(|l| l.contains("--force")), "{err}");
+    assert!(!sub.join(".baton").exists(), "nothing was created");
+    // --project naming the subfolder: the same refusal.
+    let (code, _, err) = p.run(&["init", "--project", sub.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(!sub.join(".baton").exists());
+    // Re-running init at the project root itself is still fine.
+    expect(&p, &["init"], 0);
+    // --force: a separate project on purpose.
+    let out = p
+        .baton(&["init", "--force"])
+        .current_dir(&sub)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(sub.join(".baton/config.toml").is_file());
+
+    let (code, _, err) = p.run(&["init", "--project", "/nonexistent/baton"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(hints(&err).iter().any(|l| l.contains("mkdir")), "{err}");
+}
+
+// ----- 20. log --json names the phase -----------------------------------------
+
+#[test]
+fn log_json_names_the_phase_on_every_phase_line() {
+    let p = TestProject::new();
+    p.workflow(
+        "never",
+        "name = \"never\"\n\n[[phase]]\nid = \"execute\"\nrun = \"echo executed\"\n\n[[phase]]\nid = \"validate\"\nrun = \"echo broken >&2; exit 1\"\nloop_to = \"execute\"\nmax_iterations = 1\n",
+    );
+    expect(&p, &["run", "never", "x", "--id", "n1"], 1);
+    expect(&p, &["resume", "n1", "--from", "execute"], 1);
+    let journal = p.journal("n1");
+    let mut kinds = BTreeSet::new();
+    for e in &journal {
+        let kind = e["kind"].as_str().unwrap();
+        if kind == "looped_back" || kind == "rewound" || kind.starts_with("phase_") {
+            kinds.insert(kind.to_string());
+            assert!(e["phase"].is_string(), "no phase in {e}");
+        }
+        if kind.starts_with("phase_") && kind != "phase_skipped" && kind != "phase_waiting" {
+            assert!(e["attempt"].is_u64(), "no attempt in {e}");
+        }
+    }
+    assert!(kinds.contains("looped_back"), "{journal:?}");
+    assert!(kinds.contains("rewound"), "{journal:?}");
+    let looped = journal.iter().find(|e| e["kind"] == "looped_back").unwrap();
+    assert_eq!(looped["phase"], "validate", "{looped}");
+    assert_eq!(looped["to"], "execute", "{looped}");
+    let rewound = journal.iter().find(|e| e["kind"] == "rewound").unwrap();
+    assert_eq!(rewound["phase"], "execute", "{rewound}");
+}
+
+// ----- 21. errors come with hints ------------------------------------------------
+
+#[test]
+fn config_label_cancel_and_fork_errors_come_with_hints() {
+    let p = TestProject::new();
+    let config = read(&p, ".baton/config.toml");
+    for (bad, needle) in [
+        ("[store]\nsynchronous = \"fast\"\n", "synchronous"),
+        ("[lease]\nttl = \"10ms\"\n", "ttl"),
+        ("[lease]\nttl = \"soon\"\n", "ttl"),
+        ("[agents.mine]\ncommand = []\n", "agents.mine"),
+    ] {
+        write(&p, ".baton/config.toml", bad);
+        let (_, err) = expect(&p, &["ls"], 2);
+        let first = err.lines().next().unwrap_or("");
+        assert!(
+            first.starts_with("error: .baton/config.toml") && first.contains(needle),
+            "{bad:?}: {err}"
+        );
+        assert!(
+            hints(&err).iter().any(|l| l.contains(".baton/config.toml")),
+            "{bad:?}: {err}"
+        );
+    }
+    write(&p, ".baton/config.toml", &config);
+
+    let (_, err) = expect(&p, &["run", "example", "x", "--label", "oops"], 2);
+    assert!(
+        hints(&err).iter().any(|l| l.contains("--label issue=42")),
+        "{err}"
+    );
+    assert!(!err.contains("tests=false"), "{err}");
+    let (_, err) = expect(&p, &["run", "example", "x", "--flag", "oops"], 2);
+    assert!(
+        hints(&err).iter().any(|l| l.contains("--flag tests=false")),
+        "{err}"
+    );
+
+    expect(&p, &["run", "example", "x", "--id", "done1"], 0);
+    let (_, err) = expect(&p, &["cancel", "done1"], 2);
+    assert!(err.contains("already COMPLETE"), "{err}");
+    assert!(
+        hints(&err).iter().any(|l| l.contains("baton rm done1")),
+        "{err}"
+    );
+    p.workflow(
+        "gate",
+        "name = \"gate\"\n\n[[phase]]\nid = \"approve\"\nwait = { human = \"ok?\" }\n",
+    );
+    expect(&p, &["run", "gate", "x", "--id", "c1"], 4);
+    expect(&p, &["cancel", "c1"], 0);
+    let (_, err) = expect(&p, &["cancel", "c1"], 2);
+    assert!(err.contains("already CANCELLED"), "{err}");
+    assert!(!hints(&err).is_empty(), "{err}");
+
+    let (_, err) = expect(
+        &p,
+        &["fork", "done1", "--from", "analyze", "--id", "../bad"],
+        2,
+    );
+    assert!(!hints(&err).is_empty(), "{err}");
+}
+
+// ----- 22. exit codes in the help ------------------------------------------------
+
+#[test]
+fn help_and_man_page_list_the_exit_codes() {
+    let p = TestProject::new();
+    let (out, _) = expect(&p, &["--help"], 0);
+    for code in ["0  done", "2  bad input", "3  busy", "4  waiting"] {
+        assert!(out.contains(code), "{out}");
+    }
+    let (out, _) = expect(&p, &["man"], 0);
+    assert!(out.contains("Exit codes"), "{out}");
+    assert!(out.contains("busy"), "{out}");
 }

@@ -302,6 +302,56 @@ fn crash_after_pass_resumes_and_renders_the_missing_output() {
     crash_in_middle_phase("after-pass");
 }
 
+/// SIGKILL right after the LAST phase's PASS is committed, before its
+/// output is rendered and before the task is marked complete.
+#[test]
+fn crash_after_the_last_pass_completes_on_resume() {
+    let p = TestProject::new();
+    p.workflow("four", FOUR);
+    let id = "t1l";
+    let out = p
+        .baton(&["run", "four", "crash test", "--id", id])
+        .env("BATON_TEST_CRASH_AT", "after-pass:d")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.signal(),
+        Some(9),
+        "baton run should have SIGKILLed itself at after-pass:d; stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out_d = p.root().join(format!(".baton/tasks/{id}/04-d.md"));
+    assert_eq!(p.passes(id).get("d"), Some(&1), "the PASS of d is stored");
+    assert!(!out_d.exists(), "04-d.md exists before resume");
+    assert!(
+        p.journal(id).iter().all(|e| e["kind"] != "task_completed"),
+        "the task completed before the crash point"
+    );
+    assert_crashed(&p, id);
+
+    let (code, _, err) = p.run(&["resume", id]);
+    assert_eq!(code, 0, "resume failed: {err}");
+    // Read before anything runs `show`, which would render it itself.
+    assert!(out_d.exists(), "resume did not render 04-d.md");
+    assert_complete(&p, id, &["a", "b", "c", "d"], |ph| {
+        format!("summary of {ph}")
+    });
+    assert_eq!(p.passes(id).get("d"), Some(&1), "exactly one PASS of d");
+    assert_eq!(
+        lines(&p, "runs.log"),
+        ["a", "b", "c", "d"],
+        "nothing re-ran"
+    );
+    let doc = p.state(id);
+    assert_eq!(completed(&doc, "d")["attempt"], 1);
+    let completions = p
+        .journal(id)
+        .iter()
+        .filter(|e| e["kind"] == "task_completed")
+        .count();
+    assert_eq!(completions, 1);
+}
+
 // ----- 2. SIGKILL of `baton run` while a phase runs -------------------------
 
 const SLOW: &str = r#"name = "slow"
@@ -648,14 +698,23 @@ fn resume_of_a_failed_task_reruns_the_failed_phase() {
 const SIX: &str = r#"name = "six"
 "#;
 
+/// Six phases; each records that it started, then waits for its own marker
+/// file `go-TASK-PHASE` before passing, so the test decides which phase is
+/// running when it kills baton. The wait also ends when the project folder
+/// is gone, so a failed test leaves no phase polling for ever.
 fn six_workflow() -> String {
     let mut s = SIX.to_string();
     for i in 1..=6 {
         s.push_str(&format!(
-            "\n[[phase]]\nid = \"p{i}\"\nrun = '''echo \"$BATON_TASK_ID $BATON_PHASE\" >> runs.log; sleep 0.02; echo \"$BATON_PHASE of $BATON_TASK_ID\" > \"$BATON_SUMMARY_FILE\"'''\n"
+            "\n[[phase]]\nid = \"p{i}\"\nrun = '''echo \"$BATON_TASK_ID $BATON_PHASE\" >> runs.log; while [ ! -f \"go-$BATON_TASK_ID-$BATON_PHASE\" ] && [ -d .baton ]; do sleep 0.02; done; echo \"$BATON_PHASE of $BATON_TASK_ID\" > \"$BATON_SUMMARY_FILE\"'''\n"
         ));
     }
     s
+}
+
+/// Lets phase `ph` of task `id` (in `six_workflow`) pass.
+fn open_gate(p: &TestProject, id: &str, ph: &str) {
+    std::fs::write(p.root().join(format!("go-{id}-{ph}")), "").unwrap();
 }
 
 /// A small pseudo-random number from the clock and the process id.
@@ -672,72 +731,88 @@ fn jitter(i: u64, max: u64) -> u64 {
     x % max
 }
 
+/// Every iteration SIGKILLs `baton run` while a chosen phase is running,
+/// whatever the machine's load: the phases before it may pass, the chosen
+/// one cannot (its marker file is missing). Iterations cover every phase,
+/// in an order that varies from run to run, and alternate between killing
+/// as soon as `state.json` says the phase is IN_PROGRESS (anywhere between
+/// its start being journalled and its process being let through the gate)
+/// and killing once the phase's own process is running.
 #[test]
 fn sigkill_at_random_points_never_loses_work() {
     let p = TestProject::new();
     p.workflow("six", &six_workflow());
     let phases = ["p1", "p2", "p3", "p4", "p5", "p6"];
-    let mut crashed = 0;
-    for i in 0..5u64 {
+    let rotate = jitter(0, phases.len() as u64) as usize;
+    eprintln!("first target: {}", phases[rotate]);
+    for i in 0..phases.len() {
         let id = format!("r{i}");
-        // Spread over 50–600 ms: 50, 160, 270, 380, 490 plus up to 110 ms.
-        let delay = Duration::from_millis(50 + i * 110 + jitter(i, 111));
+        let k = (i + rotate) % phases.len();
+        let target = phases[k];
+        let process_running = i % 2 == 1;
+        let point = if process_running {
+            format!("{target} with its process running")
+        } else {
+            format!("{target} IN_PROGRESS")
+        };
+        for ph in &phases[..k] {
+            open_gate(&p, &id, ph);
+        }
         let mut run = p
             .baton(&["run", "six", "--id", &id])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(delay);
-        let finished_first = run.try_wait().unwrap().is_some();
-        if !finished_first {
-            sigkill(run.id());
+        wait_in_progress(&p, &id, target);
+        if process_running {
+            let line = format!("{id} {target}");
+            wait_for(&format!("phase {target} of {id} to run"), || {
+                (runs(&p, &line) == 1).then_some(())
+            });
         }
-        wait_child(&mut run, "the killed baton run");
+        assert!(
+            run.try_wait().unwrap().is_none(),
+            "{id}: baton run ended while {target} was waiting for its marker"
+        );
+        sigkill(run.id());
+        let status = wait_child(&mut run, "the killed baton run");
+        assert_eq!(status.signal(), Some(9), "{id}: killed at {point}");
 
-        // `ls` only reads (`show` would repair rendered files before resume).
-        if ls_rows(&p).iter().all(|r| r["id"] != id.as_str()) {
-            // Killed before the task was stored: there is nothing to resume,
-            // and the id is free for a new run.
-            let (code, _, err) = p.run(&["run", "six", "--id", &id]);
-            assert_eq!(code, 0, "run after an early kill ({delay:?}): {err}");
-        } else {
-            let before = p.passes(&id);
-            let status = ls_row(&p, &id)["status"].clone();
-            eprintln!(
-                "{id}: killed after {delay:?}: {status}, passed before: {:?}",
-                before.keys().collect::<Vec<_>>()
-            );
-            if status == "CRASHED" {
-                crashed += 1;
-                assert_eq!(ls_row(&p, &id)["resumable"], true);
+        // `ls` and `log` only read (`show` would repair rendered files).
+        assert_crashed(&p, &id);
+        let before = p.passes(&id);
+        let want: BTreeMap<String, usize> =
+            phases[..k].iter().map(|ph| (ph.to_string(), 1)).collect();
+        assert_eq!(before, want, "{id}: passes before the kill at {point}");
+        eprintln!("{id}: killed at {point}");
+
+        for ph in phases {
+            open_gate(&p, &id, ph);
+        }
+        let (code, _, err) = p.run(&["resume", &id]);
+        assert_eq!(code, 0, "{id}: resume after a kill at {point}: {err}");
+        for (j, ph) in phases.iter().enumerate() {
+            let n = runs(&p, &format!("{id} {ph}"));
+            if j != k {
+                assert_eq!(n, 1, "{id}: {ph} ran {n} times (kill at {point})");
+            } else if process_running {
+                assert_eq!(n, 2, "{id}: {ph} ran {n} times (kill at {point})");
             } else {
-                assert_eq!(
-                    status, "COMPLETE",
-                    "killed after {delay:?}: neither CRASHED nor COMPLETE"
+                // Killed before or after its gate opened.
+                assert!(
+                    (1..=2).contains(&n),
+                    "{id}: {ph} ran {n} times (kill at {point})"
                 );
-            }
-            let (code, _, err) = p.run(&["resume", &id]);
-            assert_eq!(code, 0, "resume after a kill at {delay:?}: {err}");
-            // Phases that had passed before the kill did not run again.
-            for ph in phases {
-                let n = runs(&p, &format!("{id} {ph}"));
-                if before.contains_key(ph) {
-                    assert_eq!(
-                        n, 1,
-                        "{id}: {ph} passed before the kill at {delay:?} yet ran {n} times"
-                    );
-                } else {
-                    assert!(
-                        (1..=2).contains(&n),
-                        "{id}: {ph} ran {n} times (kill at {delay:?})"
-                    );
-                }
             }
         }
         assert_complete(&p, &id, &phases, |ph| format!("{ph} of {id}"));
         let doc = p.state(&id);
         assert_eq!(doc["pending_phases"], serde_json::json!([]));
+        assert_eq!(
+            completed(&doc, target)["attempt"],
+            2,
+            "{id}: the killed attempt of {target} counts"
+        );
     }
-    assert!(crashed >= 1, "no kill landed while a task was running");
 }

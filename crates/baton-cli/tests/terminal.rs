@@ -113,3 +113,122 @@ fn a_phase_that_reads_the_terminal_fails_instead_of_hanging() {
     assert!(screen.contains("EXIT=1"), "{screen}");
     assert!(screen.contains("FAILED  ask"), "{screen}");
 }
+
+/// `ls --all --json`, parsed.
+fn tasks(p: &TestProject) -> Vec<serde_json::Value> {
+    let (_, out, _) = p.run(&["ls", "--all", "--json"]);
+    serde_json::from_str(&out).unwrap()
+}
+
+#[test]
+fn a_waiting_current_task_is_not_offered_for_resume() {
+    let p = TestProject::new();
+    p.workflow("w", WF);
+    p.workflow(
+        "gate",
+        "name = \"gate\"\n[[phase]]\nid = \"approve\"\nwait = { human = \"Ship it?\" }\n",
+    );
+    let (code, _, err) = p.run(&["run", "gate", "first", "--id", "g1"]);
+    assert_eq!(code, 4, "{err}");
+    // g1 is the current task and WAITING: resuming it would only say that
+    // it still waits, so `run` starts the new task without asking.
+    let t = Tmux::start(&shell_line(&p, "run w second"));
+    let screen = t.wait_for("EXIT=", 60);
+    assert!(!screen.contains("Resume this task?"), "{screen}");
+    assert!(screen.contains("EXIT=0"), "{screen}");
+    let all = tasks(&p);
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert!(
+        all.iter()
+            .any(|t| t["id"] == "g1" && t["status"] == "WAITING"),
+        "{all:?}"
+    );
+    assert!(
+        all.iter()
+            .any(|t| t["id"] != "g1" && t["status"] == "COMPLETE"),
+        "{all:?}"
+    );
+}
+
+#[test]
+fn run_detach_never_prompts() {
+    let p = crashed_project();
+    // No --id: the case where `run` would otherwise offer the crashed t1.
+    let t = Tmux::start(&shell_line(&p, "run w second --detach"));
+    let screen = t.wait_for("EXIT=", 60);
+    assert!(!screen.contains("Resume this task?"), "{screen}");
+    assert!(screen.contains("EXIT=0"), "{screen}");
+    // The new task runs in the background; t1 is left CRASHED.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let all = tasks(&p);
+        if all
+            .iter()
+            .any(|t| t["id"] != "t1" && t["status"] == "COMPLETE")
+        {
+            assert!(
+                all.iter()
+                    .any(|t| t["id"] == "t1" && t["status"] == "CRASHED"),
+                "{all:?}"
+            );
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "the new task never completed: {all:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// A shell line that runs `baton ARGS` twice in the project: on the
+/// terminal, then piped through `cat`, with NO_COLOR as given (None: unset).
+fn colour_line(p: &TestProject, args: &str, no_color: Option<&str>) -> String {
+    let words: Vec<String> = p
+        .env_words()
+        .into_iter()
+        .filter(|w| !w.starts_with("NO_COLOR="))
+        .chain(no_color.map(|v| format!("NO_COLOR={v}")))
+        .collect();
+    let baton = format!(
+        "env -u NO_COLOR {} '{}' {args}",
+        words.join(" "),
+        baton_bin().display()
+    );
+    format!(
+        "cd '{}' && {baton}; echo PIPED-BELOW; {baton} | cat; echo EXIT=$?; sleep 60",
+        p.root().display()
+    )
+}
+
+#[test]
+fn show_is_coloured_on_a_terminal_and_plain_through_a_pipe() {
+    let p = TestProject::new();
+    let (code, _, err) = p.run(&["run", "example", "x", "--id", "c1"]);
+    assert_eq!(code, 0, "{err}");
+
+    let t = Tmux::start(&colour_line(&p, "show c1", None));
+    t.wait_for("EXIT=", 30);
+    let screen = t.screen_with_escapes();
+    let (term, piped) = screen
+        .split_once("PIPED-BELOW")
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(
+        term.contains("\x1b[32mCOMPLETE"),
+        "`baton show` on a terminal colours the status: {term:?}"
+    );
+    assert!(piped.contains("COMPLETE"), "{piped:?}");
+    assert!(
+        !piped.contains('\x1b'),
+        "`baton show | cat` must print no escape codes, even with stderr on a terminal: {piped:?}"
+    );
+
+    let t = Tmux::start(&colour_line(&p, "show c1", Some("1")));
+    t.wait_for("EXIT=", 30);
+    let screen = t.screen_with_escapes();
+    assert!(screen.contains("COMPLETE"), "{screen:?}");
+    assert!(
+        !screen.contains('\x1b'),
+        "NO_COLOR=1: no escape codes at all: {screen:?}"
+    );
+}

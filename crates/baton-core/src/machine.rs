@@ -1197,6 +1197,8 @@ mod tests {
             phases: inherited.clone(),
             iteration_counts: BTreeMap::new(),
             status: TaskStatus::Running,
+            blockers: Vec::new(),
+            failure: None,
         });
         assert_eq!(
             f.state.resume_note.as_deref(),
@@ -1211,6 +1213,8 @@ mod tests {
             phases: inherited,
             iteration_counts: BTreeMap::new(),
             status: TaskStatus::Running,
+            blockers: Vec::new(),
+            failure: None,
         });
         assert_eq!(r.state.resume_note, None);
     }

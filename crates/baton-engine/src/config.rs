@@ -63,11 +63,12 @@ impl Config {
         cfg.lease_ttl_ms()?;
         for (name, a) in &cfg.agents {
             if a.command.is_empty() {
-                return Err(
-                    Error::bad_input(format!("{file}: [agents.{name}] command is empty")).hint(
-                        format!("write e.g. command = [\"{name}\", \"-p\", \"{{{{prompt}}}}\"]"),
-                    ),
-                );
+                return Err(Error::bad_input(format!(
+                    "{file}: [agents.{name}] command is empty"
+                ))
+                .hint(format!(
+                    "in {file}, write e.g. command = [\"{name}\", \"-p\", \"{{{{prompt}}}}\"] under [agents.{name}], or remove that table"
+                )));
             }
         }
         Ok(cfg)
@@ -78,8 +79,11 @@ impl Config {
             None | Some("full") | Some("FULL") => Ok(Synchronous::Full),
             Some("normal") | Some("NORMAL") => Ok(Synchronous::Normal),
             Some(other) => Err(Error::bad_input(format!(
-                "config.toml: [store] synchronous must be \"full\" or \"normal\", not {other:?}"
-            ))),
+                ".baton/config.toml: [store] synchronous must be \"full\" or \"normal\", not {other:?}"
+            ))
+            .hint(
+                "in .baton/config.toml, write synchronous = \"full\" (the default: every transition on disk) or \"normal\" (faster) under [store]",
+            )),
         }
     }
 
@@ -87,12 +91,15 @@ impl Config {
         match &self.lease.ttl {
             None => Ok(30_000),
             Some(t) => {
-                let ms = baton_core::workflow::parse_duration(t)
-                    .map_err(|m| Error::bad_input(format!("config.toml: [lease] ttl: {m}")))?;
+                let hint = "in .baton/config.toml, write e.g. ttl = \"30s\" (the default) under [lease]; it must be at least 1s";
+                let ms = baton_core::workflow::parse_duration(t).map_err(|m| {
+                    Error::bad_input(format!(".baton/config.toml: [lease] ttl: {m}")).hint(hint)
+                })?;
                 if ms < 1000 {
-                    return Err(Error::bad_input(
-                        "config.toml: [lease] ttl must be at least 1s",
-                    ));
+                    return Err(Error::bad_input(format!(
+                        ".baton/config.toml: [lease] ttl must be at least 1s, not {t:?}"
+                    ))
+                    .hint(hint));
                 }
                 Ok(ms as i64)
             }

@@ -333,8 +333,12 @@ fn rebuild_missing(eng: &Engine, fix: bool) -> Result<Vec<Finding>> {
     let Ok(entries) = std::fs::read_dir(eng.project.tasks_dir()) else {
         return Ok(out);
     };
-    let known: std::collections::HashSet<String> =
-        eng.store.list()?.into_iter().map(|t| t.id.to_string()).collect();
+    let known: std::collections::HashSet<String> = eng
+        .store
+        .list()?
+        .into_iter()
+        .map(|t| t.id.to_string())
+        .collect();
     let mut missing: Vec<_> = entries
         .filter_map(|e| e.ok())
         .map(|e| e.path())
@@ -483,10 +487,17 @@ fn rebuild_one(eng: &Engine, path: &std::path::Path) -> Result<(TaskId, String),
         {
             let stem = baton_core::document::output_file_name(i, pid.as_str());
             let stem = stem.trim_end_matches(".md");
-            let refname = format!("refs/baton/{}/{stem}.i{}.a{}/start", s("task_id"), ps.iteration, ps.attempt);
+            let refname = format!(
+                "refs/baton/{}/{stem}.i{}.a{}/start",
+                s("task_id"),
+                ps.iteration,
+                ps.attempt
+            );
             if let Some(snap) = git.resolve(&refname) {
                 ps.checkpoint = Some(baton_core::state::Checkpoint {
-                    branch: doc["recovery_info"]["git_branch"].as_str().map(str::to_string),
+                    branch: doc["recovery_info"]["git_branch"]
+                        .as_str()
+                        .map(str::to_string),
                     head: git.resolve(&format!("{snap}^1")),
                     snapshot: Some(snap),
                     snapshot_ref: Some(refname),

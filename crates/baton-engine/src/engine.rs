@@ -294,11 +294,11 @@ impl Engine {
         let wf = self.load_workflow(&opts.workflow)?;
         // Given as text: `machine::create` converts each value to the type
         // of the declared flag, or refuses it.
-        let flags = parse_pairs(&opts.flags, "--flag")?
+        let flags = parse_pairs(&opts.flags, "--flag", "tests=false")?
             .into_iter()
             .map(|(k, v)| (k, serde_json::Value::String(v)))
             .collect();
-        let labels = parse_pairs(&opts.labels, "--label")?;
+        let labels = parse_pairs(&opts.labels, "--label", "issue=42")?;
         let id = match &opts.id {
             Some(id) => TaskId::parse(id).map_err(|e| {
                 Error::bad_input(e.to_string())
@@ -397,6 +397,8 @@ impl Engine {
         let state = state.ok_or_else(|| Error::op("a task must start with task_created"))?;
         let lease = self.new_lease();
         self.store.create_task(&state, &records, &lease)?;
+        // A new task under the id of a cleaned one is a live record again.
+        let _ = std::fs::remove_file(self.project.task_dir(id).join(crate::doctor::CLEANED));
         let held = self.hold(state, wf, lease, agent)?;
         self.observer.task_started(id, &held.wf.name);
         Ok(held)
@@ -545,8 +547,25 @@ impl Engine {
         };
         let lease = self.new_lease();
         match self.store.acquire(id, &lease, replace.as_ref())? {
-            Acquire::Acquired => {}
-            Acquire::Held(l) => return Err(self.busy(id, &l)),
+            Acquire::Acquired => {
+                tracing::debug!(
+                    task = %id,
+                    previous = %replace.as_ref().map_or("nobody".into(), |o| o.describe()),
+                    previous_was = ?live,
+                    takeover_from,
+                    expires_at = %lease.expires_at,
+                    "lease taken"
+                );
+            }
+            Acquire::Held(l) => {
+                tracing::debug!(
+                    task = %id,
+                    replacing = %replace.as_ref().map_or("nobody".into(), |o| o.describe()),
+                    holder = %l.owner.describe(),
+                    "lease takeover lost: another process holds it"
+                );
+                return Err(self.busy(id, &l));
+            }
         }
         // Read again under the lease: another process may have moved it on.
         let fresh = match self.store.load(id) {
@@ -979,6 +998,8 @@ impl Engine {
                 .map(|(k, v)| (k.clone(), *v))
                 .collect(),
             status: TaskStatus::Running,
+            blockers: Vec::new(),
+            failure: None,
         };
         let cp = snap
             .state
@@ -1058,8 +1079,25 @@ impl Engine {
         };
         // On failure the in-memory state is ahead of the store; every caller
         // stops driving on an error, so it is never used again.
-        self.store
-            .commit(&self.owner, &held.state, &writes, &records)?;
+        let started = std::time::Instant::now();
+        let committed = self
+            .store
+            .commit(&self.owner, &held.state, &writes, &records);
+        tracing::debug!(
+            task = %held.state.task_id,
+            seq_first = records.first().map_or(0, |r| r.seq),
+            seq_last = records.last().map_or(0, |r| r.seq),
+            kinds = ?records.iter().map(|r| r.event.kind()).collect::<Vec<_>>(),
+            phases_written = match &writes {
+                PhaseWrites::All => held.state.phases.len(),
+                PhaseWrites::Changed(ix) => ix.len(),
+            },
+            status = ?held.state.status,
+            elapsed_us = started.elapsed().as_micros() as u64,
+            ok = committed.is_ok(),
+            "store commit"
+        );
+        committed?;
         let doc = document::render(
             &held.state,
             &held.wf,
@@ -1335,6 +1373,20 @@ impl Engine {
             stderr_tail: process::read_tail(&stderr, 4000),
             files_changed: Vec::new(),
         };
+        tracing::debug!(
+            task = %id,
+            %phase,
+            attempt,
+            iteration = ps.iteration,
+            program = %spec.program,
+            argc = spec.args.len() + 1,
+            env_vars = spec.env.len(),
+            cwd = %spec.cwd.display(),
+            timeout_ms = ?def.timeout_ms,
+            stdout = %stdout.display(),
+            stderr = %stderr.display(),
+            "starting phase process"
+        );
         let waited = match process::spawn(&spec) {
             Ok(mut running) => {
                 self.decide_commit(
@@ -1542,10 +1594,18 @@ impl Engine {
             snap.state.status,
             TaskStatus::Complete | TaskStatus::Cancelled
         ) {
+            let hint = if snap.state.status == TaskStatus::Complete {
+                format!("there is nothing to stop; `baton rm {id}` deletes its record")
+            } else {
+                format!(
+                    "it is stopped already; `baton resume {id} --from PHASE` runs phases again, `baton rm {id}` deletes its record"
+                )
+            };
             return Err(Error::bad_input(format!(
                 "task {id} is already {}",
                 snap.state.status.as_str()
-            )));
+            ))
+            .hint(hint));
         }
         if let (Liveness::Live, Some(l)) = (self.liveness(snap.lease.as_ref()), &snap.lease)
             && l.owner != self.owner
@@ -1621,10 +1681,16 @@ impl Engine {
             .collect())
     }
 
-    /// Deletes the records of completed tasks, keeping their rendered files.
+    /// Deletes the records of completed tasks, keeping their rendered files
+    /// (marked as cleaned, so `doctor` does not rebuild them).
     pub fn clean(&self, ids: &[TaskId]) -> Result<usize> {
         let mut n = 0;
         for id in ids {
+            let dir = self.project.task_dir(id);
+            if dir.is_dir() {
+                let stamp = format!("record deleted by `baton clean` at {}\n", self.now());
+                render::atomic_write(&dir.join(crate::doctor::CLEANED), stamp.as_bytes())?;
+            }
             if self.store.delete_task(id)? {
                 n += 1;
             }
@@ -1645,8 +1711,8 @@ impl Engine {
     }
 }
 
-/// Parses `K=V` pairs.
-fn parse_pairs(items: &[String], flag: &str) -> Result<BTreeMap<String, String>> {
+/// Parses `K=V` pairs; `example` is a valid one, for the hint.
+fn parse_pairs(items: &[String], flag: &str, example: &str) -> Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
     for item in items {
         match item.split_once('=') {
@@ -1657,7 +1723,7 @@ fn parse_pairs(items: &[String], flag: &str) -> Result<BTreeMap<String, String>>
                 return Err(Error::bad_input(format!(
                     "{flag} {item:?} is not of the form KEY=VALUE"
                 ))
-                .hint(format!("write e.g. {flag} tests=false")));
+                .hint(format!("write e.g. {flag} {example}")));
             }
         }
     }
@@ -1687,6 +1753,8 @@ impl Heartbeat {
         let tick = Duration::from_millis((ttl_ms / 3).clamp(100, 1000) as u64);
         let handle = std::thread::spawn(move || {
             let mut last = std::time::Instant::now();
+            let mut renewed = last;
+            let mut failures = 0u32;
             while !s.load(Ordering::SeqCst) {
                 std::thread::sleep(Duration::from_millis(25));
                 if last.elapsed() < tick {
@@ -1695,15 +1763,43 @@ impl Heartbeat {
                 last = std::time::Instant::now();
                 match store.renew(&id, &owner, clock.now().plus_millis(ttl_ms)) {
                     Ok(RenewOutcome::Renewed { cancel_requested }) => {
+                        if failures > 0 {
+                            tracing::debug!(
+                                task = %id,
+                                failures,
+                                "heartbeat renewed the lease again"
+                            );
+                        }
+                        failures = 0;
+                        renewed = last;
+                        if cancel_requested && !c.load(Ordering::SeqCst) {
+                            tracing::debug!(task = %id, "heartbeat saw a cancel request");
+                        }
                         if cancel_requested {
                             c.store(true, Ordering::SeqCst);
                         }
                     }
                     Ok(RenewOutcome::Lost) => {
+                        tracing::debug!(
+                            task = %id,
+                            ours = %owner.describe(),
+                            "heartbeat: the lease was taken by another process"
+                        );
                         l.store(true, Ordering::SeqCst);
                         break;
                     }
-                    Err(e) => tracing::warn!("heartbeat of {id} failed: {e}"),
+                    Err(e) => {
+                        failures += 1;
+                        tracing::debug!(
+                            task = %id,
+                            failures,
+                            since_renewed_ms = renewed.elapsed().as_millis() as u64,
+                            ttl_ms,
+                            error = %e,
+                            "heartbeat renew failed"
+                        );
+                        tracing::warn!("heartbeat of {id} failed: {e}");
+                    }
                 }
             }
         });

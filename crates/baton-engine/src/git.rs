@@ -69,10 +69,20 @@ impl Git {
 
     /// Runs git and returns stdout; fails with the stderr tail.
     pub fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Result<String, GitError> {
-        let out = self.command(args, env).output().map_err(|e| GitError {
-            args: args.join(" "),
-            stderr: format!("cannot run git: {e}"),
+        let started = std::time::Instant::now();
+        let out = self.command(args, env).output().map_err(|e| {
+            tracing::debug!(?args, error = %e, "git could not be started");
+            GitError {
+                args: args.join(" "),
+                stderr: format!("cannot run git: {e}"),
+            }
         })?;
+        tracing::debug!(
+            ?args,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            exit = out.status.code().unwrap_or(-1),
+            "git"
+        );
         if !out.status.success() {
             let stderr = String::from_utf8_lossy(&out.stderr);
             return Err(GitError {
@@ -81,6 +91,17 @@ impl Git {
             });
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// The commit a revision names, if it exists.
+    pub fn resolve(&self, rev: &str) -> Option<String> {
+        self.run(
+            &["rev-parse", "--verify", "-q", &format!("{rev}^{{commit}}")],
+            &[],
+        )
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
     }
 
     pub fn head(&self) -> Option<String> {
@@ -158,13 +179,23 @@ impl Git {
 
     /// Branch, HEAD and a snapshot of the worktree under `refname`.
     pub fn checkpoint(&self, refname: &str, message: &str) -> Result<Checkpoint, GitError> {
+        let started = std::time::Instant::now();
         let snapshot = self.snapshot(refname, message)?;
-        Ok(Checkpoint {
+        let cp = Checkpoint {
             branch: self.branch(),
             head: self.head(),
             snapshot: Some(snapshot),
             snapshot_ref: Some(refname.to_string()),
-        })
+        };
+        tracing::debug!(
+            refname,
+            snapshot = cp.snapshot.as_deref().unwrap_or(""),
+            branch = cp.branch.as_deref().unwrap_or("(detached)"),
+            head = cp.head.as_deref().unwrap_or("(none)"),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "git checkpoint"
+        );
+        Ok(cp)
     }
 
     /// Files that differ between two commits (or trees).

@@ -79,10 +79,21 @@ pub fn spawn(spec: &Spec) -> std::io::Result<Running> {
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn()?;
+    let mut child = cmd.spawn().inspect_err(|e| {
+        tracing::debug!(program = %spec.program, error = %e, "phase process could not be spawned");
+    })?;
     let gate = child.stdin.take();
     let pid = child.id();
     let start_time = crate::host::process_start_time(pid).unwrap_or(0);
+    tracing::debug!(
+        program = %spec.program,
+        argc = spec.args.len() + 1,
+        argv_bytes = spec.args.iter().map(String::len).sum::<usize>(),
+        cwd = %spec.cwd.display(),
+        pid,
+        start_time,
+        "phase process spawned, held at the gate"
+    );
     let (tx, rx) = channel();
     std::thread::spawn(move || {
         let _ = tx.send(child.wait());
@@ -150,7 +161,12 @@ impl Running {
     pub fn release(&mut self) {
         if let Some(mut g) = self.gate.take() {
             use std::io::Write;
-            let _ = g.write_all(b"go\n");
+            let written = g.write_all(b"go\n");
+            tracing::debug!(
+                pid = self.pid,
+                ok = written.is_ok(),
+                "phase process released from the gate"
+            );
         }
     }
 
@@ -171,6 +187,11 @@ impl Running {
                 Some(t) => {
                     let left = t.saturating_sub(started.elapsed());
                     if left.is_zero() {
+                        tracing::debug!(
+                            pid = self.pid,
+                            timeout = ?t,
+                            "phase timed out; killing its group"
+                        );
                         self.kill();
                         return Waited::TimedOut;
                     }
@@ -180,6 +201,12 @@ impl Running {
             };
             match self.rx.recv_timeout(slice) {
                 Ok(Ok(status)) => {
+                    tracing::debug!(
+                        pid = self.pid,
+                        status = %describe(&status),
+                        elapsed_ms = started.elapsed().as_millis() as u64,
+                        "phase process exited"
+                    );
                     // The leader exited; anything it left behind in its
                     // group goes with it.
                     kill_group(self.pid, Duration::from_millis(0));
@@ -191,6 +218,11 @@ impl Running {
                 }
                 Err(RecvTimeoutError::Timeout) => {
                     if let Some(s) = stop() {
+                        tracing::debug!(
+                            pid = self.pid,
+                            reason = ?s,
+                            "phase stopped; killing its group"
+                        );
                         self.kill();
                         return Waited::Stopped(s);
                     }
@@ -245,17 +277,25 @@ pub fn kill_group(pgid: u32, grace: Duration) {
         return;
     }
     let g = Pid::from_raw(pgid as i32);
+    let started = Instant::now();
     if !grace.is_zero() {
-        let _ = killpg(g, Signal::SIGTERM);
+        let sent = killpg(g, Signal::SIGTERM);
+        tracing::debug!(pgid, ?grace, ok = sent.is_ok(), "SIGTERM to process group");
         let until = Instant::now() + grace;
         while Instant::now() < until {
             if !group_alive(pgid) {
+                tracing::debug!(
+                    pgid,
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "process group gone after SIGTERM"
+                );
                 return;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    let _ = killpg(g, Signal::SIGKILL);
+    let sent = killpg(g, Signal::SIGKILL);
+    tracing::debug!(pgid, ok = sent.is_ok(), "SIGKILL to process group");
 }
 
 /// Kills what a crashed run left behind: the group of `p` if its leader is
@@ -268,6 +308,13 @@ pub fn kill_orphan(p: &ProcessRef) -> bool {
         Some(st) => st == p.start_time,
         None => group_alive(p.pid),
     };
+    tracing::debug!(
+        pid = p.pid,
+        start_time = p.start_time,
+        leader_start_time = ?leader,
+        ours,
+        "looking for an orphaned phase process"
+    );
     if ours {
         kill_group(p.pid, Duration::from_secs(2));
     }
@@ -332,25 +379,70 @@ mod tests {
         }
     }
 
+    /// Polls `f` every 10 ms until it returns `Some`, or panics after `secs`.
+    fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
+        let until = Instant::now() + Duration::from_secs(secs);
+        loop {
+            if let Some(v) = f() {
+                return v;
+            }
+            assert!(Instant::now() < until, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Whether `pid` is gone: no such process, or a zombie nobody reaped.
+    fn gone(pid: u32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(stat) => {
+                let state = stat
+                    .rfind(')')
+                    .and_then(|i| stat[i + 1..].split_whitespace().next());
+                matches!(state, Some("Z") | Some("X") | None)
+            }
+        }
+    }
+
+    /// Waits (at most 5 s) for `pid` to be gone; panics naming `what`.
+    fn wait_gone(pid: u32, what: &str) {
+        wait_for(&format!("{what} (pid {pid}) to be gone"), 5, || {
+            gone(pid).then_some(())
+        });
+    }
+
     #[test]
     fn timeout_kills_the_whole_group() {
         let dir = tempfile::tempdir().unwrap();
-        // The shell starts a grandchild that would outlive a plain kill.
-        let mut r = spawn(&spec(dir.path(), "sleep 30 & echo $! > child; wait")).unwrap();
+        // The shell starts a grandchild that would outlive a plain kill. It
+        // writes the pid to a temporary name and renames it, so the file
+        // is never seen half written.
+        let mut r = spawn(&spec(
+            dir.path(),
+            "sleep 30 & echo $! > child.tmp; mv child.tmp child; wait",
+        ))
+        .unwrap();
         r.release();
         let pgid = r.pid;
-        let w = r.wait(Some(Duration::from_millis(300)), &|| None);
-        assert!(matches!(w, Waited::TimedOut));
-        let child: u32 = std::fs::read_to_string(dir.path().join("child"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(100));
+        // The timeout counts from `wait`, so wait for the grandchild first:
+        // on a loaded machine the shell may take a while to get there.
+        let child: u32 = wait_for("the grandchild's pid", 30, || {
+            std::fs::read_to_string(dir.path().join("child"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        });
+        assert!(!gone(child), "the grandchild should be running");
+        let started = Instant::now();
+        let w = r.wait(Some(Duration::from_secs(2)), &|| None);
+        assert!(matches!(w, Waited::TimedOut), "{w:?}");
         assert!(
-            crate::host::process_start_time(child).is_none(),
-            "grandchild survived"
+            started.elapsed() >= Duration::from_secs(2),
+            "returned before the timeout"
         );
+        wait_gone(child, "the grandchild");
+        wait_gone(pgid, "the group leader");
         assert!(!group_alive(pgid));
     }
 
@@ -399,7 +491,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut r = spawn(&spec(dir.path(), "sleep 30")).unwrap();
         r.release();
+        let pid = r.pid;
         let w = r.wait(None, &|| Some(Stop::Cancelled));
-        assert!(matches!(w, Waited::Stopped(Stop::Cancelled)));
+        assert!(matches!(w, Waited::Stopped(Stop::Cancelled)), "{w:?}");
+        // `wait` returns only once the group is dead (or SIGKILLed).
+        wait_gone(pid, "the stopped process");
+        assert!(!group_alive(pid), "the stopped group lives on");
     }
 }

@@ -70,4 +70,22 @@ impl Project {
         let s = fs_err::read_to_string(self.current_file()).ok()?;
         TaskId::parse(s.trim()).ok()
     }
+
+    /// The task `.baton/tasks/current` points to, `None` when there is no
+    /// pointer; a pointer that is not a valid task id (edited by hand, or
+    /// damaged) is an error naming what it holds, never a path.
+    pub fn current_task_checked(&self) -> Result<Option<TaskId>> {
+        let bytes = match std::fs::read(self.current_file()) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::op(format!(".baton/tasks/current: {e}"))),
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        TaskId::parse(text.trim()).map(Some).map_err(|e| {
+            Error::bad_input(format!(
+                "the current-task pointer .baton/tasks/current: {e}"
+            ))
+            .hint("name a task id (`baton ls --all` lists them), or delete .baton/tasks/current")
+        })
+    }
 }

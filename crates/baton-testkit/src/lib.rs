@@ -255,3 +255,15 @@ impl TestProject {
         serde_json::from_str(&out).unwrap()
     }
 }
+
+impl Tmux {
+    /// The visible screen with its colours and attributes as escape codes
+    /// (`capture-pane -e`), to tell coloured output from plain.
+    pub fn screen_with_escapes(&self) -> String {
+        let out = self
+            .cmd(&["capture-pane", "-p", "-e", "-J", "-S", "-200"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}

@@ -18,12 +18,34 @@ pub fn run(project: Option<PathBuf>, args: InitArgs, printer: &Printer) -> Resul
         None => std::env::current_dir()?,
     };
     if !root.is_dir() {
+        return Err(
+            Error::bad_input(format!("{} is not a folder", root.display())).hint(format!(
+                "create it first (`mkdir -p {}`), or pass an existing folder with --project",
+                root.display()
+            )),
+        );
+    }
+    let baton = root.join(".baton");
+    // Inside an existing project every command already finds that project
+    // (by walking up); a second `.baton/` here would silently split it.
+    if !baton.is_dir()
+        && !args.force
+        && let Some(parent) = std::path::absolute(&root)?
+            .parent()
+            .map(super::project_root_above)
+            .transpose()?
+            .flatten()
+    {
         return Err(Error::bad_input(format!(
-            "{} is not a folder",
+            "{} is inside the baton project {}",
+            root.display(),
+            parent.display()
+        ))
+        .hint(format!(
+            "run baton from there (it works from any folder inside it), or pass --force to create a separate project in {}",
             root.display()
         )));
     }
-    let baton = root.join(".baton");
     fs_err::create_dir_all(baton.join("workflows"))?;
     let files = [
         (baton.join("config.toml"), baton_engine::config::INIT_CONFIG),

@@ -14,7 +14,7 @@ pub fn cancel(project: &Project, args: IdArg, printer: &Arc<Printer>) -> Result<
     eng.cancel(&id)?;
     printer.info(&format!(
         "task {id} is {}",
-        printer.status_word("CANCELLED")
+        printer.status_word_err("CANCELLED")
     ));
     Ok(Exit::Done)
 }

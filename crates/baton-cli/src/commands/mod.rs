@@ -36,22 +36,41 @@ pub fn dispatch(cli: Cli, printer: &Arc<Printer>) -> Result<Exit> {
     }
 }
 
+/// The project: `--project DIR` (or `BATON_PROJECT`) and the current folder
+/// alike are searched upwards for `.baton/`, so a subfolder of a project
+/// names that project.
 fn project_of(dir: Option<std::path::PathBuf>) -> Result<Project> {
     match dir {
         Some(d) => {
-            if !d.join(".baton").is_dir() {
+            if !d.is_dir() {
                 return Err(
-                    Error::bad_input(format!("{} has no .baton/ folder", d.display()))
-                        .hint(format!("run `baton init` in {} first", d.display())),
+                    Error::bad_input(format!("--project {}: no such folder", d.display())).hint(
+                        "pass the project's folder (the one holding .baton/) or a folder inside it",
+                    ),
                 );
             }
-            Project::open(&d)
+            match project_root_above(&d)? {
+                Some(root) => Project::open(&root),
+                None => Err(Error::bad_input(format!(
+                    "{} is not inside a baton project (no .baton/ in it or any parent folder)",
+                    d.display()
+                ))
+                .hint(format!("run `baton init` in {} first", d.display()))),
+            }
         }
         None => Project::discover(&std::env::current_dir()?),
     }
 }
 
-/// Opens the engine with the printer as its observer.
+/// The nearest folder at or above `start` that holds `.baton/`.
+fn project_root_above(start: &std::path::Path) -> Result<Option<std::path::PathBuf>> {
+    let start = std::path::absolute(start)?;
+    Ok(start
+        .ancestors()
+        .find(|d| d.join(".baton").is_dir())
+        .map(|d| d.to_path_buf()))
+}
+
 /// Opens the engine with the printer as its observer.
 fn engine(project: &Project, printer: &Arc<Printer>) -> Result<Engine> {
     Engine::open(project.clone(), printer.clone())
@@ -79,7 +98,7 @@ fn task_id(project: &Project, id: Option<&str>) -> Result<TaskId> {
         Some(id) => TaskId::parse(id).map_err(|e| {
             Error::bad_input(e.to_string()).hint("run `baton ls --all` to see the task ids")
         }),
-        None => project.current_task().ok_or_else(|| {
+        None => project.current_task_checked()?.ok_or_else(|| {
             Error::bad_input("no current task").hint("name a task id; `baton ls --all` lists them")
         }),
     }

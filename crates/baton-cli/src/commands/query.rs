@@ -63,10 +63,10 @@ pub fn ls(project: &Project, args: LsArgs, printer: &Arc<Printer>) -> Result<Exi
                     .get(..19)
                     .unwrap_or("")
                     .replace('T', " "),
-                if d.resumable() {
-                    "yes: baton resume"
-                } else {
-                    "-"
+                match d {
+                    DisplayStatus::Waiting => waiting_note(&eng, &t.id),
+                    d if d.resumable() => "yes: baton resume".to_string(),
+                    _ => "-".to_string(),
                 }
             ));
         }
@@ -79,6 +79,24 @@ pub fn ls(project: &Project, args: LsArgs, printer: &Arc<Printer>) -> Result<Exi
         ));
     }
     Ok(Exit::Done)
+}
+
+/// The last column of `ls` for a WAITING task: what it waits for.
+fn waiting_note(eng: &baton_engine::Engine, id: &baton_core::TaskId) -> String {
+    let what = eng.load(id).ok().and_then(|snap| {
+        let w = snap.state.waiting_phase()?.waiting.clone()?;
+        Some(match w.due_at {
+            Some(due) => format!("{}, due {}", w.description, due),
+            None => w.description,
+        })
+    });
+    let what = what.unwrap_or_else(|| "see `baton show`".into());
+    let short: String = what.chars().take(60).collect();
+    if short.len() < what.len() {
+        format!("waiting: {short}…")
+    } else {
+        format!("waiting: {short}")
+    }
 }
 
 pub fn show(project: &Project, args: ShowArgs, printer: &Arc<Printer>) -> Result<Exit> {
@@ -158,7 +176,18 @@ pub fn show(project: &Project, args: ShowArgs, printer: &Arc<Printer>) -> Result
         out.push(String::new());
         out.push(format!("failure   {f}"));
     }
-    if status.resumable() {
+    if status == DisplayStatus::Waiting {
+        if let Some(w) = st.waiting_phase().and_then(|p| p.waiting.as_ref()) {
+            out.push(String::new());
+            out.push(match w.due_at {
+                Some(due) => format!(
+                    "waits for {} (due at {due}); then `baton resume {id}`",
+                    w.description
+                ),
+                None => format!("waits for {}", w.description),
+            });
+        }
+    } else if status.resumable() {
         out.push(String::new());
         out.push(format!("resume with `baton resume {id}`"));
     }
@@ -181,6 +210,14 @@ pub fn log(project: &Project, args: LogArgs, printer: &Arc<Printer>) -> Result<E
                     o.insert("seq".into(), json!(r.seq));
                     o.insert("ts".into(), json!(r.ts.rfc3339()));
                     o.insert("task_id".into(), json!(id));
+                    // Every phase-related line names its phase, also those
+                    // whose payload calls it otherwise (looped_back: from,
+                    // rewound: to).
+                    if let Some(p) = r.event.phase()
+                        && o.get("phase").is_none_or(|v| v.is_null())
+                    {
+                        o.insert("phase".into(), json!(p.as_str()));
+                    }
                     if let Some(a) = r.event.attempt() {
                         o.insert("attempt".into(), json!(a));
                     }

@@ -6,21 +6,25 @@ use crate::cli::{ForkArgs, ResumeArgs, RunArgs};
 use crate::printer::Printer;
 use baton_core::Exit;
 use baton_core::lease::DisplayStatus;
-use baton_engine::{Error, Outcome, Project, ResumeOptions, RunOptions};
+use baton_engine::{Engine, Error, Outcome, Project, ResumeOptions, RunOptions};
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
 pub fn run(project: &Project, args: RunArgs, printer: &Arc<Printer>) -> Result<Exit> {
     let eng = driving_engine(project, printer)?;
-    // An unfinished current task: offer to resume it, on a terminal only.
-    if std::io::stdin().is_terminal()
+    // A current task that crashed or failed: offer to resume it, on a
+    // terminal only, and never for `--detach` (nobody is there to answer
+    // once it runs in the background). A WAITING task is not offered:
+    // resuming it would only report that it still waits.
+    if !args.detach
+        && std::io::stdin().is_terminal()
         && std::io::stderr().is_terminal()
         && args.id.is_none()
         && let Some(cur) = project.current_task()
         && let Ok(snap) = eng.load(&cur)
     {
         let status = eng.display_status(snap.state.status, snap.lease.as_ref());
-        if status.resumable() {
+        if matches!(status, DisplayStatus::Crashed | DisplayStatus::Failed) {
             eprint!(
                 "The current task {cur} is {} at {}. Resume this task? (Y/n) ",
                 status.as_str(),
@@ -38,7 +42,7 @@ pub fn run(project: &Project, args: RunArgs, printer: &Arc<Printer>) -> Result<E
                         ..Default::default()
                     },
                 )?;
-                return Ok(report(&cur, outcome, printer));
+                return Ok(report(&eng, &cur, outcome, printer));
             }
         }
     }
@@ -55,7 +59,7 @@ pub fn run(project: &Project, args: RunArgs, printer: &Arc<Printer>) -> Result<E
     if args.detach {
         return detach(&eng, &id, printer);
     }
-    Ok(report(&id, outcome, printer))
+    Ok(report(&eng, &id, outcome, printer))
 }
 
 /// Starts `baton resume ID` in the background, in its own session, with
@@ -124,7 +128,7 @@ pub fn resume(project: &Project, args: ResumeArgs, printer: &Arc<Printer>) -> Re
             takeover_from: args.takeover_from,
         },
     )?;
-    Ok(report(&id, outcome, printer))
+    Ok(report(&eng, &id, outcome, printer))
 }
 
 pub fn fork(project: &Project, args: ForkArgs, printer: &Arc<Printer>) -> Result<Exit> {
@@ -132,10 +136,10 @@ pub fn fork(project: &Project, args: ForkArgs, printer: &Arc<Printer>) -> Result
     let src = task_id(project, Some(&args.id))?;
     if eng
         .store
-        .load(
-            &baton_core::TaskId::parse(&args.new_id)
-                .map_err(|e| Error::bad_input(e.to_string()))?,
-        )?
+        .load(&baton_core::TaskId::parse(&args.new_id).map_err(|e| {
+            Error::bad_input(e.to_string())
+                .hint("task ids use letters, digits, '-', '_' and '.', e.g. --id fix-login-2")
+        })?)?
         .is_some()
     {
         return Err(
@@ -144,34 +148,74 @@ pub fn fork(project: &Project, args: ForkArgs, printer: &Arc<Printer>) -> Result
         );
     }
     let (id, outcome) = eng.fork(&src, &args.from, &args.new_id)?;
-    Ok(report(&id, outcome, printer))
+    Ok(report(&eng, &id, outcome, printer))
 }
 
-/// Prints how the task ended and picks the exit code.
-pub fn report(id: &baton_core::TaskId, outcome: Outcome, printer: &Printer) -> Exit {
+/// Prints how the task ended and picks the exit code. A task that failed,
+/// was cancelled or was interrupted is reported even with `--quiet`.
+pub fn report(eng: &Engine, id: &baton_core::TaskId, outcome: Outcome, printer: &Printer) -> Exit {
     match &outcome {
         Outcome::Complete => printer.info(&format!(
             "task {id} is {}",
-            printer.status_word(DisplayStatus::Complete.as_str())
+            printer.status_word_err(DisplayStatus::Complete.as_str())
         )),
         Outcome::Failed(why) => {
-            printer.info(&format!(
+            printer.always(&format!(
                 "task {id} {}: {why}",
-                printer.status_word("FAILED")
+                printer.status_word_err("FAILED")
             ));
-            printer.info(&format!(
-                "hint: fix the cause, then `baton resume {id}` re-runs the failed phase"
+            printer.hint(&format!(
+                "fix the cause, then `baton resume {id}` re-runs the failed phase"
             ));
         }
-        Outcome::Waiting(what) => printer.info(&format!(
-            "task {id} is {}: {what}",
-            printer.status_word("WAITING")
-        )),
-        Outcome::Cancelled => printer.info(&format!(
+        Outcome::Waiting(what) => {
+            printer.info(&format!(
+                "task {id} is {}: {what}",
+                printer.status_word_err("WAITING")
+            ));
+            if !printer.quiet {
+                for h in waiting_hints(eng, id) {
+                    printer.hint(&h);
+                }
+            }
+        }
+        Outcome::Cancelled => printer.always(&format!(
             "task {id} was {}",
-            printer.status_word("CANCELLED")
+            printer.status_word_err("CANCELLED")
         )),
-        Outcome::Interrupted(why) => printer.info(&format!("task {id} interrupted: {why}")),
+        Outcome::Interrupted(why) => {
+            printer.always(&format!("task {id} interrupted: {why}"));
+            printer.hint(&format!(
+                "`baton resume {id}` goes on; the interrupted phase runs again from its start"
+            ));
+        }
     }
     outcome.exit()
+}
+
+/// How to go on with a task that waits. A timer is passed by a `resume`
+/// once it is due; a human answer or an event has nothing in this version
+/// that delivers it, so say how to get past the wait or stop the task.
+fn waiting_hints(eng: &Engine, id: &baton_core::TaskId) -> Vec<String> {
+    let Ok(snap) = eng.load(id) else {
+        return Vec::new();
+    };
+    let Some(p) = snap.state.waiting_phase() else {
+        return Vec::new();
+    };
+    let phase = p.id.as_str();
+    if p.waiting.as_ref().is_some_and(|w| w.due_at.is_some()) {
+        return vec![format!(
+            "`baton resume {id}` once it is due passes the timer and goes on"
+        )];
+    }
+    vec![
+        format!(
+            "nothing in this version of baton answers a human or an event wait yet; `baton resume {id}` keeps waiting"
+        ),
+        format!(
+            "to go on without it, remove phase {phase} from .baton/workflows/{}.toml (and any `needs` on it), then run `baton resume {id} --upgrade`; or stop the task with `baton cancel {id}`",
+            snap.state.workflow
+        ),
+    ]
 }
