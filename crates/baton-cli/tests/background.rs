@@ -1,10 +1,8 @@
 //! `run --detach`, `log --follow`, and Ctrl-C (SIGINT) of a running task.
 
-use baton_testkit::TestProject;
-use std::process::{Child, ExitStatus, Output, Stdio};
+use baton_testkit::{TestProject, wait_child, wait_for};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
-
-const DEADLINE: Duration = Duration::from_secs(30);
 
 /// Both phases wait for the file `go` (created by the test), so the task is
 /// certainly still running when the test looks at it. The loop also ends
@@ -19,37 +17,6 @@ run = "while [ ! -f go ] && [ -d .baton ]; do sleep 0.05; done; echo a-done"
 id = "b"
 run = "while [ ! -f go ] && [ -d .baton ]; do sleep 0.05; done; echo b-done"
 "#;
-
-/// Polls `f` every 25 ms until it returns `Some`, or panics after `DEADLINE`.
-fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let until = Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            Instant::now() < until,
-            "timed out after {DEADLINE:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(25));
-    }
-}
-
-/// Waits for a child with a deadline (kills it and panics when it is late).
-fn wait_child(child: &mut Child, what: &str) -> ExitStatus {
-    let until = Instant::now() + DEADLINE;
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        if Instant::now() > until {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} did not exit within {DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-}
 
 /// Runs a command with piped output and a deadline.
 fn output_within(mut cmd: std::process::Command, what: &str) -> Output {
@@ -77,18 +44,8 @@ fn output_within(mut cmd: std::process::Command, what: &str) -> Output {
     }
 }
 
-/// Whether a process is gone: no such pid, or a zombie nobody reaped yet
-/// (the state field of `/proc/PID/stat`, after the command name).
 fn gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => {
-            let state = stat
-                .rfind(')')
-                .and_then(|i| stat[i + 1..].split_whitespace().next());
-            matches!(state, Some("Z") | Some("X") | None)
-        }
-    }
+    baton_testkit::process_gone(pid as u32)
 }
 
 /// The pid written to a file in the project, once the file holds one.

@@ -2,49 +2,16 @@
 //! processes, real SIGKILLs (from outside, and from the engine's own
 //! `BATON_TEST_CRASH_AT` hook), then `baton resume` and what a user sees.
 
-use baton_testkit::TestProject;
+use baton_testkit::{TestProject, wait_child, wait_for};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Child, ExitStatus, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const DEADLINE: Duration = Duration::from_secs(30);
-
 // ----- helpers -------------------------------------------------------------
-
-/// Polls `f` every 25 ms until it returns `Some`, or panics after `DEADLINE`.
-fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let until = Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            Instant::now() < until,
-            "timed out after {DEADLINE:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(25));
-    }
-}
-
-/// Waits for a child with a deadline (kills it and panics when it is late).
-fn wait_child(child: &mut Child, what: &str) -> ExitStatus {
-    let until = Instant::now() + DEADLINE;
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        if Instant::now() > until {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} did not exit within {DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-}
 
 /// Waits for a child started with piped output, with a deadline.
 fn wait_output(mut child: Child, what: &str) -> Output {
@@ -56,17 +23,8 @@ fn sigkill(pid: u32) {
     kill(Pid::from_raw(pid as i32), Signal::SIGKILL).unwrap();
 }
 
-/// Whether a process is gone (no such pid, or a zombie nobody reaped yet).
 fn gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => {
-            let state = stat
-                .rfind(')')
-                .and_then(|i| stat[i + 1..].split_whitespace().next().map(str::to_string));
-            matches!(state.as_deref(), Some("Z") | Some("X") | None)
-        }
-    }
+    baton_testkit::process_gone(pid)
 }
 
 fn wait_gone(pid: u32, what: &str) {

@@ -604,17 +604,11 @@ impl Engine {
             };
             // Every refusal comes before the lease is taken and anything
             // (journal or files) changes.
-            for n in &def.needs {
-                if !snap
-                    .state
-                    .phase(n.as_str())
-                    .is_some_and(|p| p.status.is_done())
-                {
-                    return Err(Error::bad_input(format!(
-                        "cannot rewind to {from}: it needs {n}, which has not passed yet"
-                    ))
-                    .hint("nothing was changed"));
-                }
+            if let Some(n) = unmet_need(&snap.state, def) {
+                return Err(Error::bad_input(format!(
+                    "cannot rewind to {from}: it needs {n}, which has not passed yet"
+                ))
+                .hint("nothing was changed"));
             }
             let cp = snap.state.phase(from).and_then(|p| p.checkpoint.clone());
             self.check_restorable(cp.as_ref(), &def.id, id)?;
@@ -951,16 +945,11 @@ impl Engine {
         })?;
         let new_id = TaskId::parse(new_id).map_err(|e| Error::bad_input(e.to_string()))?;
         let def = wf.phase(from).expect("checked");
-        for n in &def.needs {
-            if !snap
-                .state
-                .phase(n.as_str())
-                .is_some_and(|p| p.status.is_done())
-            {
-                return Err(Error::bad_input(format!(
-                    "cannot fork {src} at {from}: it needs {n}, which has not passed"
-                )));
-            }
+        if let Some(n) = unmet_need(&snap.state, def) {
+            return Err(Error::bad_input(format!(
+                "cannot fork {src} at {from}: it needs {n}, which has not passed"
+            ))
+            .hint("fork at an earlier phase, or resume the task until it passes"));
         }
         let reset = wf.descendants(&to);
         let inherited: Vec<_> = snap
@@ -1709,6 +1698,16 @@ impl Engine {
     pub fn task_dir(&self, id: &TaskId) -> PathBuf {
         self.project.task_dir(id)
     }
+}
+
+/// The first phase `def` needs that has not passed (or been skipped).
+fn unmet_need<'a>(
+    state: &TaskState,
+    def: &'a baton_core::workflow::Phase,
+) -> Option<&'a baton_core::PhaseId> {
+    def.needs
+        .iter()
+        .find(|n| !state.phase(n.as_str()).is_some_and(|p| p.status.is_done()))
 }
 
 /// Parses `K=V` pairs; `example` is a valid one, for the hint.

@@ -267,3 +267,51 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 }
+
+/// How long the polling helpers wait before they fail a test.
+pub const DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Polls `f` every 25 ms until it returns `Some`, or panics after [`DEADLINE`].
+pub fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let until = std::time::Instant::now() + DEADLINE;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "timed out after {DEADLINE:?} waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+}
+
+/// Waits for a child with a deadline (kills it and panics when it is late).
+pub fn wait_child(child: &mut std::process::Child, what: &str) -> std::process::ExitStatus {
+    let until = std::time::Instant::now() + DEADLINE;
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if std::time::Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not exit within {DEADLINE:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+}
+
+/// Whether a process is gone: no such pid, or a zombie nobody reaped yet
+/// (the state field of `/proc/PID/stat`, after the command name).
+pub fn process_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => {
+            let state = stat
+                .rfind(')')
+                .and_then(|i| stat[i + 1..].split_whitespace().next());
+            matches!(state, Some("Z") | Some("X") | None)
+        }
+    }
+}
