@@ -217,3 +217,23 @@ fn verbose_prints_debug_logs_on_stderr_only() {
         "BATON_LOG=baton_engine=debug shows no debug lines:\n{err}"
     );
 }
+
+#[test]
+fn the_demo_shows_a_real_crash_and_resume() {
+    let p = TestProject::bare();
+    let out = p.baton(&["demo"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("killed baton") && stderr.contains("SIGKILL"),
+        "{stderr}"
+    );
+    let crashed = stdout.find("CRASHED").expect("ls shows the task CRASHED");
+    let complete = stdout.find("COMPLETE").expect("ls --all shows it COMPLETE");
+    assert!(crashed < complete, "{stdout}");
+    assert!(
+        stderr.contains("analyze 1, execute 1, plan 1, review 1, validate 1"),
+        "{stderr}"
+    );
+}

@@ -140,10 +140,32 @@ pub fn run(args: DemoArgs, printer: &Printer) -> Result<Exit> {
             kept.display()
         ));
     }
-    if resumed.success() {
-        printer.info("\nthe demo crashed mid-phase and resumed to COMPLETE; every phase passed exactly once after the crash");
-        Ok(Exit::Done)
-    } else {
-        Err(Error::op("the resumed demo task did not complete"))
+    if !resumed.success() {
+        return Err(Error::op("the resumed demo task did not complete"));
     }
+    // Check what the demo claims, from the journal itself.
+    let log = baton(&["log", "demo-task", "--json"]).output()?;
+    let mut passes: std::collections::BTreeMap<String, usize> = Default::default();
+    for line in String::from_utf8_lossy(&log.stdout).lines() {
+        let e: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| Error::op(e.to_string()))?;
+        if e["kind"] == "phase_passed" {
+            *passes
+                .entry(e["phase"].as_str().unwrap_or("?").to_string())
+                .or_default() += 1;
+        }
+    }
+    let once = passes.len() == 5 && passes.values().all(|n| *n == 1);
+    let counts: Vec<String> = passes.iter().map(|(p, n)| format!("{p} {n}")).collect();
+    if !once {
+        return Err(Error::op(format!(
+            "expected one PASS per phase, the journal has: {}",
+            counts.join(", ")
+        )));
+    }
+    printer.info(&format!(
+        "\nthe demo crashed mid-phase and resumed to COMPLETE; PASS events per phase in the journal: {}",
+        counts.join(", ")
+    ));
+    Ok(Exit::Done)
 }
