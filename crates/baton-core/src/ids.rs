@@ -22,8 +22,44 @@ pub struct TaskId(String);
 #[serde(try_from = "String", into = "String")]
 pub struct PhaseId(String);
 
+/// The checks both id kinds share: not empty, at most 64 bytes, a first
+/// byte `first` accepts, every byte `rest` accepts. `charset` says which.
+fn check(
+    what: &'static str,
+    s: &str,
+    first: fn(u8) -> bool,
+    first_rule: &'static str,
+    rest: fn(u8) -> bool,
+    charset: &'static str,
+) -> Result<(), IdError> {
+    let reason = if s.is_empty() {
+        "it is empty"
+    } else if s.len() > 64 {
+        "it is longer than 64 characters"
+    } else if !first(s.as_bytes()[0]) {
+        first_rule
+    } else if !s.bytes().all(rest) {
+        charset
+    } else {
+        return Ok(());
+    };
+    Err(IdError {
+        what,
+        value: s.to_string(),
+        reason,
+    })
+}
+
 impl TaskId {
     pub fn parse(s: &str) -> Result<Self, IdError> {
+        check(
+            "task id",
+            s,
+            |b| b.is_ascii_alphanumeric(),
+            "it must start with a letter or a digit",
+            |b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.',
+            "only letters, digits, '-', '_' and '.' are allowed",
+        )?;
         let err = |reason| {
             Err(IdError {
                 what: "task id",
@@ -31,24 +67,8 @@ impl TaskId {
                 reason,
             })
         };
-        if s.is_empty() {
-            return err("it is empty");
-        }
-        if s.len() > 64 {
-            return err("it is longer than 64 characters");
-        }
         if s.contains("..") {
             return err("it contains '..'");
-        }
-        let first = s.as_bytes()[0];
-        if !first.is_ascii_alphanumeric() {
-            return err("it must start with a letter or a digit");
-        }
-        if !s
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
-        {
-            return err("only letters, digits, '-', '_' and '.' are allowed");
         }
         // Task ids name git refs (refs/baton/<id>/…), which cannot end so.
         if s.ends_with('.') {
@@ -66,29 +86,14 @@ impl TaskId {
 
 impl PhaseId {
     pub fn parse(s: &str) -> Result<Self, IdError> {
-        let err = |reason| {
-            Err(IdError {
-                what: "phase id",
-                value: s.to_string(),
-                reason,
-            })
-        };
-        if s.is_empty() {
-            return err("it is empty");
-        }
-        if s.len() > 64 {
-            return err("it is longer than 64 characters");
-        }
-        let first = s.as_bytes()[0];
-        if !(first.is_ascii_lowercase() || first.is_ascii_digit()) {
-            return err("it must start with a lowercase letter or a digit");
-        }
-        if !s
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        {
-            return err("only lowercase letters, digits and '-' are allowed");
-        }
+        check(
+            "phase id",
+            s,
+            |b| b.is_ascii_lowercase() || b.is_ascii_digit(),
+            "it must start with a lowercase letter or a digit",
+            |b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-',
+            "only lowercase letters, digits and '-' are allowed",
+        )?;
         Ok(PhaseId(s.to_string()))
     }
     pub fn as_str(&self) -> &str {
