@@ -62,6 +62,11 @@ pub enum Command {
     Clean(CleanArgs),
     /// Check the store, rendered files, leases and checkpoints; repair with --fix.
     Doctor(DoctorArgs),
+    /// Run queued tasks (`baton run --queue`), N at a time, until stopped.
+    Worker(WorkerArgs),
+    /// Manage the store: apply migrations, copy a project's history to another store.
+    #[command(subcommand)]
+    Store(StoreCommand),
     /// Show a real crash and resume in a throw-away git repository.
     Demo(DemoArgs),
     /// Print a shell completion script.
@@ -98,8 +103,41 @@ pub struct RunArgs {
     #[arg(long)]
     pub agent: Option<String>,
     /// Run in the background and return at once.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "queue")]
     pub detach: bool,
+    /// Queue the task for `baton worker` (on any machine sharing the store
+    /// and the git remote) instead of running it here; prints its id.
+    #[arg(long)]
+    pub queue: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// How many tasks to run at once.
+    #[arg(long, short = 'n', default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub concurrency: u16,
+    /// Exit once no queued task is left to run.
+    #[arg(long)]
+    pub until_idle: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Apply the store's migrations now (every command also does on start) and print its schema.
+    Migrate,
+    /// Copy this project's whole history (tasks, journals, definitions) to another
+    /// store, then check that nothing was lost. The source is left as it is.
+    Copy(StoreCopyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StoreCopyArgs {
+    /// The target: postgres://USER@HOST[:PORT]/DB, or the path of an SQLite file.
+    #[arg(long, value_name = "URL")]
+    pub to: String,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

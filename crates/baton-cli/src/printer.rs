@@ -43,6 +43,9 @@ pub struct Printer {
     color_out: bool,
     tty: bool,
     bar: Mutex<Option<ProgressBar>>,
+    /// Several tasks at once (`baton worker`): every progress line names
+    /// its task, and there is no spinner.
+    many_tasks: std::sync::atomic::AtomicBool,
 }
 
 impl Printer {
@@ -54,6 +57,21 @@ impl Printer {
             color_out: stdout_color_enabled(),
             tty: std::io::stderr().is_terminal(),
             bar: Mutex::new(None),
+            many_tasks: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Progress of several tasks at once: lines name their task.
+    pub fn many_tasks(&self) {
+        self.many_tasks
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn task_prefix(&self, task: &TaskId) -> String {
+        if self.many_tasks.load(std::sync::atomic::Ordering::Relaxed) {
+            format!("[{task}] ")
+        } else {
+            String::new()
         }
     }
 
@@ -134,7 +152,7 @@ impl Observer for Printer {
         self.info(&format!("task {task} (workflow {workflow})"));
     }
 
-    fn phase_started(&self, _task: &TaskId, phase: &str, attempt: u32, kind: &str) {
+    fn phase_started(&self, task: &TaskId, phase: &str, attempt: u32, kind: &str) {
         if self.quiet {
             return;
         }
@@ -143,7 +161,8 @@ impl Observer for Printer {
         } else {
             format!("{phase} ({kind})")
         };
-        if self.tty {
+        let prefix = self.task_prefix(task);
+        if self.tty && prefix.is_empty() {
             let b = ProgressBar::new_spinner();
             b.set_style(
                 ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("template"),
@@ -152,13 +171,13 @@ impl Observer for Printer {
             b.enable_steady_tick(Duration::from_millis(100));
             *self.bar.lock().unwrap_or_else(|p| p.into_inner()) = Some(b);
         } else {
-            err_line!("start {label}");
+            err_line!("{prefix}start {label}");
         }
     }
 
     fn phase_finished(
         &self,
-        _task: &TaskId,
+        task: &TaskId,
         phase: &str,
         status: PhaseStatus,
         elapsed_ms: i64,
@@ -179,7 +198,8 @@ impl Observer for Printer {
         // Padded outside the colour codes, so the columns line up either way.
         let pad = " ".repeat(7usize.saturating_sub(word.len()));
         let mut line = format!(
-            "{}{pad} {phase} {}",
+            "{}{}{pad} {phase} {}",
+            self.task_prefix(task),
             self.status_word_err(word),
             human_millis(elapsed_ms)
         );

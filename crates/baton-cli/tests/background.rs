@@ -1,6 +1,6 @@
 //! `run --detach`, `log --follow`, and Ctrl-C (SIGINT) of a running task.
 
-use baton_testkit::{TestProject, wait_child, wait_for};
+use baton_testkit::{TestProject, on_both_backends, wait_child, wait_for};
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -62,7 +62,7 @@ fn ls(p: &TestProject) -> Vec<serde_json::Value> {
     serde_json::from_str(&out).unwrap()
 }
 
-#[test]
+on_both_backends! {
 fn detach_returns_at_once_and_the_task_runs_to_completion() {
     let p = TestProject::new();
     p.workflow("bg", WF);
@@ -103,8 +103,9 @@ fn detach_returns_at_once_and_the_task_runs_to_completion() {
         vec![1, 1]
     );
 }
+}
 
-#[test]
+on_both_backends! {
 fn sigint_stops_the_phase_and_leaves_the_task_resumable() {
     let p = TestProject::new();
     p.workflow(
@@ -158,11 +159,12 @@ run = '''echo $$ > a.pid; test -f fast || sh -c 'sleep 30 & echo $! > child.pid;
     assert_eq!(code, 0, "{err}");
     assert_eq!(p.state("s1")["completed_phases"][0]["attempt"], 2);
 }
+}
 
+on_both_backends! {
 /// `-v` (and `BATON_LOG`) turn on debug logs on stderr: each git
 /// checkpoint, each store commit, each phase process. They never reach
 /// stdout, and without either nothing of them shows.
-#[test]
 fn verbose_prints_debug_logs_on_stderr_only() {
     let p = TestProject::new();
     p.workflow(
@@ -217,8 +219,9 @@ fn verbose_prints_debug_logs_on_stderr_only() {
         "BATON_LOG=baton_engine=debug shows no debug lines:\n{err}"
     );
 }
+}
 
-#[test]
+on_both_backends! {
 fn the_demo_shows_a_real_crash_and_resume() {
     let p = TestProject::bare();
     let out = p.baton(&["demo"]).output().unwrap();
@@ -236,4 +239,5 @@ fn the_demo_shows_a_real_crash_and_resume() {
         stderr.contains("analyze 1, execute 1, plan 1, review 1, validate 1"),
         "{stderr}"
     );
+}
 }

@@ -2,7 +2,7 @@
 //! hermetic git repository, asserting what a user would notice (exit codes,
 //! messages, files, JSON fields).
 
-use baton_testkit::TestProject;
+use baton_testkit::{TestProject, on_both_backends};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -304,7 +304,7 @@ fn path_traversal_is_refused() {
 
 // ----- 4. failing phase commands ---------------------------------------------
 
-#[test]
+on_both_backends! {
 fn failing_commands_fail_the_phase_with_their_exit_status() {
     let p = TestProject::new();
     write(&p, "noexec.sh", "#!/bin/sh\necho hi\n");
@@ -414,10 +414,11 @@ fn failing_commands_fail_the_phase_with_their_exit_status() {
         "{st:#}"
     );
 }
+}
 
 // ----- 5. loop_to ----------------------------------------------------------
 
-#[test]
+on_both_backends! {
 fn loop_to_goes_back_and_gives_up_after_max_iterations() {
     let p = TestProject::new();
     p.workflow(
@@ -476,10 +477,11 @@ max_iterations = 2
     assert_eq!(st["iteration_counts"]["validate"], 2, "{st:#}");
     assert_eq!(p.passes("l2")["execute"], 3);
 }
+}
 
 // ----- 6. waits --------------------------------------------------------------
 
-#[test]
+on_both_backends! {
 fn human_and_timer_waits_exit_4_and_resume_when_due() {
     let p = TestProject::new();
     p.workflow(
@@ -526,10 +528,11 @@ fn human_and_timer_waits_exit_4_and_resume_when_due() {
     assert_eq!(st["status"], "COMPLETE");
     assert_eq!(completed(&st), ["a", "cool", "b"]);
 }
+}
 
 // ----- 7. definition pinning --------------------------------------------------
 
-#[test]
+on_both_backends! {
 fn edited_workflow_is_pinned_until_upgrade() {
     let p = TestProject::new();
     let v1 = r#"name = "pin"
@@ -598,6 +601,7 @@ run = "echo c-v1"
     assert_eq!(passes["d"], 1);
     assert_eq!(read(&p, "a-runs.txt").lines().count(), 1);
 }
+}
 
 // ----- 8. resume --from and fork ------------------------------------------------
 
@@ -616,7 +620,7 @@ id = "c"
 run = "echo c-done"
 "#;
 
-#[test]
+on_both_backends! {
 fn resume_from_rewinds_state_and_worktree() {
     let p = TestProject::new();
     p.workflow("ab", AB);
@@ -644,8 +648,9 @@ fn resume_from_rewinds_state_and_worktree() {
 
     expect(&p, &["resume", "ab1", "--from", "nope"], 2);
 }
+}
 
-#[test]
+on_both_backends! {
 fn fork_starts_a_new_task_and_leaves_the_original_alone() {
     let p = TestProject::new();
     p.workflow("ab", AB);
@@ -681,10 +686,11 @@ fn fork_starts_a_new_task_and_leaves_the_original_alone() {
     assert!(err.contains("nope"), "{err}");
     assert_eq!(ls(&p, true).len(), 2);
 }
+}
 
 // ----- 9. damage -----------------------------------------------------------
 
-#[test]
+on_both_backends! {
 fn damaged_rendered_files_are_repaired() {
     let p = TestProject::new();
     expect(&p, &["run", "example", "x", "--id", "ex"], 0);
@@ -708,6 +714,7 @@ fn damaged_rendered_files_are_repaired() {
     expect(&p, &["doctor", "--fix"], 0);
     assert_eq!(fs_err::read_to_string(&md).unwrap(), text);
     expect(&p, &["doctor"], 0);
+}
 }
 
 #[test]
@@ -771,7 +778,7 @@ fn is_rfc3339_utc(v: &Value) -> bool {
         .is_some_and(|s| s.ends_with('Z') && s.parse::<jiff::Timestamp>().is_ok())
 }
 
-#[test]
+on_both_backends! {
 fn json_shapes_brief_files_changed_and_tech_stack() {
     let p = TestProject::new();
     write(
@@ -941,8 +948,9 @@ run = "cat \"$BATON_BRIEF_FILE\" > brief-copy.md; echo copied"
     assert!(brief.contains("Acceptance criteria"), "{brief}");
     assert!(brief.contains("- works"), "{brief}");
 }
+}
 
-#[test]
+on_both_backends! {
 fn ls_rm_and_clean() {
     let p = TestProject::new();
     p.workflow(
@@ -989,6 +997,7 @@ fn ls_rm_and_clean() {
     assert!(p.root().join(".baton/tasks/done1/state.json").is_file());
     assert!(p.root().join(".baton/tasks/done1/01-analyze.md").is_file());
     expect(&p, &["show", "done1"], 2);
+}
 }
 
 // ----- 11. manners ---------------------------------------------------------
@@ -1168,7 +1177,7 @@ fn a_prompt_too_big_for_one_argument_fails_with_advice() {
 
 // ----- 14. flag values and task ids -----------------------------------------
 
-#[test]
+on_both_backends! {
 fn flag_values_must_match_the_declared_type() {
     let p = TestProject::new();
     // example.toml declares `strict = false`.
@@ -1241,10 +1250,11 @@ fn flag_values_must_match_the_declared_type() {
         assert!(err.contains("must not end with"), "{err}");
     }
 }
+}
 
 // ----- 15. --upgrade of a waiting task ---------------------------------------
 
-#[test]
+on_both_backends! {
 fn upgrade_of_a_waiting_task_adds_flags_and_drops_the_removed_wait() {
     let p = TestProject::new();
     p.workflow(
@@ -1269,10 +1279,11 @@ fn upgrade_of_a_waiting_task_adds_flags_and_drops_the_removed_wait() {
     assert_eq!(p.passes("g1")["a"], 1);
     expect(&p, &["doctor"], 0);
 }
+}
 
 // ----- 16. the projection comes from the journal -------------------------------
 
-#[test]
+on_both_backends! {
 fn doctor_finds_no_mismatch_after_fork_and_resume_from() {
     let p = TestProject::new();
     // b passes once, then fails (its marker under .baton/ survives restores),
@@ -1298,6 +1309,7 @@ fn doctor_finds_no_mismatch_after_fork_and_resume_from() {
         "{brief}"
     );
 }
+}
 
 // ----- 17. waits nothing answers yet -------------------------------------------
 
@@ -1306,7 +1318,7 @@ fn hints(err: &str) -> Vec<&str> {
     err.lines().filter(|l| l.starts_with("hint:")).collect()
 }
 
-#[test]
+on_both_backends! {
 fn human_and_event_waits_say_how_to_go_on() {
     let p = TestProject::new();
     p.workflow(
@@ -1364,6 +1376,7 @@ fn human_and_event_waits_say_how_to_go_on() {
     let st = p.state("h1");
     assert_eq!(completed(&st), ["build", "deploy"]);
     expect(&p, &["cancel", "e1"], 0);
+}
 }
 
 // ----- 18. --quiet still reports failures ---------------------------------------
@@ -1480,7 +1493,7 @@ fn init_inside_a_project_refuses_unless_forced() {
 
 // ----- 20. log --json names the phase -----------------------------------------
 
-#[test]
+on_both_backends! {
 fn log_json_names_the_phase_on_every_phase_line() {
     let p = TestProject::new();
     p.workflow(
@@ -1508,6 +1521,7 @@ fn log_json_names_the_phase_on_every_phase_line() {
     assert_eq!(looped["to"], "execute", "{looped}");
     let rewound = journal.iter().find(|e| e["kind"] == "rewound").unwrap();
     assert_eq!(rewound["phase"], "execute", "{rewound}");
+}
 }
 
 // ----- 21. errors come with hints ------------------------------------------------

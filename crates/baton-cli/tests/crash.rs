@@ -2,7 +2,7 @@
 //! processes, real SIGKILLs (from outside, and from the engine's own
 //! `BATON_TEST_CRASH_AT` hook), then `baton resume` and what a user sees.
 
-use baton_testkit::{TestProject, wait_child, wait_for};
+use baton_testkit::{TestProject, on_both_backends, wait_child, wait_for};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -245,24 +245,27 @@ fn crash_in_middle_phase(point: &str) {
     assert_eq!(started_c, if point == "after-pass" { 1 } else { 2 });
 }
 
-#[test]
+on_both_backends! {
 fn crash_before_spawn_resumes() {
     crash_in_middle_phase("before-spawn");
 }
+}
 
-#[test]
+on_both_backends! {
 fn crash_after_spawn_resumes() {
     crash_in_middle_phase("after-spawn");
 }
+}
 
-#[test]
+on_both_backends! {
 fn crash_after_pass_resumes_and_renders_the_missing_output() {
     crash_in_middle_phase("after-pass");
 }
+}
 
+on_both_backends! {
 /// SIGKILL right after the LAST phase's PASS is committed, before its
 /// output is rendered and before the task is marked complete.
-#[test]
 fn crash_after_the_last_pass_completes_on_resume() {
     let p = TestProject::new();
     p.workflow("four", FOUR);
@@ -309,6 +312,7 @@ fn crash_after_the_last_pass_completes_on_resume() {
         .count();
     assert_eq!(completions, 1);
 }
+}
 
 // ----- 2. SIGKILL of `baton run` while a phase runs -------------------------
 
@@ -327,7 +331,7 @@ id = "last"
 run = '''echo last >> runs.log; echo "last done" > "$BATON_SUMMARY_FILE"'''
 "#;
 
-#[test]
+on_both_backends! {
 fn sigkill_of_the_runner_mid_phase_kills_the_orphans_on_resume() {
     let p = TestProject::new();
     p.workflow("slow", SLOW);
@@ -392,6 +396,7 @@ fn sigkill_of_the_runner_mid_phase_kills_the_orphans_on_resume() {
         "journal of slow: {kinds:?}"
     );
 }
+}
 
 // ----- 3. two resumes at once ----------------------------------------------
 
@@ -406,7 +411,7 @@ id = "work"
 run = '''echo work >> runs.log; sleep 3; echo "work done" > "$BATON_SUMMARY_FILE"'''
 "#;
 
-#[test]
+on_both_backends! {
 fn two_simultaneous_resumes_one_wins_the_other_is_busy() {
     let p = TestProject::new();
     p.workflow("once", ONCE);
@@ -451,6 +456,7 @@ fn two_simultaneous_resumes_one_wins_the_other_is_busy() {
     assert_eq!(runs(&p, "prep"), 1);
     assert_complete(&p, id, &["prep", "work"], |ph| format!("{ph} done"));
 }
+}
 
 // ----- 4. a live runner: resume is busy, cancel stops it --------------------
 
@@ -461,7 +467,7 @@ id = "hold"
 run = '''echo $$ > hold.pid; sleep 30 & echo $! > sleep.pid; wait'''
 "#;
 
-#[test]
+on_both_backends! {
 fn resume_of_a_live_task_is_busy_and_cancel_stops_it() {
     let p = TestProject::new();
     p.workflow("live", LIVE);
@@ -517,6 +523,7 @@ fn resume_of_a_live_task_is_busy_and_cancel_stops_it() {
     wait_gone(leader, "the cancelled phase shell");
     wait_gone(sleeper, "the cancelled phase's sleep");
 }
+}
 
 // ----- 5. timeouts kill the whole group, and retries run --------------------
 
@@ -529,7 +536,7 @@ max_attempts = 2
 run = '''echo $$ >> leaders.pids; echo hang >> runs.log; sh -c 'sleep 30 & echo $! >> sleepers.pids; wait' '''
 "#;
 
-#[test]
+on_both_backends! {
 fn timeout_kills_the_process_group_and_retries() {
     let p = TestProject::new();
     p.workflow("slowpoke", TIMEOUT);
@@ -592,6 +599,7 @@ fn timeout_kills_the_process_group_and_retries() {
         wait_gone(pid, "a timed-out phase's grandchild");
     }
 }
+}
 
 // ----- 6. resume of complete and of failed tasks ----------------------------
 
@@ -606,7 +614,7 @@ id = "check"
 run = '''echo check >> runs.log; test -f ok || { echo "ok is missing" >&2; exit 1; }; echo "check done" > "$BATON_SUMMARY_FILE"'''
 "#;
 
-#[test]
+on_both_backends! {
 fn resume_of_a_complete_task_changes_nothing() {
     let p = TestProject::new();
     p.workflow("four", FOUR);
@@ -628,8 +636,9 @@ fn resume_of_a_complete_task_changes_nothing() {
         "nothing ran again"
     );
 }
+}
 
-#[test]
+on_both_backends! {
 fn resume_of_a_failed_task_reruns_the_failed_phase() {
     let p = TestProject::new();
     p.workflow("flaky", FLAKY);
@@ -649,6 +658,7 @@ fn resume_of_a_failed_task_reruns_the_failed_phase() {
     assert_eq!(runs(&p, "setup"), 1, "the passed phase did not run again");
     assert_eq!(runs(&p, "check"), 2, "the failed phase ran again");
     assert_eq!(completed(&p.state(id), "check")["attempt"], 2);
+}
 }
 
 // ----- 7. SIGKILL at random-ish points --------------------------------------
@@ -689,6 +699,7 @@ fn jitter(i: u64, max: u64) -> u64 {
     x % max
 }
 
+on_both_backends! {
 /// Every iteration SIGKILLs `baton run` while a chosen phase is running,
 /// whatever the machine's load: the phases before it may pass, the chosen
 /// one cannot (its marker file is missing). Iterations cover every phase,
@@ -696,7 +707,6 @@ fn jitter(i: u64, max: u64) -> u64 {
 /// as soon as `state.json` says the phase is IN_PROGRESS (anywhere between
 /// its start being journalled and its process being let through the gate)
 /// and killing once the phase's own process is running.
-#[test]
 fn sigkill_at_random_points_never_loses_work() {
     let p = TestProject::new();
     p.workflow("six", &six_workflow());
@@ -773,4 +783,5 @@ fn sigkill_at_random_points_never_loses_work() {
             "{id}: the killed attempt of {target} counts"
         );
     }
+}
 }

@@ -1,7 +1,7 @@
 //! Restoring checkpoints (`resume --from`, `fork`) never loses what the user
 //! had: work outside the project folder, other branches, saved work.
 
-use baton_testkit::TestProject;
+use baton_testkit::{TestProject, on_both_backends};
 
 const WF: &str = r#"
 name = "m"
@@ -25,7 +25,7 @@ fn saved(p: &TestProject) -> Vec<(String, String)> {
         .collect()
 }
 
-#[test]
+on_both_backends! {
 fn from_restores_the_project_and_saves_what_was_there_first() {
     let p = TestProject::new();
     p.workflow("m", WF);
@@ -66,8 +66,9 @@ fn from_restores_the_project_and_saves_what_was_there_first() {
     assert_eq!(p.run(&["rm", "t"]).0, 0);
     assert_eq!(saved(&p).len(), 1, "rm deleted the saved work tree");
 }
+}
 
-#[test]
+on_both_backends! {
 fn a_project_in_a_subfolder_never_loses_work_elsewhere_in_the_repo() {
     let p = TestProject::bare();
     p.git(&["init", "-q", "-b", "main"]);
@@ -102,8 +103,9 @@ fn a_project_in_a_subfolder_never_loses_work_elsewhere_in_the_repo() {
     assert!(proj.join(".baton/workflows/m.toml").exists());
     assert_eq!(p.state_in(&proj, "t")["status"], "COMPLETE");
 }
+}
 
-#[test]
+on_both_backends! {
 fn restoring_onto_another_branch_is_refused_before_anything_changes() {
     let p = TestProject::new();
     p.workflow("m", WF);
@@ -127,8 +129,9 @@ fn restoring_onto_another_branch_is_refused_before_anything_changes() {
     let (_, out, _) = p.run(&["ls", "--all", "--json"]);
     assert!(!out.contains("\"t2\""), "no fork was created: {out}");
 }
+}
 
-#[test]
+on_both_backends! {
 fn a_refused_rewind_changes_no_file() {
     let p = TestProject::new();
     p.workflow(
@@ -143,8 +146,9 @@ fn a_refused_rewind_changes_no_file() {
     assert_eq!(read(&p, "user.txt"), "mine\n");
     assert!(saved(&p).is_empty());
 }
+}
 
-#[test]
+on_both_backends! {
 fn forks_save_their_work_trees_under_distinct_refs() {
     let p = TestProject::new();
     p.workflow("m", WF);
@@ -161,8 +165,9 @@ fn forks_save_their_work_trees_under_distinct_refs() {
     let (code, out, err) = p.run(&["doctor"]);
     assert_eq!(code, 0, "{out}{err}");
 }
+}
 
-#[test]
+on_both_backends! {
 fn a_closed_stderr_does_not_crash_the_run() {
     let p = TestProject::new();
     p.workflow("m", WF);
@@ -176,8 +181,9 @@ fn a_closed_stderr_does_not_crash_the_run() {
     assert_eq!(status.code(), Some(0));
     assert_eq!(p.state("t")["status"], "COMPLETE");
 }
+}
 
-#[test]
+on_both_backends! {
 fn ignored_files_in_the_way_block_the_restore_and_staged_content_is_saved() {
     let p = TestProject::new();
     p.workflow("m", WF);
@@ -212,8 +218,9 @@ fn ignored_files_in_the_way_block_the_restore_and_staged_content_is_saved() {
         "staged\n"
     );
 }
+}
 
-#[test]
+on_both_backends! {
 fn a_checkpoint_from_a_detached_head_is_not_restored_onto_a_branch() {
     let p = TestProject::new();
     p.workflow("m", WF);
@@ -229,8 +236,9 @@ fn a_checkpoint_from_a_detached_head_is_not_restored_onto_a_branch() {
     assert!(err.contains("git checkout --detach"), "{err}");
     assert_eq!(p.git(&["rev-parse", "main"]), head, "main moved");
 }
+}
 
-#[test]
+on_both_backends! {
 fn no_restore_under_another_running_task_and_a_refused_fork_leaves_nothing() {
     let p = TestProject::new();
     p.workflow("m", WF);
@@ -267,8 +275,9 @@ fn no_restore_under_another_running_task_and_a_refused_fork_leaves_nothing() {
     let (_, out, _) = p.run(&["ls", "--all", "--json"]);
     assert!(!out.contains("\"f1\""), "a refused fork left a task: {out}");
 }
+}
 
-#[test]
+on_both_backends! {
 fn doctor_reports_a_restore_that_died_halfway() {
     let p = TestProject::new();
     p.workflow("m", WF);
@@ -306,4 +315,5 @@ fn doctor_reports_a_restore_that_died_halfway() {
         "{out}"
     );
     assert!(out.contains("refs/baton-saved/t/"), "{out}");
+}
 }

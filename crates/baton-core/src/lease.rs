@@ -92,6 +92,8 @@ pub fn classify(
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum DisplayStatus {
     Running,
+    /// Queued for a worker (`baton run --queue`), which none runs now.
+    Queued,
     Waiting,
     Crashed,
     Failed,
@@ -110,9 +112,18 @@ impl DisplayStatus {
             TaskStatus::Cancelled => DisplayStatus::Cancelled,
         }
     }
+    /// A queued task nobody runs waits for a worker: it is QUEUED, never
+    /// CRASHED (a worker picks it up, also after its last one died).
+    pub fn of_task(status: TaskStatus, liveness: &Liveness, queued: bool) -> Self {
+        match Self::of(status, liveness) {
+            DisplayStatus::Crashed if queued => DisplayStatus::Queued,
+            d => d,
+        }
+    }
     pub fn as_str(self) -> &'static str {
         match self {
             DisplayStatus::Running => "RUNNING",
+            DisplayStatus::Queued => "QUEUED",
             DisplayStatus::Waiting => "WAITING",
             DisplayStatus::Crashed => "CRASHED",
             DisplayStatus::Failed => "FAILED",
@@ -182,6 +193,14 @@ mod tests {
         );
         assert_eq!(
             DisplayStatus::of(TaskStatus::Running, &Liveness::Live),
+            DisplayStatus::Running
+        );
+        assert_eq!(
+            DisplayStatus::of_task(TaskStatus::Running, &Liveness::Expired, true),
+            DisplayStatus::Queued
+        );
+        assert_eq!(
+            DisplayStatus::of_task(TaskStatus::Running, &Liveness::Live, true),
             DisplayStatus::Running
         );
         assert!(!DisplayStatus::Complete.resumable());

@@ -9,8 +9,11 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    #[serde(default)]
+    /// `store = "postgres://…"`, or a `[store]` table.
+    #[serde(default, deserialize_with = "store_setting")]
     pub store: StoreConfig,
+    #[serde(default)]
+    pub workers: WorkersConfig,
     #[serde(default)]
     pub lease: LeaseConfig,
     #[serde(default)]
@@ -22,8 +25,38 @@ pub struct Config {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StoreConfig {
-    /// "full" (default) or "normal".
+    /// A PostgreSQL URL; absent: the SQLite file `.baton/baton.db`.
+    pub url: Option<String>,
+    /// SQLite only: "full" (default) or "normal".
     pub synchronous: Option<String>,
+}
+
+/// `store` is either a URL string or a table.
+fn store_setting<'de, D: serde::Deserializer<'de>>(d: D) -> Result<StoreConfig, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Setting {
+        Url(String),
+        Table(StoreConfig),
+    }
+    match Setting::deserialize(d) {
+        Ok(Setting::Url(url)) => Ok(StoreConfig {
+            url: Some(url),
+            synchronous: None,
+        }),
+        Ok(Setting::Table(t)) => Ok(t),
+        Err(_) => Err(serde::de::Error::custom(
+            "store must be a PostgreSQL URL (store = \"postgres://USER@HOST/DB\") or a [store] table with url and synchronous",
+        )),
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkersConfig {
+    /// The git remote queued tasks' branches are pushed to (default "origin"
+    /// when the repository has it; none: this machine only).
+    pub remote: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -48,6 +48,29 @@ impl Finding {
 
 pub fn run(project: &Project, fix: bool, observer: Arc<dyn Observer>) -> Result<Vec<Finding>> {
     let mut out = Vec::new();
+    let location = crate::store::Location::of(project)?;
+    if location.is_postgres() {
+        // A server's database is never set aside or rebuilt by doctor: it
+        // reports what the consistency check finds and goes on.
+        let store = location.open()?;
+        let problems = store.check()?;
+        if problems.is_empty() {
+            out.push(Finding::ok(format!(
+                "store {} is reachable and passes its consistency check",
+                location.describe()
+            )));
+        } else {
+            for p in problems {
+                out.push(Finding::problem(
+                    format!("store {}: {p}", location.describe()),
+                    "restore the database from a backup, or copy the project's history again with `baton store copy`",
+                ));
+            }
+        }
+        let eng = Engine::with_store(project.clone(), store, Arc::new(SystemClock), observer)?;
+        out.extend(check_tasks(&eng, fix, true)?);
+        return Ok(out);
+    }
     let db = project.db_path();
     let opened = SqliteStore::open(&db, project.config.synchronous()?).and_then(|s| {
         let problems = s.check()?;
@@ -108,11 +131,13 @@ pub fn run(project: &Project, fix: bool, observer: Arc<dyn Observer>) -> Result<
         Arc::new(SystemClock),
         observer,
     )?;
-    out.extend(check_tasks(&eng, fix)?);
+    out.extend(check_tasks(&eng, fix, false)?);
     Ok(out)
 }
 
-fn check_tasks(eng: &Engine, fix: bool) -> Result<Vec<Finding>> {
+/// `shared`: the store serves several machines, so a task that was never
+/// rendered here (it ran elsewhere) is not a problem.
+fn check_tasks(eng: &Engine, fix: bool, shared: bool) -> Result<Vec<Finding>> {
     let mut out = Vec::new();
     let tasks = eng.store.list()?;
     let mut known = std::collections::HashSet::new();
@@ -182,7 +207,9 @@ fn check_tasks(eng: &Engine, fix: bool) -> Result<Vec<Finding>> {
             .is_some_and(|v| {
                 v.get("last_seq").and_then(|s| s.as_u64()) == Some(snap.state.last_seq)
             });
-        if !good {
+        if !good && shared && !eng.task_dir(id).exists() {
+            // Rendered on demand by any command on it.
+        } else if !good {
             if fix {
                 eng.repair_rendered(&snap)?;
                 out.push(Finding::fixed(format!(
@@ -562,7 +589,7 @@ fn rebuild_one(eng: &Engine, path: &std::path::Path) -> Result<(TaskId, String),
         expires_at: SystemClock.now(),
     };
     eng.store
-        .create_task(&state, &events, &lease)
+        .create_task(&state, &events, baton_store::Holder::Lease(&lease))
         .map_err(|e| e.to_string())?;
     eng.store.release(&id, &owner).map_err(|e| e.to_string())?;
     if let Ok(Some(snap)) = eng.store.load(&id) {

@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::git::Git;
 use crate::process::{self, Spec, Stop, Waited};
 use crate::project::Project;
+use crate::workspace::Workspace;
 use crate::{host, render};
 use baton_core::lease::{self, DisplayStatus, Lease, LeaseOwner, Liveness, LocalHost};
 use baton_core::machine::{self, Failure, Input, NewTask, Next};
@@ -14,7 +15,7 @@ use baton_core::{
     Clock, Event, EventRecord, TaskId, TaskState, Timestamp, brief, document, template,
 };
 use baton_store::{
-    Acquire, PhaseWrites, RenewOutcome, Store, StoredDefinition, TaskSnapshot, TaskSummary,
+    Acquire, Holder, PhaseWrites, RenewOutcome, Store, StoredDefinition, TaskSnapshot, TaskSummary,
 };
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -37,13 +38,15 @@ pub enum Outcome {
     Cancelled,
     /// baton was stopped by a signal; the phase it ran was interrupted.
     Interrupted(String),
+    /// `run --queue`: stored for a worker to run.
+    Queued,
 }
 
 impl Outcome {
     pub fn exit(&self) -> baton_core::Exit {
         use baton_core::Exit;
         match self {
-            Outcome::Complete => Exit::Done,
+            Outcome::Complete | Outcome::Queued => Exit::Done,
             Outcome::Failed(_) | Outcome::Cancelled | Outcome::Interrupted(_) => Exit::Failed,
             Outcome::Waiting(_) => Exit::Waiting,
         }
@@ -89,6 +92,8 @@ pub struct RunOptions {
     /// Create the task and return without running it, still holding its
     /// lease for the background process that takes it over (`--detach`).
     pub create_only: bool,
+    /// Queue the task for `baton worker` instead of running it.
+    pub queue: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -124,13 +129,14 @@ struct Held {
     lease: Lease,
     hb: Heartbeat,
     agent: Option<String>,
+    /// Where its phases run.
+    ws: Workspace,
 }
 
 impl Engine {
     pub fn open(project: Project, observer: Arc<dyn Observer>) -> Result<Engine> {
-        let store =
-            baton_store::SqliteStore::open(&project.db_path(), project.config.synchronous()?)?;
-        Self::with_store(project, Arc::new(store), Arc::new(SystemClock), observer)
+        let store = crate::store::Location::of(&project)?.open()?;
+        Self::with_store(project, store, Arc::new(SystemClock), observer)
     }
 
     pub fn with_store(
@@ -184,13 +190,23 @@ impl Engine {
         DisplayStatus::of(status, &self.liveness(lease))
     }
 
+    /// A task's status as users see it (QUEUED, CRASHED, … included).
+    pub fn status_of(&self, snap: &TaskSnapshot) -> DisplayStatus {
+        DisplayStatus::of_task(
+            snap.state.status,
+            &self.liveness(snap.lease.as_ref()),
+            snap.queued,
+        )
+    }
+
     pub fn list(&self) -> Result<Vec<(TaskSummary, DisplayStatus)>> {
         Ok(self
             .store
             .list()?
             .into_iter()
             .map(|t| {
-                let d = self.display_status(t.status, t.lease.as_ref());
+                let d =
+                    DisplayStatus::of_task(t.status, &self.liveness(t.lease.as_ref()), t.queued);
                 (t, d)
             })
             .collect())
@@ -215,7 +231,7 @@ impl Engine {
     /// The state document of a task (what `show --json` prints).
     pub fn document(&self, snap: &TaskSnapshot) -> Result<serde_json::Value> {
         let wf = self.pinned(&snap.state.definition_hash)?;
-        let status = self.display_status(snap.state.status, snap.lease.as_ref());
+        let status = self.status_of(snap);
         Ok(document::render(
             &snap.state,
             &wf,
@@ -336,6 +352,34 @@ impl Engine {
         if let Event::TaskCreated { flags, .. } = &created {
             self.check_agents(&wf, flags, None, opts.agent.as_deref())?;
         }
+        if opts.queue {
+            if self.store.load(&id)?.is_some() {
+                return Err(
+                    Error::bad_input(format!("a task {id} already exists")).hint(format!(
+                        "continue it with `baton resume {id}`, or pick another --id"
+                    )),
+                );
+            }
+            let base = Workspace::enqueue(&self.project, &id)?;
+            let (state, records) = self.first_records(&id, &wf, vec![created])?;
+            if let Err(e) = self.store.create_task(&state, &records, Holder::Queue) {
+                if let Some(g) = &self.git {
+                    let _ = g.run(
+                        &["update-ref", "-d", &format!("refs/heads/baton/{id}")],
+                        &[],
+                    );
+                }
+                return Err(e.into());
+            }
+            self.observer.info(&format!(
+                "queued task {id} on branch baton/{id} from {}",
+                &base[..base.len().min(12)]
+            ));
+            if let Ok(Some(snap)) = self.store.load(&id) {
+                let _ = render::state_json(&self.project.task_dir(&id), &self.document(&snap)?);
+            }
+            return Ok((id, Outcome::Queued));
+        }
         let mut held = self.create(&id, wf, vec![created], opts.agent.clone())?;
         if opts.create_only {
             // Stop renewing but keep the lease: the background process
@@ -373,7 +417,25 @@ impl Engine {
         first: Vec<Event>,
         agent: Option<String>,
     ) -> Result<Held> {
-        let json = serde_json::to_string(&wf).expect("workflow serializes");
+        let (state, records) = self.first_records(id, &wf, first)?;
+        let lease = self.new_lease();
+        self.store
+            .create_task(&state, &records, Holder::Lease(&lease))?;
+        // A new task under the id of a cleaned one is a live record again.
+        let _ = std::fs::remove_file(self.project.task_dir(id).join(crate::doctor::CLEANED));
+        let held = self.hold(state, wf, lease, agent, Workspace::project(&self.project))?;
+        self.observer.task_started(id, &held.wf.name);
+        Ok(held)
+    }
+
+    /// Stores the definition and builds a new task's first journal records.
+    fn first_records(
+        &self,
+        id: &TaskId,
+        wf: &Workflow,
+        first: Vec<Event>,
+    ) -> Result<(TaskState, Vec<EventRecord>)> {
+        let json = serde_json::to_string(wf).expect("workflow serializes");
         self.store.put_definition(&StoredDefinition {
             hash: wf.hash(),
             name: wf.name.clone(),
@@ -395,13 +457,7 @@ impl Engine {
             records.push(rec);
         }
         let state = state.ok_or_else(|| Error::op("a task must start with task_created"))?;
-        let lease = self.new_lease();
-        self.store.create_task(&state, &records, &lease)?;
-        // A new task under the id of a cleaned one is a live record again.
-        let _ = std::fs::remove_file(self.project.task_dir(id).join(crate::doctor::CLEANED));
-        let held = self.hold(state, wf, lease, agent)?;
-        self.observer.task_started(id, &held.wf.name);
-        Ok(held)
+        Ok((state, records))
     }
 
     /// Starts the heartbeat of a lease just taken, makes the task current
@@ -412,6 +468,7 @@ impl Engine {
         wf: Workflow,
         lease: Lease,
         agent: Option<String>,
+        ws: Workspace,
     ) -> Result<Held> {
         let id = state.task_id.clone();
         let hb = Heartbeat::start(
@@ -427,6 +484,7 @@ impl Engine {
             lease,
             hb,
             agent,
+            ws,
         };
         self.set_current(&id);
         self.commit(
@@ -577,7 +635,13 @@ impl Engine {
             }
         };
         let wf = self.pinned(&fresh.state.definition_hash)?;
-        let held = self.hold(fresh.state, wf, lease, agent)?;
+        let held = self.hold(
+            fresh.state,
+            wf,
+            lease,
+            agent,
+            Workspace::project(&self.project),
+        )?;
         if let Liveness::Dead(why) = live {
             self.observer
                 .info(&format!("the previous runner is gone: {why}"));
@@ -611,9 +675,13 @@ impl Engine {
                 .hint("nothing was changed"));
             }
             let cp = snap.state.phase(from).and_then(|p| p.checkpoint.clone());
-            self.check_restorable(cp.as_ref(), &def.id, id)?;
+            // A queued task's worktree is baton's own: nothing of the
+            // user's is in it, and what it holds is saved before a restore.
+            if !snap.queued {
+                self.check_restorable(cp.as_ref(), &def.id, id)?;
+            }
         } else {
-            match self.display_status(snap.state.status, snap.lease.as_ref()) {
+            match self.status_of(&snap) {
                 DisplayStatus::Complete if upgrade_to.is_none() => {
                     self.observer.info(&format!("task {id} is already COMPLETE; nothing to resume (use --from PHASE to run phases again)"));
                     return Ok(Outcome::Complete);
@@ -651,7 +719,20 @@ impl Engine {
         }
         self.check_agents(wf_now, &flags, Some(&rerun), opts.agent.as_deref())?;
         let mut held = self.take(id, &snap, opts.agent.clone(), opts.takeover_from)?;
-        let result = self.resume_held(&mut held, &snap, opts, upgrade_to);
+        if snap.queued {
+            // A queued task resumed by hand runs in its worktree too; what
+            // earlier runs of this host left running goes first, so nothing
+            // writes into the worktree once it is set up.
+            self.kill_local_orphans(&snap.state.task_id);
+            match self.workspace_for(&snap) {
+                Ok(ws) => held.ws = ws,
+                Err(e) => {
+                    self.release(held);
+                    return Err(e);
+                }
+            }
+        }
+        let result = self.resume_held(&mut held, &snap, opts, upgrade_to, false);
         self.release(held);
         result
     }
@@ -662,11 +743,21 @@ impl Engine {
         seen: &TaskSnapshot,
         opts: ResumeOptions,
         upgrade_to: Option<Workflow>,
+        claimed: bool,
     ) -> Result<Outcome> {
         // A crashed attempt: kill what it left running, then re-run it.
         let crashed = held.state.status == TaskStatus::Running;
         if let Some(p) = held.state.in_progress().cloned() {
+            // A pid means nothing on another machine: only a runner of this
+            // host can have left the process here.
+            // (A worker's claim has already killed what this host left.)
+            let here = !claimed
+                && seen
+                    .lease
+                    .as_ref()
+                    .is_none_or(|l| l.owner.host == self.local.host);
             if let Some(proc_ref) = &p.process
+                && here
                 && process::kill_orphan(proc_ref)
             {
                 self.observer.info(&format!(
@@ -675,6 +766,7 @@ impl Engine {
                 ));
             }
             let reason = match self.liveness(seen.lease.as_ref()) {
+                _ if claimed => "its runner stopped (lease expired or released)".into(),
                 Liveness::Dead(why) => why,
                 Liveness::Expired => "its runner's lease expired".into(),
                 _ => "its runner is gone".into(),
@@ -770,6 +862,138 @@ impl Engine {
             self.decide_commit(held, Input::Rewind { to: to.clone() })?;
         }
         self.drive(held)
+    }
+
+    /// Where a task's phases run: its own worktree if it is queued.
+    fn workspace_for(&self, snap: &TaskSnapshot) -> Result<Workspace> {
+        if snap.queued {
+            Workspace::prepare(&self.project, &snap.state, self.now().millis())
+        } else {
+            Ok(Workspace::project(&self.project))
+        }
+    }
+
+    /// `baton worker`: claims the oldest queued task nobody runs (or whose
+    /// runner's lease expired), `skip` left out, and drives it; `None` if
+    /// there was none. The inner result is how driving that task went.
+    pub fn claim_and_run(&self, skip: &[TaskId]) -> Result<Option<(TaskId, Result<Outcome>)>> {
+        let lease = self.new_lease();
+        let Some(id) = self.store.claim(&lease, skip)? else {
+            return Ok(None);
+        };
+        let result = (|| {
+            let snap = self.load(&id)?;
+            let _ = self.repair_rendered(&snap);
+            let wf = self.pinned(&snap.state.definition_hash)?;
+            if snap.cancel_requested {
+                // Cancelled while its last runner was dying: honour it.
+                let mut held = self.hold(
+                    snap.state.clone(),
+                    wf,
+                    lease,
+                    None,
+                    Workspace::project(&self.project),
+                )?;
+                let r = self.decide_commit(
+                    &mut held,
+                    Input::Cancel {
+                        reason: "cancelled by `baton cancel`".into(),
+                    },
+                );
+                self.release(held);
+                return r.map(|()| Outcome::Cancelled);
+            }
+            self.kill_local_orphans(&id);
+            let ws = self.workspace_for(&snap)?;
+            let mut held = self.hold(snap.state.clone(), wf, lease, None, ws)?;
+            self.observer.task_started(&id, &held.wf.name);
+            let outcome = self.resume_held(&mut held, &snap, ResumeOptions::default(), None, true);
+            if matches!(outcome, Ok(Outcome::Complete))
+                && let Some(b) = &held.ws.branch
+            {
+                // Everything is committed and published: the checkout is
+                // no longer needed (git refuses if anything is left in it).
+                let _ = self.git.as_ref().map(|g| {
+                    g.run(
+                        &["worktree", "remove", &b.worktree.display().to_string()],
+                        &[],
+                    )
+                });
+            }
+            self.release(held);
+            outcome
+        })();
+        if result.is_err() {
+            // Never keep a task we cannot run: another worker may.
+            let _ = self.store.release(&id, &self.owner);
+        }
+        Ok(Some((id, result)))
+    }
+
+    /// Kills every phase process an earlier run of this task left running
+    /// on this host (any attempt, as the journal records them, each with
+    /// the host of the runner that started it).
+    fn kill_local_orphans(&self, id: &TaskId) {
+        let mut host: Option<String> = None;
+        let mut after = 0;
+        loop {
+            let Ok(page) = self.store.events(id, after, 1000) else {
+                return;
+            };
+            let Some(last) = page.last() else {
+                return;
+            };
+            after = last.seq;
+            for r in &page {
+                match &r.event {
+                    Event::Claimed { owner, .. } => {
+                        host = owner.rsplit_once(" on ").map(|(_, h)| h.to_string());
+                    }
+                    Event::PhaseProcess { phase, process, .. }
+                        if host.as_deref() == Some(self.local.host.as_str())
+                            && process::kill_if_leader_lives(process) =>
+                    {
+                        self.observer.info(&format!(
+                            "killed the orphaned process group {} of phase {phase}",
+                            process.pid
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// Before a queued task's phase is published: this process must still
+    /// hold the lease (a runner that was paused past its lease must not
+    /// publish over its successor).
+    fn still_holding(&self, held: &Held) -> Result<()> {
+        let lost = held.hb.lost.load(Ordering::SeqCst)
+            || matches!(
+                self.store.renew(
+                    &held.state.task_id,
+                    &self.owner,
+                    self.now().plus_millis(self.ttl_ms)
+                )?,
+                RenewOutcome::Lost
+            );
+        if lost {
+            return Err(Error::busy(format!(
+                "lost the lease of task {} to another process; its work was not published",
+                held.state.task_id
+            )));
+        }
+        Ok(())
+    }
+
+    /// Whether any queued task is still to run (held or not), leaving out
+    /// `skip`.
+    pub fn queue_pending(&self, skip: &[TaskId]) -> Result<bool> {
+        Ok(self
+            .store
+            .list()?
+            .iter()
+            .any(|t| t.queued && t.status == TaskStatus::Running && !skip.contains(&t.id)))
     }
 
     /// The description of a wait that is not over yet, if so.
@@ -879,7 +1103,7 @@ impl Engine {
         cp: Option<Checkpoint>,
         to: &baton_core::PhaseId,
     ) -> Result<()> {
-        let Some(git) = &self.git else {
+        let Some(git) = held.ws.git.clone() else {
             return Ok(());
         };
         let Some(cp) = cp else {
@@ -888,7 +1112,9 @@ impl Engine {
             ));
             return Ok(());
         };
-        self.check_restorable(Some(&cp), to, &held.state.task_id)?;
+        if held.ws.branch.is_none() {
+            self.check_restorable(Some(&cp), to, &held.state.task_id)?;
+        }
         let short = |h: Option<&str>| {
             h.map(|h| h[..h.len().min(12)].to_string())
                 .unwrap_or_else(|| "no commit".into())
@@ -1213,7 +1439,7 @@ impl Engine {
         let stem = document::output_file_name(idx, phase.as_str());
         let stem = stem.trim_end_matches(".md");
         let label = format!("{stem}.i{}.a{attempt}", ps.iteration);
-        let checkpoint = self.git.as_ref().and_then(|g| {
+        let checkpoint = held.ws.git.as_ref().and_then(|g| {
             match g.checkpoint(
                 &format!("refs/baton/{id}/{label}/start"),
                 &format!("baton: {id} {phase} attempt {attempt} start"),
@@ -1264,6 +1490,7 @@ impl Engine {
                 "BATON_PROJECT".into(),
                 self.project.root.display().to_string(),
             ),
+            ("BATON_WORKTREE".into(), held.ws.cwd.display().to_string()),
             ("BATON_STATE_DIR".into(), dir.display().to_string()),
             (
                 "BATON_SUMMARY_FILE".into(),
@@ -1351,7 +1578,7 @@ impl Engine {
             program: program.clone(),
             args,
             env,
-            cwd: self.project.root.clone(),
+            cwd: held.ws.cwd.clone(),
             stdout: stdout.clone(),
             stderr: stderr.clone(),
         };
@@ -1409,7 +1636,7 @@ impl Engine {
         };
         let files_changed = |label: &str| -> Vec<String> {
             let (Some(git), Some(from)) = (
-                &self.git,
+                &held.ws.git,
                 held.state.phases[idx]
                     .checkpoint
                     .as_ref()
@@ -1440,7 +1667,15 @@ impl Engine {
                     });
                 let summary = process::tail(&summary, 16_000).to_string();
                 let files = files_changed(&label);
-                Ok((summary, output, files))
+                // A queued task's work is on its branch (and remote) before
+                // the journal says the phase passed.
+                if held.ws.branch.is_some() {
+                    self.still_holding(held)?;
+                }
+                match held.ws.publish(&id, phase.as_str()) {
+                    Ok(()) => Ok((summary, output, files)),
+                    Err(message) => Err(failure(message, None, false)),
+                }
             }
             Ok(Waited::Exited(status)) => {
                 Err(failure(process::describe(&status), status.code(), false))
@@ -1653,6 +1888,17 @@ impl Engine {
         }
         if let Some(g) = &self.git {
             let _ = g.delete_refs(&format!("refs/baton/{id}/"));
+            let wt = self.project.baton_dir().join("worktrees").join(id.as_str());
+            if wt.exists() {
+                // Without --force: git refuses when the worktree holds changes
+                // not committed; its branch baton/<id> keeps every commit.
+                let path = wt.display().to_string();
+                if let Err(e) = g.run(&["worktree", "remove", &path], &[]) {
+                    self.observer.info(&format!(
+                        "kept the worktree {path}: {e} (branch baton/{id} keeps its commits)"
+                    ));
+                }
+            }
         }
         if self.project.current_task().as_ref() == Some(id) {
             let _ = std::fs::remove_file(self.project.current_file());

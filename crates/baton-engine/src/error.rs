@@ -58,6 +58,11 @@ impl From<baton_store::Error> for Error {
             )),
             S::NewerSchema { .. } => Error::op(e.to_string())
                 .hint("use that newer baton (or upgrade this one); the store is fine and was not changed"),
+            S::InvalidUrl { .. } => Error::bad_input(e.to_string())
+                .hint("write it as postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE; nothing was written"),
+            S::Connect { .. } => Error::op(e.to_string()).hint(
+                "check the URL in BATON_DATABASE_URL or `store` in .baton/config.toml (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE) and that the server runs; nothing was written",
+            ),
             S::Open { .. } | S::Corrupt(_) => Error::op(e.to_string())
                 .hint("run `baton doctor` to check the store, and `baton doctor --fix` to rebuild it from the rendered files"),
             _ => Error::op(e.to_string()),

@@ -18,6 +18,7 @@ pub struct GitError {
 /// The repository holding a project. Commands run at the top of the work
 /// tree, so checkpoints cover the whole repository even when the project
 /// (its `.baton/`) sits in a subfolder.
+#[derive(Debug, Clone)]
 pub struct Git {
     root: PathBuf,
     /// The project's `.baton/` relative to the top, as an exclude pathspec.
@@ -393,6 +394,102 @@ impl Git {
         }
         let _ = std::fs::remove_file(&backup);
         Ok(saved)
+    }
+
+    /// The top of the work tree.
+    pub fn top(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where the project sits inside the work tree ("" at the top).
+    pub fn project_rel(&self) -> PathBuf {
+        PathBuf::from(&self.baton_path)
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default()
+    }
+
+    /// Commits every change in the work tree (what `.gitignore` ignores
+    /// left out) onto the checked-out branch; returns HEAD after.
+    pub fn commit_worktree(&self, message: &str) -> Result<String, GitError> {
+        self.run(&["add", "-A", "--", ":/"], &[])?;
+        let staged = self
+            .command(&["diff", "--cached", "--quiet"], &[])
+            .status()
+            .map(|s| !s.success())
+            .unwrap_or(true);
+        if staged {
+            self.run(
+                &["commit", "-q", "--no-verify", "-m", message],
+                &[
+                    ("GIT_AUTHOR_NAME", "baton"),
+                    ("GIT_AUTHOR_EMAIL", "baton@localhost"),
+                    ("GIT_COMMITTER_NAME", "baton"),
+                    ("GIT_COMMITTER_EMAIL", "baton@localhost"),
+                ],
+            )?;
+        }
+        self.head().ok_or_else(|| GitError {
+            args: "rev-parse HEAD".into(),
+            stderr: "no HEAD after committing".into(),
+        })
+    }
+
+    pub fn has_remote(&self, name: &str) -> bool {
+        self.run(&["remote"], &[])
+            .map(|out| out.lines().any(|l| l.trim() == name))
+            .unwrap_or(false)
+    }
+
+    /// Fetches a task's branch and checkpoint refs from `remote`; returns the
+    /// branch's commit there, `None` if the remote has no such branch.
+    pub fn fetch_task(&self, remote: &str, task: &str) -> Result<Option<String>, GitError> {
+        let branch = format!("refs/heads/baton/{task}");
+        let listed = self.run(&["ls-remote", "--heads", remote, &branch], &[])?;
+        if listed.trim().is_empty() {
+            return Ok(None);
+        }
+        let tracking = format!("refs/remotes/{remote}/baton/{task}");
+        self.run(
+            &[
+                "fetch",
+                "-q",
+                "--no-tags",
+                remote,
+                &format!("+{branch}:{tracking}"),
+                &format!("+refs/baton/{task}/*:refs/baton/{task}/*"),
+            ],
+            &[],
+        )?;
+        Ok(self.resolve(&tracking))
+    }
+
+    /// Pushes a task's branch and checkpoint refs to `remote`, all or
+    /// nothing. The branch may be rewound (a re-run from an earlier commit)
+    /// but only over `expected`, what this holder last saw there (`None`:
+    /// no such branch yet).
+    pub fn push_task(
+        &self,
+        remote: &str,
+        task: &str,
+        expected: Option<&str>,
+    ) -> Result<(), GitError> {
+        let branch = format!("refs/heads/baton/{task}");
+        let lease = format!("--force-with-lease={branch}:{}", expected.unwrap_or(""));
+        self.run(
+            &[
+                "push",
+                "-q",
+                "--atomic",
+                "--no-verify",
+                &lease,
+                remote,
+                &format!("{branch}:{branch}"),
+                &format!("+refs/baton/{task}/*:refs/baton/{task}/*"),
+            ],
+            &[],
+        )?;
+        Ok(())
     }
 
     /// Deletes every ref under `prefix` (e.g. `refs/baton/TASK/`).

@@ -9,10 +9,16 @@ fn read_trim(path: &str) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-/// Host name and boot id of this machine.
+/// Host name and boot id of this machine. `BATON_HOST` overrides the name,
+/// for machines that share one (containers cloned from one image): leases
+/// of another host are judged by expiry, never by a local pid.
 pub fn local_host() -> LocalHost {
     LocalHost {
-        host: read_trim("/proc/sys/kernel/hostname")
+        host: std::env::var("BATON_HOST")
+            .ok()
+            .map(|h| h.trim().to_string())
+            .filter(|h| !h.is_empty())
+            .or_else(|| read_trim("/proc/sys/kernel/hostname"))
             .or_else(|| std::env::var("HOSTNAME").ok())
             .unwrap_or_else(|| "localhost".into()),
         boot_id: read_trim("/proc/sys/kernel/random/boot_id").unwrap_or_else(|| "unknown".into()),

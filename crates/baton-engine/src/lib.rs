@@ -14,7 +14,10 @@ pub mod host;
 pub mod process;
 pub mod project;
 pub mod render;
+pub mod store;
 pub mod techstack;
+pub mod worker;
+pub mod workspace;
 
 pub use engine::{Engine, Observer, Outcome, ResumeOptions, RunOptions};
 pub use error::Error;

@@ -271,6 +271,17 @@ fn group_alive(pgid: u32) -> bool {
     false
 }
 
+/// Kills the group of an earlier attempt only if its leader is provably
+/// that process (same pid and start time): for old records a group whose
+/// leader is gone may by now be someone else's.
+pub fn kill_if_leader_lives(p: &ProcessRef) -> bool {
+    let ours = crate::host::process_start_time(p.pid) == Some(p.start_time);
+    if ours {
+        kill_group(p.pid, Duration::from_secs(2));
+    }
+    ours
+}
+
 /// SIGTERM to the group, then SIGKILL if it is still there after `grace`.
 pub fn kill_group(pgid: u32, grace: Duration) {
     if pgid <= 1 || !group_alive(pgid) {

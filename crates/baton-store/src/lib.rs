@@ -4,14 +4,18 @@
 //! transaction holding the new journal events, the task row and the phase
 //! rows that changed, after checking that the writer still holds the task's
 //! lease and has seen the latest event. [`sqlite::SqliteStore`] is the
-//! embedded backend; a PostgreSQL backend implements the same trait.
+//! embedded backend; [`postgres::PgStore`] serves many workers on many
+//! machines. Both pass one contract suite (`tests/contract.rs`).
 
+mod codec;
+pub mod postgres;
 pub mod sqlite;
 
 use baton_core::lease::{Lease, LeaseOwner};
 use baton_core::state::{PhaseState, TaskStatus};
 use baton_core::{EventRecord, TaskId, TaskState, Timestamp};
 
+pub use postgres::PgStore;
 pub use sqlite::{SqliteStore, Synchronous};
 
 #[derive(Debug, thiserror::Error)]
@@ -40,8 +44,16 @@ pub enum Error {
     },
     #[error("the store holds damaged data: {0}")]
     Corrupt(String),
+    /// The database server cannot be reached (after retrying).
+    #[error("cannot connect to PostgreSQL at {target}: {reason}")]
+    Connect { target: String, reason: String },
+    /// The URL itself is wrong (bad input, not an outage).
+    #[error("{url} is not a valid PostgreSQL URL: {reason}")]
+    InvalidUrl { url: String, reason: String },
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
+    #[error("PostgreSQL: {0}")]
+    Postgres(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -52,6 +64,9 @@ pub struct TaskSnapshot {
     pub state: TaskState,
     pub lease: Option<Lease>,
     pub cancel_requested: bool,
+    /// Enqueued (`baton run --queue`): workers claim it, and it runs in its
+    /// own git worktree on branch `baton/<id>`.
+    pub queued: bool,
 }
 
 /// One line of `baton ls`, read without loading phases.
@@ -65,6 +80,7 @@ pub struct TaskSummary {
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     pub lease: Option<Lease>,
+    pub queued: bool,
 }
 
 /// Which phase rows a commit rewrites.
@@ -84,6 +100,15 @@ pub enum Acquire {
     Held(Lease),
 }
 
+/// Who holds a task as it is created.
+#[derive(Debug, Clone, Copy)]
+pub enum Holder<'a> {
+    /// The creating process, which goes on to run it.
+    Lease(&'a Lease),
+    /// Nobody yet: it is queued for a worker (and workers are woken).
+    Queue,
+}
+
 /// A pinned workflow definition.
 #[derive(Debug, Clone)]
 pub struct StoredDefinition {
@@ -100,8 +125,13 @@ pub trait Store: Send + Sync {
     fn put_definition(&self, def: &StoredDefinition) -> Result<()>;
     fn definition(&self, hash: &str) -> Result<Option<StoredDefinition>>;
 
-    /// Creates a task with its first event(s), holding `lease`.
-    fn create_task(&self, state: &TaskState, events: &[EventRecord], lease: &Lease) -> Result<()>;
+    /// Creates a task with its first event(s), held or queued.
+    fn create_task(
+        &self,
+        state: &TaskState,
+        events: &[EventRecord],
+        holder: Holder<'_>,
+    ) -> Result<()>;
 
     /// Appends `events` and writes the projection, if `owner` holds the lease
     /// and `events[0].seq` follows the stored last seq.
@@ -137,6 +167,24 @@ pub trait Store: Send + Sync {
     fn replace_projection(&self, state: &TaskState, seen_lease: Option<&Lease>) -> Result<()>;
     /// Runs the backend's own integrity check; returns problems found.
     fn check(&self) -> Result<Vec<String>>;
+
+    /// Gives `lease` on the oldest queued RUNNING task that nobody holds, or
+    /// whose lease expired by `lease.acquired_at`, leaving out `skip` (tasks
+    /// this worker could not start lately). Concurrent claimers (in any
+    /// process, on any machine) never get the same task.
+    fn claim(&self, lease: &Lease, skip: &[TaskId]) -> Result<Option<TaskId>>;
+    /// Returns when new work may be there to claim (a task was queued or
+    /// released), or after `timeout`.
+    fn wait_for_work(&self, timeout: std::time::Duration) -> Result<()>;
+
+    /// Every stored definition (for `baton store copy`).
+    fn definitions(&self) -> Result<Vec<StoredDefinition>>;
+    /// Writes a whole task copied from another store: its projection, its
+    /// complete journal, queued and cancel flags; never its lease. Refuses
+    /// (`AlreadyExists`) if the task is there.
+    fn import_task(&self, snap: &TaskSnapshot, events: &[EventRecord]) -> Result<()>;
+    /// Where the store is, for messages: a file path or `host:port/db`.
+    fn describe(&self) -> String;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

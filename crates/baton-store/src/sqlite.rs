@@ -1,15 +1,14 @@
 //! The SQLite backend: one file in WAL mode, `synchronous=FULL` by default.
 
+use crate::codec::{Header, corrupt, header_json, json, read_lease};
 use crate::{
-    Acquire, Error, PhaseWrites, RenewOutcome, Result, Store, StoredDefinition, TaskSnapshot,
-    TaskSummary, last_phase,
+    Acquire, Error, Holder, PhaseWrites, RenewOutcome, Result, Store, StoredDefinition,
+    TaskSnapshot, TaskSummary, last_phase,
 };
 use baton_core::lease::{Lease, LeaseOwner};
 use baton_core::state::{PhaseState, TaskStatus};
 use baton_core::{EventRecord, TaskId, TaskState, Timestamp};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -24,7 +23,8 @@ pub enum Synchronous {
 }
 
 /// Versioned migrations; `PRAGMA user_version` records how many ran.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE definitions (
     hash TEXT PRIMARY KEY,
     name TEXT NOT NULL,
@@ -65,75 +65,15 @@ CREATE TABLE events (
     payload TEXT NOT NULL,
     UNIQUE (task_id, seq)
 );
-"#];
+"#,
+    r#"
+ALTER TABLE tasks ADD COLUMN queued INTEGER NOT NULL DEFAULT 0;
+"#,
+];
 
 pub struct SqliteStore {
     conn: Mutex<Connection>,
-}
-
-/// The task row's JSON: the task state without its phases.
-#[derive(Serialize)]
-struct HeaderRef<'a> {
-    workflow: &'a str,
-    definition_hash: &'a str,
-    description: &'a str,
-    project_name: &'a str,
-    created_at: Timestamp,
-    updated_at: Timestamp,
-    status: TaskStatus,
-    flags: &'a BTreeMap<String, serde_json::Value>,
-    labels: &'a BTreeMap<String, String>,
-    tech_stack: &'a serde_json::Value,
-    iteration_counts: &'a BTreeMap<String, u32>,
-    blockers: &'a [String],
-    resume_note: &'a Option<String>,
-    failure: &'a Option<String>,
-}
-
-#[derive(Deserialize)]
-struct Header {
-    workflow: String,
-    definition_hash: String,
-    description: String,
-    project_name: String,
-    created_at: Timestamp,
-    updated_at: Timestamp,
-    status: TaskStatus,
-    flags: BTreeMap<String, serde_json::Value>,
-    labels: BTreeMap<String, String>,
-    tech_stack: serde_json::Value,
-    iteration_counts: BTreeMap<String, u32>,
-    blockers: Vec<String>,
-    resume_note: Option<String>,
-    failure: Option<String>,
-}
-
-fn header_json(s: &TaskState) -> String {
-    serde_json::to_string(&HeaderRef {
-        workflow: &s.workflow,
-        definition_hash: &s.definition_hash,
-        description: &s.description,
-        project_name: &s.project_name,
-        created_at: s.created_at,
-        updated_at: s.updated_at,
-        status: s.status,
-        flags: &s.flags,
-        labels: &s.labels,
-        tech_stack: &s.tech_stack,
-        iteration_counts: &s.iteration_counts,
-        blockers: &s.blockers,
-        resume_note: &s.resume_note,
-        failure: &s.failure,
-    })
-    .expect("header serializes")
-}
-
-fn corrupt(what: &str, e: impl std::fmt::Display) -> Error {
-    Error::Corrupt(format!("{what}: {e}"))
-}
-
-fn json<T: Serialize>(v: &T) -> String {
-    serde_json::to_string(v).expect("serializes")
+    path: String,
 }
 
 impl SqliteStore {
@@ -178,6 +118,11 @@ impl SqliteStore {
             tx.commit()?;
         }
         Ok(SqliteStore {
+            path: conn
+                .path()
+                .filter(|p| !p.is_empty())
+                .unwrap_or(":memory:")
+                .to_string(),
             conn: Mutex::new(conn),
         })
     }
@@ -187,11 +132,6 @@ impl SqliteStore {
         // (rusqlite rolls back on drop), so a poisoned lock is still usable.
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
-}
-
-fn read_lease(s: Option<String>) -> Result<Option<Lease>> {
-    s.map(|s| serde_json::from_str(&s).map_err(|e| corrupt("lease", e)))
-        .transpose()
 }
 
 /// The lease of a task inside a transaction: `None` if there is no task.
@@ -302,7 +242,16 @@ impl Store for SqliteStore {
             .optional()?)
     }
 
-    fn create_task(&self, state: &TaskState, events: &[EventRecord], lease: &Lease) -> Result<()> {
+    fn create_task(
+        &self,
+        state: &TaskState,
+        events: &[EventRecord],
+        holder: Holder<'_>,
+    ) -> Result<()> {
+        let (lease, queued) = match holder {
+            Holder::Lease(l) => (Some(json(l)), false),
+            Holder::Queue => (None, true),
+        };
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let exists: bool = tx
@@ -317,8 +266,8 @@ impl Store for SqliteStore {
             return Err(Error::AlreadyExists(state.task_id.clone()));
         }
         tx.execute(
-            "INSERT INTO tasks (id, workflow, description, status, last_phase, created_at, updated_at, last_seq, definition_hash, lease, header)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            "INSERT INTO tasks (id, workflow, description, status, last_phase, created_at, updated_at, last_seq, definition_hash, lease, header, queued)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             params![
                 state.task_id.as_str(),
                 state.workflow,
@@ -329,8 +278,9 @@ impl Store for SqliteStore {
                 state.updated_at.millis(),
                 state.last_seq as i64,
                 state.definition_hash,
-                json(lease),
+                lease,
                 header_json(state),
+                queued,
             ],
         )?;
         insert_events(&tx, &state.task_id, events)?;
@@ -384,18 +334,18 @@ impl Store for SqliteStore {
 
     fn load(&self, id: &TaskId) -> Result<Option<TaskSnapshot>> {
         let conn = self.conn();
-        let row: Option<(String, i64, Option<String>, bool)> = conn
+        let row: Option<(String, i64, Option<String>, bool, bool)> = conn
             .query_row(
-                "SELECT header, last_seq, lease, cancel_requested FROM tasks WHERE id = ?1",
+                "SELECT header, last_seq, lease, cancel_requested, queued FROM tasks WHERE id = ?1",
                 [id.as_str()],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
             )
             .optional()?;
-        let Some((header, last_seq, lease, cancel_requested)) = row else {
+        let Some((header, last_seq, lease, cancel_requested, queued)) = row else {
             return Ok(None);
         };
-        let h: Header =
-            serde_json::from_str(&header).map_err(|e| corrupt(&format!("task {id}"), e))?;
+        let h = Header::parse(&header, id)?;
+        let lease = read_lease(lease)?;
         let mut stmt =
             conn.prepare_cached("SELECT data FROM phases WHERE task_id = ?1 ORDER BY idx")?;
         let phases = stmt
@@ -406,36 +356,19 @@ impl Store for SqliteStore {
                     .map_err(|e| corrupt(&format!("task {id} phase"), e))
             })
             .collect::<Result<Vec<_>>>()?;
-        let state = TaskState {
-            task_id: id.clone(),
-            workflow: h.workflow,
-            definition_hash: h.definition_hash,
-            description: h.description,
-            project_name: h.project_name,
-            created_at: h.created_at,
-            updated_at: h.updated_at,
-            status: h.status,
-            flags: h.flags,
-            labels: h.labels,
-            tech_stack: h.tech_stack,
-            phases,
-            iteration_counts: h.iteration_counts,
-            blockers: h.blockers,
-            resume_note: h.resume_note,
-            failure: h.failure,
-            last_seq: last_seq as u64,
-        };
+        let state = h.into_state(id.clone(), phases, last_seq as u64);
         Ok(Some(TaskSnapshot {
             state,
-            lease: read_lease(lease)?,
+            lease,
             cancel_requested,
+            queued,
         }))
     }
 
     fn list(&self) -> Result<Vec<TaskSummary>> {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
-            "SELECT id, workflow, description, status, last_phase, created_at, updated_at, lease FROM tasks ORDER BY created_at, id",
+            "SELECT id, workflow, description, status, last_phase, created_at, updated_at, lease, queued FROM tasks ORDER BY created_at, id",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok((
@@ -447,11 +380,13 @@ impl Store for SqliteStore {
                 r.get::<_, i64>(5)?,
                 r.get::<_, i64>(6)?,
                 r.get::<_, Option<String>>(7)?,
+                r.get::<_, bool>(8)?,
             ))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (id, workflow, description, status, last_phase, created, updated, lease) = row?;
+            let (id, workflow, description, status, last_phase, created, updated, lease, queued) =
+                row?;
             out.push(TaskSummary {
                 id: TaskId::parse(&id).map_err(|e| corrupt("task id", e))?,
                 workflow,
@@ -462,6 +397,7 @@ impl Store for SqliteStore {
                 created_at: Timestamp(created),
                 updated_at: Timestamp(updated),
                 lease: read_lease(lease)?,
+                queued,
             });
         }
         Ok(out)
@@ -616,6 +552,92 @@ impl Store for SqliteStore {
         write_phases(&tx, state, &PhaseWrites::All)?;
         tx.commit()?;
         Ok(())
+    }
+
+    fn claim(&self, lease: &Lease, skip: &[TaskId]) -> Result<Option<TaskId>> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let candidates: Vec<(String, Option<String>)> = {
+            let mut stmt = tx.prepare_cached(
+                "SELECT id, lease FROM tasks WHERE queued = 1 AND status = 'RUNNING' ORDER BY created_at, id",
+            )?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()?
+        };
+        for (id, held) in candidates {
+            if skip.iter().any(|s| s.as_str() == id) {
+                continue;
+            }
+            let free = match read_lease(held)? {
+                None => true,
+                Some(l) => l.expires_at <= lease.acquired_at,
+            };
+            if free {
+                tx.execute(
+                    "UPDATE tasks SET lease = ?2 WHERE id = ?1",
+                    params![id, json(lease)],
+                )?;
+                tx.commit()?;
+                return TaskId::parse(&id)
+                    .map(Some)
+                    .map_err(|e| corrupt("task id", e));
+            }
+        }
+        Ok(None)
+    }
+
+    fn wait_for_work(&self, timeout: std::time::Duration) -> Result<()> {
+        // One file on one machine: a short sleep is as good as a signal.
+        std::thread::sleep(timeout.min(std::time::Duration::from_millis(200)));
+        Ok(())
+    }
+
+    fn definitions(&self) -> Result<Vec<StoredDefinition>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare("SELECT hash, name, json FROM definitions ORDER BY hash")?;
+        let rows = stmt.query_map([], |r| {
+            Ok(StoredDefinition {
+                hash: r.get(0)?,
+                name: r.get(1)?,
+                json: r.get(2)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn import_task(&self, snap: &TaskSnapshot, events: &[EventRecord]) -> Result<()> {
+        let state = &snap.state;
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        if lease_in(&tx, &state.task_id)?.is_some() {
+            return Err(Error::AlreadyExists(state.task_id.clone()));
+        }
+        tx.execute(
+            "INSERT INTO tasks (id, workflow, description, status, last_phase, created_at, updated_at, last_seq, definition_hash, lease, header, queued, cancel_requested)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, ?10, ?11, ?12)",
+            params![
+                state.task_id.as_str(),
+                state.workflow,
+                state.description,
+                state.status.as_str(),
+                last_phase(state),
+                state.created_at.millis(),
+                state.updated_at.millis(),
+                state.last_seq as i64,
+                state.definition_hash,
+                header_json(state),
+                snap.queued,
+                snap.cancel_requested,
+            ],
+        )?;
+        insert_events(&tx, &state.task_id, events)?;
+        write_phases(&tx, state, &PhaseWrites::All)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        self.path.clone()
     }
 
     fn check(&self) -> Result<Vec<String>> {

@@ -1,12 +1,85 @@
-//! The store contract: every backend must pass these. They run here on
-//! SQLite (in memory and on disk); the PostgreSQL backend will run them too.
+//! The store contract: every backend must pass these. Each contract test
+//! runs twice, as `NAME::sqlite` (a file in a temporary folder) and
+//! `NAME::postgres` (a fresh database on the test process's private
+//! PostgreSQL cluster, `baton_testkit::pg`). The PostgreSQL-only tests at
+//! the end cover what only a server has: notifications, a server that goes
+//! away and comes back, connection errors.
 
 use baton_core::lease::{Lease, LeaseOwner};
 use baton_core::machine::{self, Input, NewTask};
-use baton_core::{EventRecord, TaskId, TaskState, Timestamp, Workflow};
+use baton_core::state::TaskStatus;
+use baton_core::{Event, EventRecord, TaskId, TaskState, Timestamp, Workflow};
 use baton_store::{
-    Acquire, Error, PhaseWrites, RenewOutcome, SqliteStore, Store, StoredDefinition, Synchronous,
+    Acquire, Error, Holder, PgStore, PhaseWrites, RenewOutcome, SqliteStore, Store,
+    StoredDefinition, Synchronous,
 };
+use baton_testkit::pg::{self, PgCluster};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long the PostgreSQL stores of these tests keep reconnecting.
+const RECONNECT_FOR: Duration = Duration::from_secs(60);
+
+/// Where a test's stores live: it can open several stores (as several
+/// processes would) on the same database, and make another empty one.
+enum Backend {
+    Sqlite(tempfile::TempDir),
+    Postgres(String),
+}
+
+impl Backend {
+    fn sqlite() -> Backend {
+        Backend::Sqlite(tempfile::tempdir().unwrap())
+    }
+
+    fn postgres() -> Backend {
+        Backend::Postgres(pg::shared().create_database())
+    }
+
+    /// A new store instance (its own connection) on this database.
+    fn open(&self) -> Box<dyn Store> {
+        match self {
+            Backend::Sqlite(dir) => Box::new(
+                SqliteStore::open(&dir.path().join("baton.db"), Synchronous::Full).unwrap(),
+            ),
+            Backend::Postgres(url) => Box::new(PgStore::connect(url, RECONNECT_FOR).unwrap()),
+        }
+    }
+
+    /// Another, empty database of the same kind.
+    fn fresh(&self) -> Backend {
+        match self {
+            Backend::Sqlite(_) => Backend::sqlite(),
+            Backend::Postgres(_) => Backend::postgres(),
+        }
+    }
+}
+
+/// Expands each named `fn NAME(&Backend)` into `mod NAME { sqlite, postgres }`.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn sqlite() {
+                super::$name(&super::Backend::sqlite());
+            }
+            #[test]
+            fn postgres() {
+                super::$name(&super::Backend::postgres());
+            }
+        }
+    )*};
+}
+
+on_both_backends!(
+    meets_the_contract,
+    claim_gives_the_oldest_free_queued_running_task,
+    concurrent_claimers_never_get_the_same_task,
+    concurrent_holders_never_gap_or_duplicate_the_journal,
+    import_task_round_trips,
+    definitions_lists_what_was_put,
+);
 
 fn owner(pid: u32) -> LeaseOwner {
     LeaseOwner {
@@ -18,26 +91,45 @@ fn owner(pid: u32) -> LeaseOwner {
 }
 
 fn lease(pid: u32, exp: i64) -> Lease {
+    lease_at(pid, 0, exp)
+}
+
+fn lease_at(pid: u32, acquired: i64, exp: i64) -> Lease {
     Lease {
         owner: owner(pid),
-        acquired_at: Timestamp(0),
+        acquired_at: Timestamp(acquired),
         expires_at: Timestamp(exp),
     }
 }
 
 fn workflow() -> Workflow {
-    Workflow::parse("name = \"w\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\n[[phase]]\nid = \"b\"\nrun = \"true\"\n", "w.toml", "w", &|_| Err("none".into())).unwrap()
+    Workflow::parse(
+        "name = \"w\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\n[[phase]]\nid = \"b\"\nrun = \"true\"\n",
+        "w.toml",
+        "w",
+        &|_| Err("none".into()),
+    )
+    .unwrap()
+}
+
+fn put_workflow(store: &dyn Store, wf: &Workflow) -> StoredDefinition {
+    let def = StoredDefinition {
+        hash: wf.hash(),
+        name: wf.name.clone(),
+        json: serde_json::to_string(wf).unwrap(),
+    };
+    store.put_definition(&def).unwrap();
+    def
 }
 
 fn create(store: &dyn Store, id: &str, pid: u32) -> (TaskState, Workflow) {
+    create_with(store, id, Holder::Lease(&lease(pid, 1000)), 10)
+}
+
+/// Creates task `id` at time `ts` (its `created_at`), held or queued.
+fn create_with(store: &dyn Store, id: &str, holder: Holder<'_>, ts: i64) -> (TaskState, Workflow) {
     let wf = workflow();
-    store
-        .put_definition(&StoredDefinition {
-            hash: wf.hash(),
-            name: wf.name.clone(),
-            json: serde_json::to_string(&wf).unwrap(),
-        })
-        .unwrap();
+    put_workflow(store, &wf);
     let ev = machine::create(
         &wf,
         NewTask {
@@ -52,24 +144,23 @@ fn create(store: &dyn Store, id: &str, pid: u32) -> (TaskState, Workflow) {
     .unwrap();
     let rec = EventRecord {
         seq: 1,
-        ts: Timestamp(10),
+        ts: Timestamp(ts),
         event: ev,
     };
     let state = machine::initial(TaskId::parse(id).unwrap(), &rec).unwrap();
-    store
-        .create_task(&state, &[rec], &lease(pid, 1000))
-        .unwrap();
+    store.create_task(&state, &[rec], holder).unwrap();
     (state, wf)
 }
 
-/// Decides, applies and commits one input the way the engine does.
+/// Decides, applies and commits one input the way the engine does; returns
+/// how many events were committed.
 fn step(
     store: &dyn Store,
     state: &mut TaskState,
     wf: &Workflow,
     input: Input,
     by: u32,
-) -> Result<(), Error> {
+) -> Result<usize, Error> {
     let events = machine::decide(state, wf, input, Timestamp(20)).unwrap();
     let mut touched = Vec::new();
     let mut recs = Vec::new();
@@ -87,17 +178,61 @@ fn step(
         .iter()
         .filter_map(|t| state.phases.iter().position(|p| &p.id == t))
         .collect();
-    store.commit(&owner(by), state, &PhaseWrites::Changed(ix), &recs)
+    store.commit(&owner(by), state, &PhaseWrites::Changed(ix), &recs)?;
+    Ok(recs.len())
+}
+
+fn note(text: &str) -> Input {
+    Input::Note {
+        phase: None,
+        text: text.into(),
+    }
+}
+
+fn id(s: &str) -> TaskId {
+    TaskId::parse(s).unwrap()
+}
+
+/// The texts of the task's `note` events, in journal order.
+fn notes(store: &dyn Store, task: &TaskId) -> Vec<String> {
+    store
+        .events(task, 0, usize::MAX)
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| match r.event {
+            Event::Note { text, .. } => Some(text),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The journal is numbered 1..=last_seq without a gap, replays to the
+/// stored projection, and the backend's own check finds nothing.
+fn assert_consistent(store: &dyn Store, task: &TaskId) -> TaskState {
+    let events = store.events(task, 0, usize::MAX).unwrap();
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    let stored = store.load(task).unwrap().unwrap().state;
+    assert_eq!(seqs, (1..=stored.last_seq).collect::<Vec<_>>());
+    assert_eq!(machine::replay(task, &events).unwrap(), stored);
+    assert_eq!(store.check().unwrap(), Vec::<String>::new());
+    stored
 }
 
 fn contract(store: &dyn Store) {
     let (mut state, wf) = create(store, "t1", 7);
     let id = state.task_id.clone();
+    let snap = store.load(&id).unwrap().unwrap();
+    assert!(!snap.queued && !snap.cancel_requested);
+    assert_eq!(snap.lease, Some(lease(7, 1000)));
 
     // A duplicate id is refused and the first task is untouched.
     let rec = store.events(&id, 0, 10).unwrap();
     assert!(matches!(
-        store.create_task(&state, &rec, &lease(7, 1000)),
+        store.create_task(&state, &rec, Holder::Lease(&lease(7, 1000))),
+        Err(Error::AlreadyExists(_))
+    ));
+    assert!(matches!(
+        store.create_task(&state, &rec, Holder::Queue),
         Err(Error::AlreadyExists(_))
     ));
 
@@ -158,16 +293,7 @@ fn contract(store: &dyn Store) {
     let mut stale = state.clone();
     stale.last_seq -= 1;
     assert!(matches!(
-        step(
-            store,
-            &mut stale,
-            &wf,
-            Input::Note {
-                phase: None,
-                text: "x".into()
-            },
-            7
-        ),
+        step(store, &mut stale, &wf, note("x"), 7),
         Err(Error::SeqConflict { .. })
     ));
 
@@ -219,6 +345,45 @@ fn contract(store: &dyn Store) {
         store.acquire(&id, &lease(9, 2000), None).unwrap(),
         Acquire::Acquired
     );
+    assert!(
+        !store.load(&id).unwrap().unwrap().cancel_requested,
+        "a new holder starts without the old cancel request"
+    );
+
+    // doctor --fix: the projection is put back only if the journal and the
+    // lease are as the caller saw them.
+    let held = store.load(&id).unwrap().unwrap().lease;
+    let mut fixed = state.clone();
+    fixed.resume_note = Some("replayed".into());
+    assert!(matches!(
+        store.replace_projection(&fixed, None),
+        Err(Error::LeaseLost { .. })
+    ));
+    let mut behind = fixed.clone();
+    behind.last_seq -= 1;
+    assert!(matches!(
+        store.replace_projection(&behind, held.as_ref()),
+        Err(Error::SeqConflict { .. })
+    ));
+    store.replace_projection(&fixed, held.as_ref()).unwrap();
+    assert_eq!(store.load(&id).unwrap().unwrap().state, fixed);
+    store.replace_projection(&state, held.as_ref()).unwrap();
+
+    // Unknown tasks.
+    let nobody = TaskId::parse("nope").unwrap();
+    assert!(store.load(&nobody).unwrap().is_none());
+    assert!(matches!(
+        store.request_cancel(&nobody),
+        Err(Error::NotFound(_))
+    ));
+    assert!(matches!(
+        store.acquire(&nobody, &lease(1, 1), None),
+        Err(Error::NotFound(_))
+    ));
+    assert_eq!(
+        store.renew(&nobody, &owner(1), Timestamp(1)).unwrap(),
+        RenewOutcome::Lost
+    );
 
     // Listing and deleting.
     create(store, "t2", 7);
@@ -228,11 +393,22 @@ fn contract(store: &dyn Store) {
         vec!["t1", "t2"]
     );
     assert_eq!(list[0].last_phase.as_deref(), Some("a"));
+    assert_eq!(list[0].status, TaskStatus::Running);
     assert!(store.delete_task(&id).unwrap());
     assert!(!store.delete_task(&id).unwrap());
     assert!(store.load(&id).unwrap().is_none());
     assert!(store.events(&id, 0, 10).unwrap().is_empty());
     assert!(store.check().unwrap().is_empty());
+}
+
+fn meets_the_contract(b: &Backend) {
+    contract(&*b.open());
+    let again = b.open();
+    assert_eq!(
+        again.list().unwrap().len(),
+        1,
+        "t2 is still there for another store instance"
+    );
 }
 
 #[test]
@@ -266,4 +442,528 @@ fn garbage_file_is_a_clear_open_error() {
         Err(e) => panic!("unexpected error {e}"),
         Ok(_) => panic!("garbage opened as a store"),
     }
+}
+
+fn claim_gives_the_oldest_free_queued_running_task(b: &Backend) {
+    let s = b.open();
+    let s = &*s;
+    // The oldest queued task is finished: never claimed.
+    let (mut done, _) = create_with(s, "q0", Holder::Queue, 5);
+    assert_eq!(
+        s.acquire(&done.task_id, &lease(99, 100), None).unwrap(),
+        Acquire::Acquired
+    );
+    done.status = TaskStatus::Cancelled;
+    s.commit(&owner(99), &done, &PhaseWrites::Changed(vec![]), &[])
+        .unwrap();
+    s.release(&done.task_id, &owner(99)).unwrap();
+    // A task run in the foreground is not queued: never claimed, even
+    // when its lease expired.
+    create_with(s, "held", Holder::Lease(&lease(98, 1)), 6);
+    for (name, ts) in [("q1", 10), ("q2", 20), ("q3", 30)] {
+        create_with(s, name, Holder::Queue, ts);
+    }
+    let q1 = s.load(&id("q1")).unwrap().unwrap();
+    assert!(q1.queued && q1.lease.is_none());
+
+    assert_eq!(
+        s.claim(&lease_at(1, 100, 1000), &[]).unwrap(),
+        Some(id("q1"))
+    );
+    assert_eq!(
+        s.claim(&lease_at(2, 100, 5000), &[]).unwrap(),
+        Some(id("q2"))
+    );
+    // At 1500 q1's lease (to 1000) expired: the oldest free task again.
+    s.request_cancel(&id("q1")).unwrap();
+    assert_eq!(
+        s.claim(&lease_at(3, 1500, 9000), &[]).unwrap(),
+        Some(id("q1"))
+    );
+    let q1 = s.load(&id("q1")).unwrap().unwrap();
+    assert_eq!(q1.lease, Some(lease_at(3, 1500, 9000)));
+    assert!(
+        q1.cancel_requested,
+        "a cancel asked of a runner that died is kept for the next claimer"
+    );
+    // Tasks the worker could not start lately are left out.
+    assert_eq!(
+        s.claim(&lease_at(8, 1500, 9000), &[id("q3")]).unwrap(),
+        None
+    );
+    assert_eq!(
+        s.claim(&lease_at(4, 1500, 9000), &[]).unwrap(),
+        Some(id("q3"))
+    );
+    assert_eq!(s.claim(&lease_at(5, 1500, 9000), &[]).unwrap(), None);
+    // A released queued task is free again.
+    s.release(&id("q2"), &owner(2)).unwrap();
+    assert_eq!(
+        s.claim(&lease_at(6, 1500, 9000), &[]).unwrap(),
+        Some(id("q2"))
+    );
+    assert_eq!(s.claim(&lease_at(7, 1500, 9000), &[]).unwrap(), None);
+
+    let list = s.list().unwrap();
+    let queued: Vec<_> = list
+        .iter()
+        .filter(|t| t.queued)
+        .map(|t| t.id.as_str())
+        .collect();
+    assert_eq!(queued, vec!["q0", "q1", "q2", "q3"]);
+    assert_eq!(
+        list.iter().find(|t| t.id.as_str() == "q0").unwrap().status,
+        TaskStatus::Cancelled
+    );
+}
+
+fn concurrent_claimers_never_get_the_same_task(b: &Backend) {
+    const TASKS: usize = 50;
+    let s = b.open();
+    for i in 0..TASKS {
+        create_with(&*s, &format!("c{i:02}"), Holder::Queue, i as i64);
+    }
+    let claimed: Vec<Vec<TaskId>> = std::thread::scope(|sc| {
+        let workers: Vec<_> = (0..4)
+            .map(|w| {
+                sc.spawn(move || {
+                    let store = b.open();
+                    let mut mine = Vec::new();
+                    while let Some(t) = store.claim(&lease(100 + w, 1_000_000), &[]).unwrap() {
+                        mine.push(t);
+                    }
+                    mine
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let all: Vec<&TaskId> = claimed.iter().flatten().collect();
+    let unique: BTreeSet<&str> = all.iter().map(|t| t.as_str()).collect();
+    assert_eq!(
+        all.len(),
+        TASKS,
+        "every task claimed exactly once: {claimed:?}"
+    );
+    assert_eq!(unique.len(), TASKS, "no task claimed twice: {claimed:?}");
+    // Each holder is recorded as the one that claimed it.
+    for (w, mine) in claimed.iter().enumerate() {
+        for t in mine {
+            let l = s.load(t).unwrap().unwrap().lease.unwrap();
+            assert_eq!(l.owner.pid, 100 + w as u32);
+        }
+    }
+}
+
+fn concurrent_holders_never_gap_or_duplicate_the_journal(b: &Backend) {
+    const ROUNDS: usize = 40;
+    let s = b.open();
+    let (state, wf) = create(&*s, "race", 1);
+    let task = state.task_id.clone();
+    let landed: Vec<Vec<String>> = std::thread::scope(|sc| {
+        let writers: Vec<_> = [1u32, 2]
+            .into_iter()
+            .map(|me| {
+                let (task, wf) = (&task, &wf);
+                sc.spawn(move || {
+                    let store = b.open();
+                    let rival = owner(3 - me);
+                    let mut landed = Vec::new();
+                    for i in 0..ROUNDS {
+                        // Take the lease from the rival, then write from
+                        // what we read; the rival does the same.
+                        store.acquire(task, &lease(me, 1000), Some(&rival)).unwrap();
+                        let mut st = store.load(task).unwrap().unwrap().state;
+                        let text = format!("{me}-{i}");
+                        match step(&*store, &mut st, wf, note(&text), me) {
+                            Ok(n) => {
+                                assert_eq!(n, 1);
+                                landed.push(text);
+                            }
+                            Err(Error::LeaseLost { .. } | Error::SeqConflict { .. }) => {}
+                            Err(e) => panic!("writer {me}: {e}"),
+                        }
+                    }
+                    landed
+                })
+            })
+            .collect();
+        writers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let stored = assert_consistent(&*s, &task);
+    let in_journal = notes(&*s, &task);
+    let landed: BTreeSet<&String> = landed.iter().flatten().collect();
+    assert_eq!(
+        in_journal.len(),
+        landed.len(),
+        "each accepted commit is in the journal once"
+    );
+    assert_eq!(in_journal.iter().collect::<BTreeSet<_>>(), landed);
+    assert_eq!(stored.last_seq, 1 + landed.len() as u64);
+}
+
+fn import_task_round_trips(b: &Backend) {
+    let src = b.open();
+    let src = &*src;
+    let (mut state, wf) = create(src, "t1", 7);
+    for input in [
+        Input::Start {
+            phase: wf.phases[0].id.clone(),
+            checkpoint: None,
+        },
+        Input::Pass {
+            phase: wf.phases[0].id.clone(),
+            summary: "summary".into(),
+            output: "output".into(),
+            files_changed: vec!["a.rs".into()],
+        },
+        note("copied"),
+    ] {
+        step(src, &mut state, &wf, input, 7).unwrap();
+    }
+    src.request_cancel(&state.task_id).unwrap();
+    create_with(src, "q1", Holder::Queue, 50);
+    let other = Workflow::parse(
+        "name = \"other\"\n[[phase]]\nid = \"x\"\nrun = \"true\"\n",
+        "other.toml",
+        "other",
+        &|_| Err("none".into()),
+    )
+    .unwrap();
+    put_workflow(src, &other);
+
+    // `baton store copy`: definitions first, then every task.
+    let dst_backend = b.fresh();
+    let dst = dst_backend.open();
+    let dst = &*dst;
+    for def in src.definitions().unwrap() {
+        dst.put_definition(&def).unwrap();
+    }
+    for t in src.list().unwrap() {
+        let snap = src.load(&t.id).unwrap().unwrap();
+        let events = src.events(&t.id, 0, usize::MAX).unwrap();
+        dst.import_task(&snap, &events).unwrap();
+    }
+
+    for t in src.list().unwrap() {
+        let a = src.load(&t.id).unwrap().unwrap();
+        let b = dst.load(&t.id).unwrap().unwrap();
+        assert_eq!(a.state, b.state, "{}: projection", t.id);
+        assert_eq!(a.queued, b.queued, "{}: queued", t.id);
+        assert_eq!(a.cancel_requested, b.cancel_requested, "{}: cancel", t.id);
+        assert_eq!(b.lease, None, "{}: the lease is never copied", t.id);
+        assert_eq!(
+            src.events(&t.id, 0, usize::MAX).unwrap(),
+            dst.events(&t.id, 0, usize::MAX).unwrap(),
+            "{}: journal",
+            t.id
+        );
+    }
+    assert!(dst.load(&state.task_id).unwrap().unwrap().cancel_requested);
+    assert_eq!(
+        src.definitions()
+            .unwrap()
+            .iter()
+            .map(|d| (&d.hash, &d.name, &d.json))
+            .collect::<Vec<_>>(),
+        dst.definitions()
+            .unwrap()
+            .iter()
+            .map(|d| (&d.hash, &d.name, &d.json))
+            .collect::<Vec<_>>()
+    );
+    assert_consistent(dst, &state.task_id);
+
+    // Importing again is refused and changes nothing.
+    let snap = src.load(&state.task_id).unwrap().unwrap();
+    let events = src.events(&state.task_id, 0, usize::MAX).unwrap();
+    assert!(matches!(
+        dst.import_task(&snap, &events),
+        Err(Error::AlreadyExists(_))
+    ));
+    // The copied queued task is there for workers of the new store.
+    assert_eq!(dst.claim(&lease(5, 1000), &[]).unwrap(), Some(id("q1")));
+}
+
+fn definitions_lists_what_was_put(b: &Backend) {
+    let s = b.open();
+    let s = &*s;
+    assert!(s.definitions().unwrap().is_empty());
+    let w = put_workflow(s, &workflow());
+    let other = Workflow::parse(
+        "name = \"other\"\n[[phase]]\nid = \"x\"\nrun = \"true\"\n",
+        "other.toml",
+        "other",
+        &|_| Err("none".into()),
+    )
+    .unwrap();
+    let o = put_workflow(s, &other);
+    put_workflow(s, &workflow()); // again: still one copy
+    let mut expected = vec![
+        (w.hash.clone(), w.name.clone(), w.json.clone()),
+        (o.hash.clone(), o.name.clone(), o.json.clone()),
+    ];
+    expected.sort();
+    let listed: Vec<_> = s
+        .definitions()
+        .unwrap()
+        .into_iter()
+        .map(|d| (d.hash, d.name, d.json))
+        .collect();
+    assert_eq!(listed, expected);
+    let got = s.definition(&o.hash).unwrap().unwrap();
+    assert_eq!((got.name, got.json), (o.name, o.json));
+    assert!(s.definition("no-such-hash").unwrap().is_none());
+}
+
+// ---- PostgreSQL only ----
+
+fn pg_store(url: &str) -> PgStore {
+    PgStore::connect(url, RECONNECT_FOR).unwrap()
+}
+
+/// Runs `f` and returns how long it took.
+fn timed(f: impl FnOnce()) -> Duration {
+    let t = Instant::now();
+    f();
+    t.elapsed()
+}
+
+#[test]
+fn postgres_wait_for_work_wakes_when_work_is_queued_or_released() {
+    let url = pg::shared().create_database();
+    let waiter = pg_store(&url);
+    let other = pg_store(&url);
+
+    // Nothing queued: it waits the whole timeout.
+    let waited = timed(|| waiter.wait_for_work(Duration::from_secs(1)).unwrap());
+    assert!(waited >= Duration::from_millis(900), "{waited:?}");
+
+    // Another store (another worker's process) queues a task: woken.
+    let woken = std::thread::scope(|sc| {
+        let h = sc.spawn(|| timed(|| waiter.wait_for_work(Duration::from_secs(20)).unwrap()));
+        std::thread::sleep(Duration::from_millis(300));
+        create_with(&other, "q1", Holder::Queue, 10);
+        h.join().unwrap()
+    });
+    assert!(woken < Duration::from_secs(2), "woken after {woken:?}");
+
+    // That announcement was used up: nothing new, so it waits again.
+    let waited = timed(|| waiter.wait_for_work(Duration::from_secs(1)).unwrap());
+    assert!(waited >= Duration::from_millis(900), "{waited:?}");
+
+    // A claim announces nothing; releasing the queued task does.
+    assert_eq!(other.claim(&lease(5, 1_000_000), &[]).unwrap(), Some(id("q1")));
+    let woken = std::thread::scope(|sc| {
+        let h = sc.spawn(|| timed(|| waiter.wait_for_work(Duration::from_secs(20)).unwrap()));
+        std::thread::sleep(Duration::from_millis(300));
+        other.release(&id("q1"), &owner(5)).unwrap();
+        h.join().unwrap()
+    });
+    assert!(woken < Duration::from_secs(2), "woken after {woken:?}");
+
+    // A worker that starts listening after the task was queued still
+    // finds it: its first wait returns at once.
+    let late = pg_store(&url);
+    let waited = timed(|| late.wait_for_work(Duration::from_secs(20)).unwrap());
+    assert!(waited < Duration::from_secs(2), "{waited:?}");
+}
+
+#[test]
+fn postgres_store_rides_out_a_server_restart() {
+    let cluster = PgCluster::start();
+    let url = cluster.create_database();
+    let store = pg_store(&url);
+    let (mut state, wf) = create(&store, "t1", 7);
+    store.wait_for_work(Duration::from_millis(10)).unwrap(); // listening
+
+    // An operation issued while the server is down completes once it is
+    // back (within reconnect_for).
+    cluster.stop();
+    let started = std::thread::scope(|sc| {
+        sc.spawn(|| {
+            std::thread::sleep(Duration::from_millis(1500));
+            cluster.start_again();
+        });
+        let t = Instant::now();
+        step(
+            &store,
+            &mut state,
+            &wf,
+            Input::Start {
+                phase: wf.phases[0].id.clone(),
+                checkpoint: None,
+            },
+            7,
+        )
+        .unwrap();
+        t.elapsed()
+    });
+    assert!(
+        started >= Duration::from_millis(1000),
+        "it waited: {started:?}"
+    );
+    assert_eq!(assert_consistent(&store, &state.task_id), state);
+
+    // A writer keeps committing while the server is stopped and started
+    // again: every commit returns Ok, and each is in the journal once.
+    let stop = AtomicBool::new(false);
+    let (written, state) = std::thread::scope(|sc| {
+        let writer = sc.spawn(|| {
+            let mut state = state.clone();
+            let mut written = Vec::new();
+            let mut i = 0;
+            while !stop.load(Ordering::SeqCst) {
+                let text = format!("n{i}");
+                step(&store, &mut state, &wf, note(&text), 7)
+                    .unwrap_or_else(|e| panic!("commit {text}: {e}"));
+                written.push(text);
+                i += 1;
+            }
+            (written, state)
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        cluster.restart_after(Duration::from_secs(1));
+        std::thread::sleep(Duration::from_millis(300));
+        stop.store(true, Ordering::SeqCst);
+        writer.join().unwrap()
+    });
+    assert!(written.len() > 2, "the writer wrote: {written:?}");
+    assert_eq!(
+        notes(&store, &state.task_id),
+        written,
+        "none lost, none doubled"
+    );
+    assert_eq!(assert_consistent(&store, &state.task_id), state);
+
+    // The listener noticed the restart and listens again.
+    store.wait_for_work(Duration::from_secs(5)).unwrap();
+    let woken = std::thread::scope(|sc| {
+        let h = sc.spawn(|| timed(|| store.wait_for_work(Duration::from_secs(20)).unwrap()));
+        std::thread::sleep(Duration::from_millis(300));
+        create_with(&pg_store(&url), "q1", Holder::Queue, 10);
+        h.join().unwrap()
+    });
+    assert!(woken < Duration::from_secs(2), "woken after {woken:?}");
+
+    // A server down for longer than reconnect_for is an error naming it.
+    let impatient = PgStore::connect(&url, Duration::from_secs(1)).unwrap();
+    cluster.stop();
+    let t = Instant::now();
+    match impatient.list() {
+        Err(Error::Connect { target, reason }) => {
+            assert_eq!(target, format!("127.0.0.1:{}", cluster.port()));
+            assert!(reason.contains("connection refused"), "{reason}");
+        }
+        other => panic!("expected a connection error, got {other:?}"),
+    }
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+}
+
+#[test]
+fn postgres_connect_errors_name_the_server_and_the_cause() {
+    let unused = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let t = Instant::now();
+    let err = PgStore::connect(
+        &format!("postgres://postgres@127.0.0.1:{unused}/db"),
+        RECONNECT_FOR,
+    )
+    .err()
+    .expect("nothing listens there");
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "a wrong URL fails fast"
+    );
+    let text = err.to_string();
+    assert!(
+        matches!(&err, Error::Connect { target, .. } if *target == format!("127.0.0.1:{unused}")),
+        "{err:?}"
+    );
+    assert!(text.contains(&format!("127.0.0.1:{unused}")), "{text}");
+    assert!(text.contains("connection refused"), "{text}");
+
+    let err = PgStore::connect(&pg::shared().url("no_such_database"), RECONNECT_FOR)
+        .err()
+        .expect("no such database");
+    let text = err.to_string();
+    assert!(matches!(err, Error::Connect { .. }), "{err:?}");
+    assert!(
+        text.contains(&format!("127.0.0.1:{}", pg::shared().port())),
+        "{text}"
+    );
+    assert!(
+        text.contains("database \"no_such_database\" does not exist"),
+        "{text}"
+    );
+
+    let err = PgStore::connect("postgres://u:s3cret@127.0.0.1:notaport/db", RECONNECT_FOR)
+        .err()
+        .expect("not a URL");
+    let text = err.to_string();
+    assert!(matches!(err, Error::Connect { .. }), "{err:?}");
+    assert!(text.contains("not a valid PostgreSQL URL"), "{text}");
+    assert!(
+        !text.contains("s3cret"),
+        "the password is not shown: {text}"
+    );
+
+    let err = PgStore::connect("postgres://postgres@no-such-host.invalid/db", RECONNECT_FOR)
+        .err()
+        .expect("no such host");
+    let text = err.to_string();
+    assert!(text.contains("no-such-host.invalid:5432"), "{text}");
+    assert!(text.contains("could not resolve host"), "{text}");
+}
+
+#[test]
+fn postgres_describes_itself_without_the_password() {
+    let url = pg::shared().create_database();
+    let db = url.rsplit('/').next().unwrap();
+    let with_password = url.replace("postgres@", "postgres:pw@");
+    let s = PgStore::connect(&with_password, RECONNECT_FOR).unwrap();
+    assert_eq!(
+        s.describe(),
+        format!("127.0.0.1:{}/{db}", pg::shared().port())
+    );
+}
+
+#[test]
+fn postgres_refuses_a_newer_schema() {
+    let url = pg::shared().create_database();
+    drop(pg_store(&url));
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    c.execute("UPDATE baton_schema SET version = 999", &[])
+        .unwrap();
+    match PgStore::connect(&url, RECONNECT_FOR) {
+        Err(Error::NewerSchema { path, found, known }) => {
+            assert_eq!(found, 999);
+            assert_eq!(known, 1);
+            assert!(path.starts_with("127.0.0.1:"), "{path}");
+        }
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("a newer schema was accepted"),
+    }
+}
+
+#[test]
+fn postgres_workers_starting_together_migrate_once() {
+    let url = pg::shared().create_database();
+    std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..6).map(|_| sc.spawn(|| pg_store(&url))).collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+    });
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let versions: Vec<i32> = c
+        .query("SELECT version FROM baton_schema", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(versions, vec![1]);
 }

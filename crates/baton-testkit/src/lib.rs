@@ -1,13 +1,68 @@
 //! Test support: a hermetic baton project in a temporary git repository,
 //! and the real `baton` binary run against it.
 
+pub mod pg;
+
+pub use pg::PgCluster;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// Which store a test's projects use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    /// A fresh database in this test process's private PostgreSQL cluster.
+    Postgres,
+}
+
+thread_local! {
+    static BACKEND: std::cell::Cell<Backend> = const { std::cell::Cell::new(Backend::Sqlite) };
+}
+
+/// Runs `f` with every `TestProject` it creates on `backend`.
+pub fn with_backend<T>(backend: Backend, f: impl FnOnce() -> T) -> T {
+    let before = BACKEND.with(|b| b.replace(backend));
+    let out = f();
+    BACKEND.with(|b| b.set(before));
+    out
+}
+
+/// The backend `TestProject::new` uses on this thread.
+pub fn backend() -> Backend {
+    BACKEND.with(|b| b.get())
+}
+
+/// One parameterised suite, not two copies: each test written inside runs
+/// twice, as `NAME::sqlite` and `NAME::postgres`, its projects (made by
+/// `TestProject::new` or `bare`) on that store.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($(#[doc = $doc:literal])* fn $name:ident() $body:block $($rest:tt)*) => {
+        $(#[doc = $doc])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            #[test]
+            fn sqlite() {
+                $crate::with_backend($crate::Backend::Sqlite, || $body)
+            }
+            #[test]
+            fn postgres() {
+                $crate::with_backend($crate::Backend::Postgres, || $body)
+            }
+        }
+        $crate::on_both_backends! { $($rest)* }
+    };
+    () => {};
+}
 
 /// A temporary project: a git repository with `.baton/` initialised.
 pub struct TestProject {
     pub dir: tempfile::TempDir,
     home: tempfile::TempDir,
+    /// Set on PostgreSQL: every baton command gets it as BATON_DATABASE_URL.
+    pub database_url: Option<String>,
 }
 
 /// Path of the `baton` binary built for the tests.
@@ -40,6 +95,10 @@ impl TestProject {
                 .tempdir()
                 .unwrap(),
             home: tempfile::tempdir().unwrap(),
+            database_url: match backend() {
+                Backend::Sqlite => None,
+                Backend::Postgres => Some(pg::shared().create_database()),
+            },
         }
     }
 
@@ -75,6 +134,11 @@ impl TestProject {
             .env_remove("BATON_PROJECT")
             .env_remove("BATON_TEST_CRASH_AT")
             .env_remove("BATON_LOG")
+            .env_remove("BATON_HOST");
+        match &self.database_url {
+            Some(url) => c.env("BATON_DATABASE_URL", url),
+            None => c.env_remove("BATON_DATABASE_URL"),
+        }
     }
 
     /// The real `baton` binary, run in the project with a hermetic environment.
@@ -145,7 +209,7 @@ impl TestProject {
     /// The hermetic environment as `KEY=VALUE` words, for commands run
     /// through a shell (e.g. inside tmux, which does not inherit ours).
     pub fn env_words(&self) -> Vec<String> {
-        vec![
+        let mut words = vec![
             format!("HOME={}", self.home.path().display()),
             "GIT_CONFIG_GLOBAL=/dev/null".into(),
             "GIT_CONFIG_NOSYSTEM=1".into(),
@@ -155,7 +219,11 @@ impl TestProject {
             "GIT_COMMITTER_EMAIL=test@localhost".into(),
             "NO_COLOR=1".into(),
             "TERM=xterm-256color".into(),
-        ]
+        ];
+        if let Some(url) = &self.database_url {
+            words.push(format!("BATON_DATABASE_URL={url}"));
+        }
+        words
     }
 }
 

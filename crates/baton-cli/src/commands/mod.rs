@@ -7,6 +7,8 @@ mod manage;
 mod meta;
 mod query;
 mod run;
+mod store;
+mod worker;
 
 use crate::cli::{Cli, Command};
 use crate::printer::Printer;
@@ -30,6 +32,8 @@ pub fn dispatch(cli: Cli, printer: &Arc<Printer>) -> Result<Exit> {
         Command::Rm(a) => manage::rm(&project_of(project)?, a, printer),
         Command::Clean(a) => manage::clean(&project_of(project)?, a, printer),
         Command::Doctor(a) => doctor::run(&project_of(project)?, a, printer),
+        Command::Worker(a) => worker::run(&project_of(project)?, a, printer),
+        Command::Store(c) => store::run(&project_of(project)?, c, printer),
         Command::Demo(a) => demo::run(a, printer),
         Command::Completions(a) => meta::completions(a),
         Command::Man => meta::man(),

@@ -114,7 +114,7 @@ pub fn show(project: &Project, args: ShowArgs, printer: &Arc<Printer>) -> Result
         return Ok(Exit::Done);
     }
     let st = &snap.state;
-    let status = eng.display_status(st.status, snap.lease.as_ref());
+    let status = eng.status_of(&snap);
     let mut out = vec![
         format!("task      {}", st.task_id),
         format!("workflow  {}", st.workflow),
@@ -240,7 +240,7 @@ pub fn log(project: &Project, args: LogArgs, printer: &Arc<Printer>) -> Result<E
             break;
         }
         let snap = eng.load(&id)?;
-        let d = eng.display_status(snap.state.status, snap.lease.as_ref());
+        let d = eng.status_of(&snap);
         if d != DisplayStatus::Running && eng.events(&id, after, 1)?.is_empty() {
             break;
         }

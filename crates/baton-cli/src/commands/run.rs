@@ -23,7 +23,7 @@ pub fn run(project: &Project, args: RunArgs, printer: &Arc<Printer>) -> Result<E
         && let Some(cur) = project.current_task()
         && let Ok(snap) = eng.load(&cur)
     {
-        let status = eng.display_status(snap.state.status, snap.lease.as_ref());
+        let status = eng.status_of(&snap);
         if matches!(status, DisplayStatus::Crashed | DisplayStatus::Failed) {
             eprint!(
                 "The current task {cur} is {} at {}. Resume this task? (Y/n) ",
@@ -54,8 +54,17 @@ pub fn run(project: &Project, args: RunArgs, printer: &Arc<Printer>) -> Result<E
         labels: args.labels,
         agent: args.agent,
         create_only: args.detach,
+        queue: args.queue,
     };
     let (id, outcome) = eng.run(opts)?;
+    if outcome == Outcome::Queued {
+        printer.info(&format!(
+            "task {id} is {}; `baton worker` runs it (here or on any machine sharing the store)",
+            printer.status_word_err("QUEUED")
+        ));
+        printer.data(id.as_str());
+        return Ok(Exit::Done);
+    }
     if args.detach {
         return detach(&eng, &id, printer);
     }
@@ -183,6 +192,7 @@ pub fn report(eng: &Engine, id: &baton_core::TaskId, outcome: Outcome, printer: 
             "task {id} was {}",
             printer.status_word_err("CANCELLED")
         )),
+        Outcome::Queued => printer.info(&format!("task {id} is QUEUED")),
         Outcome::Interrupted(why) => {
             printer.always(&format!("task {id} interrupted: {why}"));
             printer.hint(&format!(

@@ -1,0 +1,595 @@
+//! Queued tasks and `baton worker`: worktrees and branches pushed at every
+//! phase boundary, workers on two "machines" (separate clones with their own
+//! host identity) sharing one PostgreSQL and one bare git remote, many
+//! workers on one queue, a PostgreSQL restart mid-run, and bad URLs.
+
+use baton_testkit::{Backend, PgCluster, TestProject, on_both_backends, pg, wait_for};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A bare repository to serve as the shared git remote.
+fn bare_remote() -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("baton-remote-")
+        .tempdir()
+        .unwrap();
+    let ok = Command::new("git")
+        .args(["init", "-q", "--bare", "-b", "main"])
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    dir
+}
+
+/// A project whose workflows and config are committed and pushed to
+/// `remote` as `origin`, like a team's repository.
+fn project_with_remote(remote: &Path, ttl: &str, workflow: &str) -> TestProject {
+    let p = TestProject::new();
+    p.workflow("w", workflow);
+    let cfg = p.root().join(".baton/config.toml");
+    let text = fs_err::read_to_string(&cfg)
+        .unwrap()
+        .replace("ttl = \"30s\"", &format!("ttl = \"{ttl}\""));
+    fs_err::write(&cfg, text).unwrap();
+    p.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-qm", "baton workflows"]);
+    p.git(&["push", "-q", "origin", "main"]);
+    p
+}
+
+/// A second machine: a fresh clone of `remote`, on the same store.
+fn clone_of(first: &TestProject, remote: &Path) -> TestProject {
+    let mut p = TestProject::bare();
+    p.database_url = first.database_url.clone();
+    let dir = p.root().to_str().unwrap().to_string();
+    let out = Command::new("git")
+        .args(["clone", "-q", remote.to_str().unwrap(), &dir])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(p.root().join(".baton/config.toml").is_file());
+    p
+}
+
+fn worker(p: &TestProject, host: &str, extra_env: &[(&str, &str)], args: &[&str]) -> Child {
+    let mut c = p.baton(&[&["worker"], args].concat());
+    c.env("BATON_HOST", host)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    for (k, v) in extra_env {
+        c.env(k, v);
+    }
+    c.spawn().unwrap()
+}
+
+use std::os::unix::process::CommandExt;
+
+fn kill_group(pid: i32) {
+    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::SIGKILL);
+}
+
+fn status(p: &TestProject, id: &str) -> String {
+    p.state(id)["status"].as_str().unwrap().to_string()
+}
+
+/// Journal seqs run 1..=n without a gap or repeat.
+fn assert_gapless(p: &TestProject, id: &str) {
+    let seqs: Vec<u64> = p
+        .journal(id)
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    let want: Vec<u64> = (1..=seqs.len() as u64).collect();
+    assert_eq!(seqs, want, "task {id}: journal seqs");
+}
+
+fn remote_git(remote: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("--git-dir")
+        .arg(remote)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+const TWO_PHASES: &str = r#"name = "w"
+[[phase]]
+id = "a"
+run = "echo from-a > a.txt"
+[[phase]]
+id = "b"
+needs = ["a"]
+run = "cat a.txt > b.txt && echo b-done"
+"#;
+
+on_both_backends! {
+    /// Queued tasks run in their own worktrees, never in the project's
+    /// files, and each phase's work is on the task's branch at the remote.
+    fn queued_tasks_run_in_worktrees_and_push_every_phase() {
+        let remote = bare_remote();
+        let p = project_with_remote(remote.path(), "30s", TWO_PHASES);
+        for id in ["q1", "q2"] {
+            let (code, out, err) = p.run(&["run", "w", "queued", "--queue", "--id", id]);
+            assert_eq!(code, 0, "{err}");
+            assert_eq!(out.trim(), id);
+            assert!(err.contains("QUEUED"), "{err}");
+        }
+        let ls: Value = serde_json::from_str(&p.run(&["ls", "--json"]).1).unwrap();
+        let shown: Vec<&str> = ls.as_array().unwrap().iter().map(|t| t["status"].as_str().unwrap()).collect();
+        assert_eq!(shown, ["QUEUED", "QUEUED"]);
+        let out = p.baton(&["worker", "--until-idle", "-n", "2"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(err.contains("[q1] PASS") && err.contains("[q2] PASS"), "progress names its task: {err}");
+        for id in ["q1", "q2"] {
+            assert_eq!(status(&p, id), "COMPLETE");
+            assert_eq!(p.passes(id), BTreeMap::from([("a".into(), 1), ("b".into(), 1)]));
+            let log = remote_git(remote.path(), &["log", "--format=%s", &format!("baton/{id}")]);
+            assert!(log.starts_with(&format!("baton: {id} b passed\nbaton: {id} a passed\n")), "{log}");
+            let b = remote_git(remote.path(), &["show", &format!("baton/{id}:b.txt")]);
+            assert_eq!(b, "from-a\n");
+            let refs = remote_git(remote.path(), &["for-each-ref", "--format=%(refname)", &format!("refs/baton/{id}/")]);
+            assert!(refs.contains("/start"), "checkpoint refs pushed: {refs}");
+        }
+        assert!(!p.root().join("a.txt").exists(), "the project's own files are untouched");
+        // A rewind of a queued task restores and re-runs in its worktree.
+        let (code, _, err) = p.run(&["resume", "q1", "--from", "b"]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(p.passes("q1")["b"], 2);
+        assert!(!p.root().join("b.txt").exists(), "the project's own files are untouched");
+        let b = remote_git(remote.path(), &["show", "baton/q1:b.txt"]);
+        assert_eq!(b, "from-a\n", "the re-run's work is on the branch");
+        assert_eq!(p.git(&["status", "--porcelain"]), "", "worktrees are not untracked files");
+    }
+
+    /// A wrong or unreachable store URL: exit 1 naming the host and the
+    /// cause, and nothing written.
+    fn an_unreachable_database_is_a_clear_error_and_writes_nothing() {
+        let p = TestProject::new();
+        p.workflow("w", TWO_PHASES);
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let before = p.run(&["ls", "--json"]).1;
+        let url = format!("postgres://baton@127.0.0.1:{port}/baton");
+        let out = p.baton(&["run", "w", "x", "--id", "t"]).env("BATON_DATABASE_URL", &url).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(&format!("127.0.0.1:{port}")), "names the host: {err}");
+        assert!(err.to_lowercase().contains("refused"), "names the cause: {err}");
+        assert!(!p.root().join(".baton/tasks/t").exists(), "nothing half-written");
+        let out = p.baton(&["ls"]).env("BATON_DATABASE_URL", "postgres://baton@no-such-host.invalid/baton").output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("no-such-host.invalid"), "{err}");
+        let out = p.baton(&["ls"]).env("BATON_DATABASE_URL", "mysql://x@y/z").output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "not a PostgreSQL URL is bad input");
+        let out = p.baton(&["ls"]).env("BATON_DATABASE_URL", "postgres://x:secret@db:99999/z").output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "a malformed PostgreSQL URL is bad input: {err}");
+        assert!(!err.contains("secret"), "passwords never reach messages: {err}");
+        assert_eq!(p.run(&["ls", "--json"]).1, before, "the real store is untouched");
+    }
+}
+
+/// Two machines (separate clones, own host names) share one PostgreSQL and
+/// one bare remote. The worker of the first is killed mid-phase with its
+/// phase; the second claims the task after the lease expires, fetches the
+/// branch and completes it. Every phase has exactly one PASS.
+#[test]
+fn a_worker_killed_mid_phase_is_replaced_by_one_on_another_machine() {
+    baton_testkit::with_backend(Backend::Postgres, || {
+        let remote = bare_remote();
+        let wf = r#"name = "w"
+[[phase]]
+id = "a"
+run = "echo from-machine-a > a.txt"
+[[phase]]
+id = "b"
+needs = ["a"]
+run = "if [ -n \"$HOLD\" ]; then sleep 60; fi; cat a.txt > b.txt; echo b-done"
+[[phase]]
+id = "c"
+needs = ["b"]
+run = "test -s b.txt && echo c-done"
+"#;
+        let a = project_with_remote(remote.path(), "2s", wf);
+        let b = clone_of(&a, remote.path());
+        let (code, _, err) = a.run(&["run", "w", "failover", "--queue", "--id", "t"]);
+        assert_eq!(code, 0, "{err}");
+        let mut wa = worker(&a, "machine-a", &[("HOLD", "1")], &[]);
+        let pid = wait_for("phase b running on machine a", || {
+            let doc = a.state("t");
+            (doc["current_phase"]["id"] == "b" && doc["status"] == "RUNNING")
+                .then_some(())
+                .and_then(|_| {
+                    a.journal("t")
+                        .iter()
+                        .rev()
+                        .find(|e| e["kind"] == "phase_process" && e["phase"] == "b")
+                        .and_then(|e| e["process"]["pid"].as_u64())
+                })
+        });
+        // The machine dies: its worker and the phase it ran.
+        kill_group(wa.id() as i32);
+        kill_group(pid as i32);
+        let _ = wa.wait();
+        let out = worker(&b, "machine-b", &[], &["--until-idle"])
+            .wait_with_output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert_eq!(status(&b, "t"), "COMPLETE", "{err}");
+        assert_eq!(
+            b.passes("t"),
+            BTreeMap::from([("a".into(), 1), ("b".into(), 1), ("c".into(), 1)])
+        );
+        assert_gapless(&b, "t");
+        let claims: Vec<String> = b
+            .journal("t")
+            .iter()
+            .filter(|e| e["kind"] == "claimed")
+            .map(|e| e["owner"].as_str().unwrap().to_string())
+            .collect();
+        assert!(
+            claims[0].ends_with("on machine-a") && claims.last().unwrap().ends_with("on machine-b"),
+            "{claims:?}"
+        );
+        // Machine b continued from machine a's phase a: its file is there.
+        let file = remote_git(remote.path(), &["show", "baton/t:b.txt"]);
+        assert_eq!(file, "from-machine-a\n");
+    });
+}
+
+/// 8 workers, 200 tasks of short command phases: every task completes
+/// exactly once, no phase ever runs twice at the same time, and every
+/// journal is gapless.
+#[test]
+fn eight_workers_run_two_hundred_tasks_exactly_once() {
+    baton_testkit::with_backend(Backend::Postgres, || {
+        let p = TestProject::new();
+        let trace = p
+            .root()
+            .join("../trace-".to_string() + &std::process::id().to_string());
+        let trace = trace.to_str().unwrap().to_string();
+        p.workflow(
+            "w",
+            r#"name = "w"
+[[phase]]
+id = "a"
+run = "echo \"start $BATON_TASK_ID a\" >> \"$TRACE\"; echo ok > a.txt; echo \"end $BATON_TASK_ID a\" >> \"$TRACE\""
+[[phase]]
+id = "b"
+needs = ["a"]
+run = "echo \"start $BATON_TASK_ID b\" >> \"$TRACE\"; cat a.txt; echo \"end $BATON_TASK_ID b\" >> \"$TRACE\""
+"#,
+        );
+        p.git(&["add", "-A"]);
+        p.git(&["commit", "-qm", "workflow"]);
+        let n = 200;
+        for i in 0..n {
+            let (code, _, err) = p.run(&["run", "w", "t", "--queue", "--id", &format!("t{i:03}")]);
+            assert_eq!(code, 0, "{err}");
+        }
+        let workers: Vec<Child> = (0..8)
+            .map(|i| worker(&p, "one-machine", &[("TRACE", &trace)], &["--until-idle"]).tap(i))
+            .collect();
+        for w in workers {
+            let out = w.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let ls: Value = serde_json::from_str(&p.run(&["ls", "--all", "--json"]).1).unwrap();
+        let rows = ls.as_array().unwrap();
+        assert_eq!(rows.len(), n);
+        assert!(rows.iter().all(|t| t["status"] == "COMPLETE"), "{rows:?}");
+        // The trace: each (task, phase) started and ended exactly once, and
+        // never started again before it ended.
+        let text = fs_err::read_to_string(&trace).unwrap();
+        let mut open: BTreeSet<String> = BTreeSet::new();
+        let mut done: BTreeMap<String, usize> = BTreeMap::new();
+        for line in text.lines() {
+            let (what, key) = line.split_once(' ').unwrap();
+            match what {
+                "start" => assert!(open.insert(key.to_string()), "{key} started twice at once"),
+                "end" => {
+                    assert!(open.remove(key), "{key} ended without start");
+                    *done.entry(key.to_string()).or_default() += 1;
+                }
+                _ => panic!("{line}"),
+            }
+        }
+        assert_eq!(done.len(), 2 * n);
+        assert!(done.values().all(|&c| c == 1), "a phase ran twice");
+        for i in (0..n).step_by(37) {
+            let id = format!("t{i:03}");
+            assert_eq!(
+                p.passes(&id),
+                BTreeMap::from([("a".into(), 1), ("b".into(), 1)])
+            );
+            assert_gapless(&p, &id);
+        }
+        let _ = std::fs::remove_file(&trace);
+    });
+}
+
+trait Tap {
+    fn tap(self, i: usize) -> Self;
+}
+impl Tap for Child {
+    /// Staggers worker start-up a little, as on real machines.
+    fn tap(self, i: usize) -> Self {
+        std::thread::sleep(Duration::from_millis(10 * i as u64));
+        self
+    }
+}
+
+/// PostgreSQL restarted in the middle of a run: workers reconnect, nothing
+/// completed is lost, the phases in flight finish (or run again), and every
+/// task completes with exactly one PASS per phase.
+#[test]
+fn workers_ride_out_a_postgresql_restart() {
+    let cluster = PgCluster::start();
+    let mut p = TestProject::new();
+    p.database_url = Some(cluster.create_database());
+    p.workflow(
+        "w",
+        r#"name = "w"
+[[phase]]
+id = "a"
+run = "sleep 0.3; echo a"
+[[phase]]
+id = "b"
+needs = ["a"]
+run = "sleep 0.3; echo b"
+"#,
+    );
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-qm", "workflow"]);
+    let n = 16;
+    for i in 0..n {
+        let (code, _, err) = p.run(&["run", "w", "t", "--queue", "--id", &format!("r{i:02}")]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let workers: Vec<Child> = (0..2)
+        .map(|_| worker(&p, "one-machine", &[], &["--until-idle", "-n", "2"]))
+        .collect();
+    wait_for("a few tasks complete", || {
+        let ls: Value = serde_json::from_str(&p.run(&["ls", "--all", "--json"]).1).ok()?;
+        (ls.as_array()?
+            .iter()
+            .filter(|t| t["status"] == "COMPLETE")
+            .count()
+            >= 2)
+            .then_some(())
+    });
+    cluster.restart_after(Duration::from_secs(3));
+    for w in workers {
+        let out = w.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for i in 0..n {
+        let id = format!("r{i:02}");
+        assert_eq!(status(&p, &id), "COMPLETE");
+        assert_eq!(
+            p.passes(&id),
+            BTreeMap::from([("a".into(), 1), ("b".into(), 1)]),
+            "{id}"
+        );
+        assert_gapless(&p, &id);
+    }
+    drop(cluster);
+}
+
+/// `baton store copy` moves a project's whole history from SQLite to
+/// PostgreSQL and back; every view (ls, show, log) is identical, a second
+/// copy is a no-op, and a target holding a different task is refused.
+#[test]
+fn store_copy_moves_history_to_postgresql_and_back() {
+    let p = TestProject::new();
+    p.workflow("w", TWO_PHASES);
+    p.workflow(
+        "f",
+        "name = \"f\"\n[[phase]]\nid = \"x\"\nrun = \"echo nope >&2; exit 3\"\n",
+    );
+    assert_eq!(p.run(&["run", "w", "one", "--id", "one"]).0, 0);
+    assert_eq!(p.run(&["run", "w", "two", "--id", "two"]).0, 0);
+    assert_eq!(p.run(&["run", "f", "bad", "--id", "bad"]).0, 1);
+    let views = |url: Option<&str>| -> Vec<String> {
+        let mut out = Vec::new();
+        for args in [
+            vec!["ls", "--all", "--json"],
+            vec!["show", "one", "--json"],
+            vec!["show", "bad", "--json"],
+            vec!["log", "two", "--json"],
+        ] {
+            let mut c = p.baton(&args);
+            if let Some(u) = url {
+                c.env("BATON_DATABASE_URL", u);
+            }
+            let o = c.output().unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            out.push(String::from_utf8_lossy(&o.stdout).into_owned());
+        }
+        out
+    };
+    let before = views(None);
+    let url = pg::shared().create_database();
+    let (code, out, err) = p.run(&["store", "copy", "--to", &url, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["tasks"], 3);
+    assert_eq!(report["already_there"], 0);
+    assert_eq!(
+        views(Some(&url)),
+        before,
+        "PostgreSQL shows the same history"
+    );
+    // Again: nothing to do, nothing doubled.
+    let (code, out, _) = p.run(&["store", "copy", "--to", &url, "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()["already_there"],
+        3
+    );
+    assert_eq!(views(Some(&url)), before);
+    // And back, from PostgreSQL into a new SQLite file.
+    let back = p.root().join("back.db");
+    let out = p
+        .baton(&["store", "copy", "--to", back.to_str().unwrap(), "--json"])
+        .env("BATON_DATABASE_URL", &url)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    fs_err::rename(&back, p.root().join(".baton/baton.db")).unwrap();
+    for ext in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(p.root().join(format!(".baton/baton.db{ext}")));
+    }
+    assert_eq!(views(None), before, "the round trip lost nothing");
+    // A target that holds a different task of the same id is refused.
+    let other = TestProject::new();
+    other.workflow("w", TWO_PHASES);
+    let clash = pg::shared().create_database();
+    let o = other
+        .baton(&["run", "w", "other", "--id", "two"])
+        .env("BATON_DATABASE_URL", &clash)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let (code, _, err) = p.run(&["store", "copy", "--to", &clash]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("different task two"), "{err}");
+}
+
+/// A worker that was paused past its lease (SIGSTOP) and wakes up after
+/// another machine completed its task never publishes over it: its push is
+/// refused by the lease check, the remote keeps the new runner's work, and
+/// the journal keeps one PASS per phase.
+#[test]
+fn a_runner_that_lost_its_lease_never_overwrites_the_branch() {
+    baton_testkit::with_backend(Backend::Postgres, || {
+        let remote = bare_remote();
+        let wf = r#"name = "w"
+[[phase]]
+id = "a"
+run = "if [ -n \"$HOLD\" ]; then sleep 4; fi; echo \"by-$BATON_HOST\" > a.txt"
+"#;
+        let a = project_with_remote(remote.path(), "2s", wf);
+        let b = clone_of(&a, remote.path());
+        assert_eq!(a.run(&["run", "w", "z", "--queue", "--id", "z"]).0, 0);
+        let wa = worker(&a, "machine-a", &[("HOLD", "1")], &["--until-idle"]);
+        wait_for("phase a running on machine a", || {
+            (a.state("z")["current_phase"]["status"] == "IN_PROGRESS").then_some(())
+        });
+        let stopped = nix::unistd::Pid::from_raw(wa.id() as i32);
+        nix::sys::signal::kill(stopped, nix::sys::signal::SIGSTOP).unwrap();
+        let out = worker(&b, "machine-b", &[], &["--until-idle"])
+            .wait_with_output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(status(&b, "z"), "COMPLETE");
+        nix::sys::signal::kill(stopped, nix::sys::signal::SIGCONT).unwrap();
+        let out = wa.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("lost the lease"), "{err}");
+        assert_eq!(
+            remote_git(remote.path(), &["show", "baton/z:a.txt"]),
+            "by-machine-b\n"
+        );
+        assert_eq!(b.passes("z"), BTreeMap::from([("a".into(), 1)]));
+        assert_gapless(&b, "z");
+    });
+}
+
+on_both_backends! {
+    /// A worker dies mid-phase on this machine, its phase process still
+    /// writing into the worktree. The next worker here kills that orphan
+    /// before it sets the worktree up, saves what the worktree held under
+    /// refs/baton-saved/ (never deletes it), and re-runs the phase clean.
+    fn orphans_die_and_worktree_leftovers_are_saved_before_a_rerun() {
+        let remote = bare_remote();
+        let wf = r#"name = "w"
+[[phase]]
+id = "a"
+run = "if [ -n \"$HOLD\" ]; then while true; do date >> orphan.txt; sleep 0.1; done; fi; echo clean > a.txt"
+"#;
+        let p = project_with_remote(remote.path(), "2s", wf);
+        assert_eq!(p.run(&["run", "w", "o", "--queue", "--id", "o"]).0, 0);
+        let mut w1 = worker(&p, "this-machine", &[("HOLD", "1")], &[]);
+        let wt = p.root().join(".baton/worktrees/o");
+        wait_for("the phase writes", || wt.join("orphan.txt").exists().then_some(()));
+        let orphan = p
+            .journal("o")
+            .iter()
+            .find(|e| e["kind"] == "phase_process")
+            .and_then(|e| e["process"]["pid"].as_u64())
+            .unwrap() as u32;
+        // Only the worker dies; its phase goes on writing.
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(w1.id() as i32), nix::sys::signal::SIGKILL).unwrap();
+        let _ = w1.wait();
+        fs_err::write(wt.join("user-notes.txt"), "mine\n").unwrap();
+        let out = worker(&p, "this-machine", &[], &["--until-idle"]).wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(err.contains("killed the orphaned process group"), "{err}");
+        assert!(baton_testkit::process_gone(orphan), "the orphan was killed");
+        assert_eq!(status(&p, "o"), "COMPLETE");
+        assert_eq!(p.passes("o"), BTreeMap::from([("a".into(), 1)]));
+        let files = remote_git(remote.path(), &["ls-tree", "--name-only", "baton/o"]);
+        assert!(files.contains("a.txt") && !files.contains("orphan.txt") && !files.contains("user-notes.txt"), "{files}");
+        let saved = p.git(&["for-each-ref", "--format=%(refname)", "refs/baton-saved/o/"]);
+        let saved = saved.lines().next().unwrap_or_else(|| panic!("nothing saved: {err}"));
+        assert_eq!(p.git(&["show", &format!("{saved}:user-notes.txt")]), "mine\n");
+        assert!(!wt.exists(), "the worktree of a complete task is removed");
+    }
+
+    /// A queued task that cannot run here (its branch was deleted) does not
+    /// block the others: the worker warns, rests it, and runs the rest.
+    fn one_unrunnable_task_never_blocks_the_queue() {
+        let p = TestProject::new();
+        p.workflow("w", TWO_PHASES);
+        p.git(&["add", "-A"]);
+        p.git(&["commit", "-qm", "workflow"]);
+        assert_eq!(p.run(&["run", "w", "x", "--queue", "--id", "broken"]).0, 0);
+        assert_eq!(p.run(&["run", "w", "x", "--queue", "--id", "fine"]).0, 0);
+        p.git(&["branch", "-D", "baton/broken"]);
+        let out = p.baton(&["worker", "--until-idle"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(err.contains("task broken cannot run here") && err.contains("left queued"), "{err}");
+        assert_eq!(status(&p, "fine"), "COMPLETE");
+        assert_eq!(status(&p, "broken"), "QUEUED");
+    }
+}

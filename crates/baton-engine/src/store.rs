@@ -1,0 +1,219 @@
+//! Which store a project uses: the SQLite file `.baton/baton.db` by default,
+//! PostgreSQL when `BATON_DATABASE_URL` or `store` in config.toml names one.
+
+use crate::error::{Error, Result};
+use crate::project::Project;
+use baton_store::{PgStore, SqliteStore, Store, Synchronous};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long an operation keeps reconnecting to a PostgreSQL server that went
+/// away before it gives up (a restart takes seconds).
+pub const RECONNECT_FOR: Duration = Duration::from_secs(120);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    Sqlite { path: PathBuf, sync: Synchronous },
+    Postgres { url: String },
+}
+
+impl Location {
+    /// The project's store: `BATON_DATABASE_URL`, else `store` in
+    /// config.toml, else `.baton/baton.db`.
+    pub fn of(project: &Project) -> Result<Location> {
+        if let Ok(url) = std::env::var("BATON_DATABASE_URL")
+            && !url.trim().is_empty()
+        {
+            return Location::postgres(url.trim(), "BATON_DATABASE_URL");
+        }
+        if let Some(url) = &project.config.store.url {
+            return Location::postgres(url, "store in .baton/config.toml");
+        }
+        Ok(Location::Sqlite {
+            path: project.db_path(),
+            sync: project.config.synchronous()?,
+        })
+    }
+
+    /// A `--to` target: a PostgreSQL URL, or a path to an SQLite file.
+    pub fn parse(target: &str, project: &Project) -> Result<Location> {
+        if target.contains("://") {
+            return Location::postgres(target, "--to");
+        }
+        let path = std::path::absolute(target)?;
+        Ok(Location::Sqlite {
+            path,
+            sync: project.config.synchronous()?,
+        })
+    }
+
+    fn postgres(url: &str, from: &str) -> Result<Location> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(Location::Postgres { url: url.into() })
+        } else {
+            Err(
+                Error::bad_input(format!("{from}: {:?} is not a PostgreSQL URL", redact(url)))
+                    .hint("write it as postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE"),
+            )
+        }
+    }
+
+    /// Opens (creating and migrating if needed) the store.
+    pub fn open(&self) -> Result<Arc<dyn Store>> {
+        Ok(match self {
+            Location::Sqlite { path, sync } => Arc::new(SqliteStore::open(path, *sync)?),
+            Location::Postgres { url } => Arc::new(PgStore::connect(url, RECONNECT_FOR)?),
+        })
+    }
+
+    /// Whether two locations are the same store (paths compared after
+    /// resolving `..` and links).
+    pub fn same_as(&self, other: &Location) -> bool {
+        match (self, other) {
+            (Location::Sqlite { path: a, .. }, Location::Sqlite { path: b, .. }) => {
+                let canon = |p: &std::path::Path| {
+                    let parent = p.parent().and_then(|d| std::fs::canonicalize(d).ok());
+                    parent.map(|d| d.join(p.file_name().unwrap_or_default()))
+                };
+                a == b || (canon(a).is_some() && canon(a) == canon(b))
+            }
+            (a, b) => a == b,
+        }
+    }
+
+    /// For messages: the file, or the URL without its password.
+    pub fn describe(&self) -> String {
+        match self {
+            Location::Sqlite { path, .. } => path.display().to_string(),
+            Location::Postgres { url } => redact(url),
+        }
+    }
+
+    pub fn is_postgres(&self) -> bool {
+        matches!(self, Location::Postgres { .. })
+    }
+}
+
+/// What `baton store copy` did.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CopyReport {
+    pub tasks: usize,
+    /// Tasks the target already held, identical (a copy run again).
+    pub already_there: usize,
+    pub events: u64,
+    pub definitions: usize,
+}
+
+/// Every journal event of a task, in order.
+fn all_events(store: &dyn Store, id: &baton_core::TaskId) -> Result<Vec<baton_core::EventRecord>> {
+    let mut out: Vec<baton_core::EventRecord> = Vec::new();
+    loop {
+        let after = out.last().map_or(0, |r| r.seq);
+        let page = store.events(id, after, 10_000)?;
+        if page.is_empty() {
+            return Ok(out);
+        }
+        out.extend(page);
+    }
+}
+
+/// Copies a project's whole history from one store to another and checks,
+/// task by task, that the target's journal and projection equal the
+/// source's. Each task is copied in one transaction; a task the target
+/// already holds identically is skipped (so an interrupted copy can be run
+/// again), and one it holds differently stops the copy before it is touched.
+pub fn copy(from: &dyn Store, to: &dyn Store) -> Result<CopyReport> {
+    let mut report = CopyReport {
+        tasks: 0,
+        already_there: 0,
+        events: 0,
+        definitions: 0,
+    };
+    let defs = from.definitions()?;
+    for d in &defs {
+        to.put_definition(d)?;
+    }
+    report.definitions = defs.len();
+    let same = |a: &baton_store::TaskSnapshot,
+                ae: &[baton_core::EventRecord],
+                b: &baton_store::TaskSnapshot,
+                be: &[baton_core::EventRecord]| {
+        serde_json::to_value(&a.state).ok() == serde_json::to_value(&b.state).ok()
+            && a.queued == b.queued
+            && serde_json::to_value(ae).ok() == serde_json::to_value(be).ok()
+    };
+    for t in from.list()? {
+        // Read projection and journal until they agree (a live runner may
+        // commit in between).
+        let (snap, events) = loop {
+            let Some(snap) = from.load(&t.id)? else {
+                break (None, Vec::new());
+            };
+            let events = all_events(from, &t.id)?;
+            if events.last().map_or(0, |r| r.seq) == snap.state.last_seq {
+                break (Some(snap), events);
+            }
+        };
+        let Some(snap) = snap else { continue };
+        if let Some(there) = to.load(&t.id)? {
+            if same(&snap, &events, &there, &all_events(to, &t.id)?) {
+                report.already_there += 1;
+                report.tasks += 1;
+                report.events += events.len() as u64;
+                continue;
+            }
+            return Err(Error::bad_input(format!(
+                "the target already holds a different task {}; {} task(s) were copied before it",
+                t.id, report.tasks
+            ))
+            .hint("copy into an empty database (tasks copied before stay there; running the same copy again skips them)"));
+        }
+        to.import_task(&snap, &events)?;
+        let copied = to
+            .load(&t.id)?
+            .ok_or_else(|| Error::op(format!("task {} is missing after the copy", t.id)))?;
+        if !same(&snap, &events, &copied, &all_events(to, &t.id)?) {
+            return Err(Error::op(format!(
+                "task {} differs after the copy: the target store lost or changed data",
+                t.id
+            ))
+            .hint("do not switch to the target; report this as a bug"));
+        }
+        report.tasks += 1;
+        report.events += events.len() as u64;
+    }
+    Ok(report)
+}
+
+/// A URL with its password replaced by `***`.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (auth, host) = match rest.split_once('@') {
+        Some(parts) => parts,
+        None => return url.to_string(),
+    };
+    match auth.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+        None => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn passwords_never_reach_messages() {
+        assert_eq!(
+            redact("postgres://bob:s3cret@db.example:5432/baton"),
+            "postgres://bob:***@db.example:5432/baton"
+        );
+        assert_eq!(
+            redact("postgres://bob@db.example/baton"),
+            "postgres://bob@db.example/baton"
+        );
+    }
+}

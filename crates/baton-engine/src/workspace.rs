@@ -1,0 +1,253 @@
+//! Where a task's phases run. A task run in the foreground uses the project
+//! folder itself. A queued task (`baton run --queue`, run by workers) gets
+//! its own git worktree under `.baton/worktrees/<id>` on branch
+//! `baton/<id>`; at every phase boundary that branch, with the task's
+//! checkpoint refs, is pushed to the project's remote, so a worker on
+//! another machine fetches it and continues exactly where the last phase
+//! ended. Nothing depends on a shared filesystem.
+
+use crate::error::{Error, Result};
+use crate::git::Git;
+use crate::project::Project;
+use baton_core::state::PhaseStatus;
+use baton_core::{TaskId, TaskState};
+use std::path::PathBuf;
+
+pub struct Workspace {
+    /// Where phase processes start.
+    pub cwd: PathBuf,
+    /// The repository checkpoints are taken in (the worktree's, if any).
+    pub git: Option<Git>,
+    /// Set for queued tasks: their branch, pushed at phase boundaries.
+    pub branch: Option<TaskBranch>,
+}
+
+pub struct TaskBranch {
+    pub name: String,
+    pub remote: Option<String>,
+    pub worktree: PathBuf,
+    /// What the remote's branch holds as far as this holder knows: a push
+    /// only replaces exactly that (`--force-with-lease`), so a runner that
+    /// lost the task can never overwrite what the new one published.
+    pub published: std::sync::Mutex<Option<String>>,
+}
+
+/// `baton/<id>`.
+pub fn branch_name(id: &TaskId) -> String {
+    format!("baton/{id}")
+}
+
+/// The remote queued tasks travel through: `[workers] remote`, else
+/// `origin` when the repository has it, else none (this machine only).
+pub fn remote(project: &Project, git: &Git) -> Result<Option<String>> {
+    match &project.config.workers.remote {
+        Some(r) if git.has_remote(r) => Ok(Some(r.clone())),
+        Some(r) => Err(Error::bad_input(format!(
+            "[workers] remote = {r:?} in .baton/config.toml, but the repository has no remote {r:?}"
+        ))
+        .hint(format!(
+            "add it with `git remote add {r} URL`, or remove `remote` under [workers]"
+        ))),
+        None if git.has_remote("origin") => Ok(Some("origin".into())),
+        None => Ok(None),
+    }
+}
+
+impl Workspace {
+    pub fn project(project: &Project) -> Workspace {
+        Workspace {
+            cwd: project.root.clone(),
+            git: Git::open(&project.root),
+            branch: None,
+        }
+    }
+
+    /// `baton run --queue`: creates the task's branch at HEAD and publishes
+    /// it, so any worker can start it. Returns the commit it starts from.
+    pub fn enqueue(project: &Project, id: &TaskId) -> Result<String> {
+        let git = Git::open(&project.root).ok_or_else(|| {
+            Error::bad_input("--queue needs a git repository: each queued task runs in its own worktree on branch baton/<id>")
+                .hint("run `git init` and commit, or run the task in the foreground without --queue")
+        })?;
+        let head = git.head().ok_or_else(|| {
+            Error::bad_input("--queue: the repository has no commit yet to start from")
+                .hint("commit your files first (`git commit`)")
+        })?;
+        let branch = format!("refs/heads/{}", branch_name(id));
+        if git.resolve(&branch).is_some() {
+            return Err(
+                Error::bad_input(format!("a branch {} already exists", branch_name(id)))
+                    .hint("pick another --id, or delete the branch if it is left over"),
+            );
+        }
+        git.run(&["update-ref", &branch, &head, ""], &[])
+            .map_err(|e| Error::op(format!("cannot create branch {}: {e}", branch_name(id))))?;
+        if let Some(r) = remote(project, &git)? {
+            let pushed = git.run(
+                &[
+                    "push",
+                    "-q",
+                    "--no-verify",
+                    &r,
+                    &format!("{branch}:{branch}"),
+                ],
+                &[],
+            );
+            if let Err(e) = pushed {
+                let _ = git.run(&["update-ref", "-d", &branch], &[]);
+                return Err(Error::op(format!(
+                    "cannot push branch {} to remote {r}: {e}",
+                    branch_name(id)
+                ))
+                .hint("check that the remote is reachable and writable; nothing was queued"));
+            }
+        }
+        Ok(head)
+    }
+
+    /// The worktree of a queued task, checked out where its work stands:
+    /// at the start of the phase in progress (or interrupted), else at the
+    /// tip of its branch (the remote's when there is one). Whatever an
+    /// earlier run left there that differs is saved under
+    /// `refs/baton-saved/<id>/` first, never thrown away.
+    pub fn prepare(project: &Project, state: &TaskState, now_ms: i64) -> Result<Workspace> {
+        let id = &state.task_id;
+        let git = Git::open(&project.root).ok_or_else(|| {
+            Error::op(format!(
+                "task {id} is queued, so it runs in a git worktree, but {} is not in a git repository",
+                project.root.display()
+            ))
+        })?;
+        let name = branch_name(id);
+        let remote = remote(project, &git)?;
+        let mut target = None;
+        if let Some(r) = &remote {
+            target = git
+                .fetch_task(r, id.as_str())
+                .map_err(|e| Error::op(format!("cannot fetch branch {name} from {r}: {e}")))?;
+        }
+        let published = target.clone();
+        if target.is_none() {
+            target = git.resolve(&format!("refs/heads/{name}"));
+        }
+        if let Some(start) = resume_point(state) {
+            target = Some(start);
+        }
+        let target = target.ok_or_else(|| {
+            Error::op(format!(
+                "task {id}'s branch {name} is neither here nor on {}",
+                remote.as_deref().unwrap_or("a remote")
+            ))
+            .hint("it was deleted; cancel the task (`baton cancel`) or recreate the branch")
+        })?;
+        let worktree = project.baton_dir().join("worktrees").join(id.as_str());
+        let rel = git.project_rel();
+        let cwd = worktree.join(&rel);
+        let op = |what: &str, e: crate::git::GitError| {
+            Error::op(format!(
+                "cannot prepare the worktree of task {id} ({what}): {e}"
+            ))
+        };
+        if worktree.join(".git").exists() {
+            let wg = Git::open(&worktree).ok_or_else(|| {
+                Error::op(format!("{} is not a git worktree", worktree.display()))
+            })?;
+            let saved = format!("refs/baton-saved/{id}/{now_ms}-{}", std::process::id());
+            let snap = wg
+                .snapshot(&saved, &format!("baton: what the worktree of {id} held"))
+                .map_err(|e| op("save", e))?;
+            let tree = |rev: &str| {
+                wg.run(
+                    &["rev-parse", "--verify", "-q", &format!("{rev}^{{tree}}")],
+                    &[],
+                )
+                .ok()
+                .map(|t| t.trim().to_string())
+            };
+            if tree(&snap).is_some() && tree(&snap) == tree(&target) {
+                let _ = wg.run(&["update-ref", "-d", &saved], &[]);
+            } else {
+                tracing::debug!(task = %id, %saved, "saved what the worktree held");
+            }
+            wg.run(&["checkout", "-q", "-f", "-B", &name, &target], &[])
+                .map_err(|e| op("checkout", e))?;
+            wg.run(&["clean", "-q", "-f", "-d"], &[])
+                .map_err(|e| op("clean", e))?;
+        } else {
+            let _ = git.run(&["worktree", "prune"], &[]);
+            let parent = worktree.parent().expect("has parent");
+            fs_err::create_dir_all(parent)?;
+            // Never shown as untracked files of the project's repository.
+            let ignore = parent.join(".gitignore");
+            if !ignore.exists() {
+                fs_err::write(&ignore, "*\n")?;
+            }
+            let wt = worktree.display().to_string();
+            git.run(
+                &["worktree", "add", "-q", "-f", "-B", &name, &wt, &target],
+                &[],
+            )
+            .map_err(|e| op("worktree add", e))?;
+        }
+        fs_err::create_dir_all(&cwd)?;
+        Ok(Workspace {
+            git: Git::open(&cwd),
+            cwd,
+            branch: Some(TaskBranch {
+                name,
+                remote,
+                worktree,
+                published: std::sync::Mutex::new(published),
+            }),
+        })
+    }
+
+    /// After a phase passed: commits its work onto the task branch and
+    /// publishes branch and checkpoints. A no-op for foreground tasks.
+    pub fn publish(&self, id: &TaskId, phase: &str) -> Result<(), String> {
+        let (Some(b), Some(git)) = (&self.branch, &self.git) else {
+            return Ok(());
+        };
+        git.commit_worktree(&format!("baton: {id} {phase} passed"))
+            .map_err(|e| format!("cannot commit the work of {phase} on {}: {e}", b.name))?;
+        let head = git.head().unwrap_or_default();
+        if let Some(r) = &b.remote {
+            let mut published = b.published.lock().unwrap_or_else(|p| p.into_inner());
+            let mut last = String::new();
+            // A remote that is briefly away gets about half a minute.
+            for attempt in 0..6 {
+                match git.push_task(r, id.as_str(), published.as_deref()) {
+                    Ok(()) => {
+                        *published = Some(head);
+                        return Ok(());
+                    }
+                    Err(e) if e.stderr.contains("stale info") => {
+                        return Err(format!(
+                            "the remote's {} moved under this runner (another runner took the task over?); not overwriting it: {}",
+                            b.name,
+                            e.stderr.lines().last().unwrap_or("")
+                        ));
+                    }
+                    Err(e) => last = e.stderr.lines().last().unwrap_or("").to_string(),
+                }
+                std::thread::sleep(std::time::Duration::from_millis(500 << attempt));
+            }
+            return Err(format!("cannot push {} to {r}: {last}", b.name));
+        }
+        Ok(())
+    }
+}
+
+/// The commit a queued task's work resumes from when a phase was under way:
+/// the start of its latest attempt.
+fn resume_point(state: &TaskState) -> Option<String> {
+    state
+        .phases
+        .iter()
+        .find(|p| {
+            p.status == PhaseStatus::InProgress
+                || (matches!(p.status, PhaseStatus::Pending | PhaseStatus::Failed) && p.attempt > 0)
+        })
+        .and_then(|p| p.checkpoint.as_ref())
+        .and_then(|c| c.head.clone())
+}
