@@ -123,7 +123,7 @@ pub struct WorkerArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum StoreCommand {
-    /// Apply the store's migrations now (every command also does on start) and print its schema.
+    /// Apply the store's migrations now (every command also does on start).
     Migrate,
     /// Copy this project's whole history (tasks, journals, definitions) to another
     /// store, then check that nothing was lost. The source is left as it is.

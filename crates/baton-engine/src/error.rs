@@ -49,13 +49,13 @@ impl From<baton_store::Error> for Error {
                 .hint("run `baton ls --all` to see the tasks"),
             S::AlreadyExists(id) => Error::bad_input(format!("a task {id} already exists"))
                 .hint(format!("continue it with `baton resume {id}`, or pick another --id")),
-            S::LeaseLost { task, holder } => Error::busy(format!(
-                "task {task} was taken over by {} while this process ran it",
-                holder
-                    .as_ref()
-                    .map(|l| l.owner.describe())
-                    .unwrap_or_else(|| "nobody".into())
-            )),
+            S::LeaseLost { task, holder } => Error::busy(match holder {
+                Some(l) => format!(
+                    "task {task} was taken over by {} while this process ran it",
+                    l.owner.describe()
+                ),
+                None => format!("the lease of task {task} was released while this process ran it"),
+            }),
             S::NewerSchema { .. } => Error::op(e.to_string())
                 .hint("use that newer baton (or upgrade this one); the store is fine and was not changed"),
             S::InvalidUrl { .. } => Error::bad_input(e.to_string())

@@ -72,7 +72,7 @@ CREATE TABLE phases (
     status TEXT NOT NULL,
     data TEXT NOT NULL,
     PRIMARY KEY (task_id, idx)
-);
+) WITH (fillfactor = 80);
 CREATE TABLE events (
     task_id TEXT NOT NULL,
     seq BIGINT NOT NULL,
@@ -159,7 +159,7 @@ const INSERT_TASK: &str = "INSERT INTO tasks (id, workflow, description, status,
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (id) DO NOTHING";
 const TASK_IDENTITY: &str = "SELECT last_seq, created_at FROM tasks WHERE id = $1";
 const LOCK_TASK: &str =
-    "SELECT lease, cancel_requested, queued, status FROM tasks WHERE id = $1 FOR UPDATE";
+    "SELECT lease, cancel_requested, queued FROM tasks WHERE id = $1 FOR UPDATE";
 const EVENT_PAYLOAD: &str = "SELECT payload FROM events WHERE task_id = $1 AND seq = $2";
 const MAX_SEQ: &str = "SELECT COALESCE(MAX(seq), 0) FROM events WHERE task_id = $1";
 const SET_LEASE: &str =
@@ -505,12 +505,11 @@ fn same_task<S: Session>(db: &mut Db<'_, S>, state: &TaskState) -> Attempt<bool>
         }))
 }
 
-/// The locked task row: lease, cancel flag, queued, status.
+/// The locked task row: lease, cancel flag, queued.
 struct Locked {
     lease: Option<Lease>,
     cancel_requested: bool,
     queued: bool,
-    status: String,
 }
 
 fn lock_task<S: Session>(db: &mut Db<'_, S>, id: &TaskId) -> Attempt<Option<Locked>> {
@@ -521,7 +520,6 @@ fn lock_task<S: Session>(db: &mut Db<'_, S>, id: &TaskId) -> Attempt<Option<Lock
         lease: read_lease(r.get(0))?,
         cancel_requested: r.get(1),
         queued: r.get(2),
-        status: r.get(3),
     }))
 }
 
@@ -982,7 +980,9 @@ impl Store for PgStore {
                     && row.lease.is_some_and(|l| &l.owner == owner)
                 {
                     db.execute(CLEAR_LEASE, &[&id.as_str()])?;
-                    if row.queued && row.status == TaskStatus::Running.as_str() {
+                    // Unfinished: another worker may take it. Finished:
+                    // idle `--until-idle` workers see the queue drain.
+                    if row.queued {
                         db.execute(NOTIFY, &[])?;
                     }
                 }

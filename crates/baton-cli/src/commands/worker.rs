@@ -22,6 +22,8 @@ pub fn run(project: &Project, args: WorkerArgs, printer: &Arc<Printer>) -> Resul
     }
     printer.many_tasks();
     let store = baton_engine::store::Location::of(project)?;
+    // Connect once first: a wrong URL fails before the banner.
+    drop(store.open()?);
     printer.info(&format!(
         "worker {} on {}: {} slot(s), store {}",
         std::process::id(),
