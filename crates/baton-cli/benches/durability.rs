@@ -14,13 +14,16 @@
 //! 3. `baton ls --json` over 10 vs 10,000 tasks;
 //! 4. store bytes added per transition early vs late in a 1,000-phase task.
 
-use baton_core::lease::{Lease, LeaseOwner};
-use baton_core::machine::{self, Input, NewTask};
-use baton_core::{Clock, Event, EventRecord, PhaseId, TaskId, TaskState, Timestamp, Workflow};
+mod common;
+
+use baton_core::Workflow;
+use baton_core::machine::Input;
 use baton_engine::engine::{Silent, SystemClock};
 use baton_engine::{Engine, Outcome, Project, RunOptions};
-use baton_store::{PhaseWrites, SqliteStore, Store, StoredDefinition, Synchronous};
-use std::collections::BTreeMap;
+use baton_store::{SqliteStore, Synchronous};
+use common::{
+    Driver, claim, median, parse_workflow, pass, pid, start, tempdir, text, workflow_toml,
+};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -30,53 +33,6 @@ const BATON: &str = env!("CARGO_BIN_EXE_baton");
 /// Transactions per store-throughput run (1,000 phases × Start + Pass).
 const N_TX: usize = 2000;
 const CLI_RUNS: usize = 15;
-
-fn now() -> Timestamp {
-    SystemClock.now()
-}
-
-fn bench_owner() -> LeaseOwner {
-    LeaseOwner {
-        host: "bench-host".into(),
-        boot_id: "bench-boot".into(),
-        pid: std::process::id(),
-        start_time: 0,
-    }
-}
-
-fn tempdir() -> tempfile::TempDir {
-    // /tmp: on this machine the same disk as the project; and not inside a
-    // git work tree, so the engine takes no git checkpoints.
-    tempfile::Builder::new()
-        .prefix("baton-bench-")
-        .tempdir()
-        .expect("tempdir")
-}
-
-fn phase_id(i: usize) -> String {
-    format!("p{i:04}")
-}
-
-fn workflow_toml(name: &str, phases: usize) -> String {
-    let mut s = format!("name = \"{name}\"\ndescription = \"benchmark workflow\"\n");
-    for i in 0..phases {
-        s.push_str(&format!(
-            "\n[[phase]]\nid = \"{}\"\nrun = \"true\"\n",
-            phase_id(i)
-        ));
-    }
-    s
-}
-
-fn parse_workflow(name: &str, toml: &str) -> Workflow {
-    Workflow::parse(
-        toml,
-        &format!(".baton/workflows/{name}.toml"),
-        name,
-        &|_| Err("no prompt files in the benchmark".into()),
-    )
-    .expect("benchmark workflow parses")
-}
 
 /// A project folder: `.baton/config.toml` and `.baton/workflows/NAME.toml`.
 fn make_project(root: &Path, name: &str, phases: usize, sync: &str) -> Workflow {
@@ -89,193 +45,6 @@ fn make_project(root: &Path, name: &str, phases: usize, sync: &str) -> Workflow 
     .expect("config.toml");
     std::fs::write(root.join(format!(".baton/workflows/{name}.toml")), &toml).expect("workflow");
     parse_workflow(name, &toml)
-}
-
-/// Drives one task through the Store API the way the engine does: the pure
-/// machine decides, events are applied to the in-memory state, and
-/// `SqliteStore::commit` gets the phase rows `Engine::commit` would write.
-/// Without a store it does everything but the SQLite work.
-pub struct Driver<'a> {
-    store: Option<&'a SqliteStore>,
-    owner: LeaseOwner,
-    wf: Workflow,
-    state: TaskState,
-    /// Staged, not yet committed.
-    records: Vec<EventRecord>,
-    touched: Option<Vec<PhaseId>>,
-}
-
-impl<'a> Driver<'a> {
-    /// `Engine::create`: pins the definition and stores the task with its
-    /// `task_created` event (and the events of `first`), holding the lease.
-    /// The engine then commits `claimed` in a commit of its own.
-    pub fn create(
-        store: Option<&'a SqliteStore>,
-        wf: &Workflow,
-        id: &str,
-        first: &[Input],
-    ) -> Driver<'a> {
-        if let Some(store) = store {
-            put_definition(store, wf);
-        }
-        let owner = bench_owner();
-        let id = TaskId::parse(id).expect("task id");
-        let created = machine::create(
-            wf,
-            NewTask {
-                task_id: id.clone(),
-                description: format!("benchmark task {id}"),
-                project_name: "bench".into(),
-                flags: BTreeMap::new(),
-                labels: BTreeMap::new(),
-                tech_stack: serde_json::Value::Null,
-            },
-        )
-        .expect("create");
-        let t = now();
-        let rec = EventRecord {
-            seq: 1,
-            ts: t,
-            event: created,
-        };
-        let state = machine::initial(id, &rec).expect("initial state");
-        let mut d = Driver {
-            store,
-            owner,
-            wf: wf.clone(),
-            state,
-            records: vec![rec],
-            touched: Some(Vec::new()),
-        };
-        for input in first {
-            d.stage_input(input.clone());
-        }
-        let lease = Lease {
-            owner: d.owner.clone(),
-            acquired_at: t,
-            expires_at: t.plus_millis(3_600_000),
-        };
-        let records = std::mem::take(&mut d.records);
-        d.touched = Some(Vec::new());
-        if let Some(store) = store {
-            store
-                .create_task(&d.state, &records, &lease)
-                .expect("create_task");
-        }
-        d
-    }
-
-    /// Decides `input` on the current state and stages its events.
-    pub fn stage_input(&mut self, input: Input) {
-        let events =
-            machine::decide(&self.state, &self.wf, input, now()).expect("the rules accept");
-        self.stage(events);
-    }
-
-    /// The first half of `Engine::commit`: note the touched phases (read
-    /// before applying), number, stamp and apply each event.
-    pub fn stage(&mut self, events: Vec<Event>) {
-        let ts = now();
-        for ev in events {
-            match (machine::touched(&self.state, &ev), &mut self.touched) {
-                (Some(ids), Some(all)) => all.extend(ids),
-                _ => self.touched = None,
-            }
-            let rec = EventRecord {
-                seq: self.state.last_seq + 1,
-                ts,
-                event: ev,
-            };
-            machine::apply(&mut self.state, &rec);
-            self.records.push(rec);
-        }
-    }
-
-    /// The second half of `Engine::commit`: the phase rows to rewrite, then
-    /// one transaction with the events and the projection.
-    pub fn flush(&mut self) {
-        if self.records.is_empty() {
-            return;
-        }
-        let writes = match self.touched.take() {
-            None => PhaseWrites::All,
-            Some(ids) => {
-                let mut ix: Vec<usize> = ids
-                    .iter()
-                    .filter_map(|id| self.state.phases.iter().position(|p| &p.id == id))
-                    .collect();
-                ix.sort_unstable();
-                ix.dedup();
-                PhaseWrites::Changed(ix)
-            }
-        };
-        match self.store {
-            Some(store) => store
-                .commit(&self.owner, &self.state, &writes, &self.records)
-                .expect("commit"),
-            None => {
-                std::hint::black_box((&writes, &self.state));
-            }
-        }
-        self.records.clear();
-        self.touched = Some(Vec::new());
-    }
-
-    /// `Engine::decide_commit`.
-    pub fn decide_commit(&mut self, input: Input) {
-        self.stage_input(input);
-        self.flush();
-    }
-
-    pub fn release(&self) {
-        if let Some(store) = self.store {
-            store
-                .release(&self.state.task_id, &self.owner)
-                .expect("release");
-        }
-    }
-}
-
-fn put_definition(store: &SqliteStore, wf: &Workflow) {
-    store
-        .put_definition(&StoredDefinition {
-            hash: wf.hash(),
-            name: wf.name.clone(),
-            json: serde_json::to_string(wf).expect("workflow serializes"),
-        })
-        .expect("put_definition");
-}
-
-fn claim() -> Input {
-    Input::Claim {
-        owner: "bench".into(),
-        command: "baton bench".into(),
-    }
-}
-
-fn pid(i: usize) -> PhaseId {
-    PhaseId::parse(&phase_id(i)).expect("phase id")
-}
-
-fn start(i: usize) -> Input {
-    Input::Start {
-        phase: pid(i),
-        checkpoint: None,
-    }
-}
-
-fn pass(i: usize, summary: &str) -> Input {
-    Input::Pass {
-        phase: pid(i),
-        summary: summary.to_string(),
-        output: String::new(),
-        files_changed: Vec::new(),
-    }
-}
-
-fn text(len: usize, seed: usize) -> String {
-    let base = format!("phase {seed} summary: all checks passed, nothing else to report. ");
-    base.chars().cycle().take(len).collect()
 }
 
 // ----- 1. store throughput ---------------------------------------------------
@@ -353,11 +122,6 @@ fn store_pair(sync: Synchronous, wf: &Workflow) -> (f64, f64, f64) {
         ratio.push(b / r);
     }
     (median(baton), median(raw), median(ratio))
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// The same 2,000 transitions with no store: decide, touched, apply and the
