@@ -558,6 +558,22 @@ impl PgStore {
                     .map(|s| s.to_string())
                     .unwrap_or_else(|| e.to_string()),
             })?;
+        // A server that vanishes without closing the connection (a network
+        // partition, a machine powered off) is noticed in about half a
+        // minute instead of TCP's hours, and the reconnect loop takes over.
+        // Settings in the URL win.
+        if config.get_keepalives_idle() == Duration::from_secs(2 * 60 * 60) {
+            config.keepalives_idle(Duration::from_secs(10));
+        }
+        if config.get_keepalives_interval().is_none() {
+            config.keepalives_interval(Duration::from_secs(5));
+        }
+        if config.get_keepalives_retries().is_none() {
+            config.keepalives_retries(3);
+        }
+        if config.get_tcp_user_timeout().is_none() {
+            config.tcp_user_timeout(Duration::from_secs(30));
+        }
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(10));
         }
