@@ -29,6 +29,14 @@ enum Backend {
 }
 
 impl Backend {
+    /// The backend of the running test (`NAME::sqlite` or `NAME::postgres`).
+    fn current() -> Backend {
+        match baton_testkit::backend() {
+            baton_testkit::Backend::Sqlite => Backend::sqlite(),
+            baton_testkit::Backend::Postgres => Backend::postgres(),
+        }
+    }
+
     fn sqlite() -> Backend {
         Backend::Sqlite(tempfile::tempdir().unwrap())
     }
@@ -56,30 +64,28 @@ impl Backend {
     }
 }
 
-/// Expands each named `fn NAME(&Backend)` into `mod NAME { sqlite, postgres }`.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[test]
-            fn sqlite() {
-                super::$name(&super::Backend::sqlite());
-            }
-            #[test]
-            fn postgres() {
-                super::$name(&super::Backend::postgres());
-            }
-        }
-    )*};
+// Each runs as NAME::sqlite and NAME::postgres (baton-testkit's one
+// parameterised-suite macro, as the engine suites use).
+baton_testkit::on_both_backends! {
+    fn meets_the_contract() {
+        meets_the_contract(&Backend::current())
+    }
+    fn claim_gives_the_oldest_free_queued_running_task() {
+        claim_gives_the_oldest_free_queued_running_task(&Backend::current())
+    }
+    fn concurrent_claimers_never_get_the_same_task() {
+        concurrent_claimers_never_get_the_same_task(&Backend::current())
+    }
+    fn concurrent_holders_never_gap_or_duplicate_the_journal() {
+        concurrent_holders_never_gap_or_duplicate_the_journal(&Backend::current())
+    }
+    fn import_task_round_trips() {
+        import_task_round_trips(&Backend::current())
+    }
+    fn definitions_lists_what_was_put() {
+        definitions_lists_what_was_put(&Backend::current())
+    }
 }
-
-on_both_backends!(
-    meets_the_contract,
-    claim_gives_the_oldest_free_queued_running_task,
-    concurrent_claimers_never_get_the_same_task,
-    concurrent_holders_never_gap_or_duplicate_the_journal,
-    import_task_round_trips,
-    definitions_lists_what_was_put,
-);
 
 fn owner(pid: u32) -> LeaseOwner {
     LeaseOwner {
