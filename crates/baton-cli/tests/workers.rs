@@ -575,6 +575,23 @@ run = "if [ -n \"$HOLD\" ]; then while true; do date >> orphan.txt; sleep 0.1; d
         assert!(!wt.exists(), "the worktree of a complete task is removed");
     }
 
+    /// `rm` of a queued task keeps its branch (never deletes commits), and
+    /// a new task never reuses that name.
+    fn removed_queued_tasks_keep_their_branch_and_name() {
+        let p = TestProject::new();
+        p.workflow("w", TWO_PHASES);
+        p.git(&["add", "-A"]);
+        p.git(&["commit", "-qm", "workflow"]);
+        let (code, first, err) = p.run(&["run", "w", "same words", "--queue"]);
+        assert_eq!(code, 0, "{err}");
+        let first = first.trim().to_string();
+        assert_eq!(p.run(&["rm", &first]).0, 0);
+        assert!(p.git(&["branch", "--list", &format!("baton/{first}")]).contains(&first), "the branch stays");
+        let (code, second, err) = p.run(&["run", "w", "same words", "--queue"]);
+        assert_eq!(code, 0, "{err}");
+        assert_ne!(second.trim(), first, "a new name, not the removed task's");
+    }
+
     /// A queued task that cannot run here (its branch was deleted) does not
     /// block the others: the worker warns, rests it, and runs the rest.
     fn one_unrunnable_task_never_blocks_the_queue() {

@@ -402,7 +402,13 @@ impl Engine {
         let mut seq = existing.len() as u32 + 1;
         loop {
             let slug = baton_core::ids::slugify(seq, description);
-            if !existing.contains(&slug) {
+            // A removed queued task may have left its branch (it keeps the
+            // commits): never reuse that name.
+            let branch_taken = self.git.as_ref().is_some_and(|g| {
+                g.resolve(&format!("refs/heads/{}", crate::workspace::branch_name_str(&slug)))
+                    .is_some()
+            });
+            if !existing.contains(&slug) && !branch_taken {
                 return TaskId::parse(&slug).map_err(|e| Error::op(e.to_string()));
             }
             seq += 1;

@@ -34,6 +34,10 @@ pub struct TaskBranch {
 
 /// `baton/<id>`.
 pub fn branch_name(id: &TaskId) -> String {
+    branch_name_str(id.as_str())
+}
+
+pub fn branch_name_str(id: &str) -> String {
     format!("baton/{id}")
 }
 
