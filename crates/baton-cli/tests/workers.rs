@@ -535,9 +535,11 @@ run = "if [ -n \"$HOLD\" ]; then sleep 4; fi; echo \"by-$BATON_HOST\" > a.txt"
 
 on_both_backends! {
     /// A worker dies mid-phase on this machine, its phase process still
-    /// writing into the worktree. The next worker here kills that orphan
-    /// before it sets the worktree up, saves what the worktree held under
-    /// refs/baton-saved/ (never deletes it), and re-runs the phase clean.
+    /// writing into the worktree. The next worker here takes the task at
+    /// once (its runner is provably dead: no waiting for the 10-minute
+    /// lease), kills that orphan before it sets the worktree up, saves what
+    /// the worktree held under refs/baton-saved/ (never deletes it), and
+    /// re-runs the phase clean.
     fn orphans_die_and_worktree_leftovers_are_saved_before_a_rerun() {
         let remote = bare_remote();
         let wf = r#"name = "w"
@@ -545,7 +547,7 @@ on_both_backends! {
 id = "a"
 run = "if [ -n \"$HOLD\" ]; then while true; do date >> orphan.txt; sleep 0.1; done; fi; echo clean > a.txt"
 "#;
-        let p = project_with_remote(remote.path(), "2s", wf);
+        let p = project_with_remote(remote.path(), "10m", wf);
         assert_eq!(p.run(&["run", "w", "o", "--queue", "--id", "o"]).0, 0);
         let mut w1 = worker(&p, "this-machine", &[("HOLD", "1")], &[]);
         let wt = p.root().join(".baton/worktrees/o");
@@ -560,9 +562,11 @@ run = "if [ -n \"$HOLD\" ]; then while true; do date >> orphan.txt; sleep 0.1; d
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(w1.id() as i32), nix::sys::signal::SIGKILL).unwrap();
         let _ = w1.wait();
         fs_err::write(wt.join("user-notes.txt"), "mine\n").unwrap();
-        let out = worker(&p, "this-machine", &[], &["--until-idle"]).wait_with_output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{err}");
+        let mut w2 = worker(&p, "this-machine", &[], &["--until-idle"]);
+        let exit = baton_testkit::wait_child(&mut w2, "the second worker");
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut w2.stderr.take().unwrap(), &mut err).unwrap();
+        assert!(exit.success(), "{err}");
         assert!(err.contains("killed the orphaned process group"), "{err}");
         assert!(baton_testkit::process_gone(orphan), "the orphan was killed");
         assert_eq!(status(&p, "o"), "COMPLETE");

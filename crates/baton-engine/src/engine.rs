@@ -405,8 +405,11 @@ impl Engine {
             // A removed queued task may have left its branch (it keeps the
             // commits): never reuse that name.
             let branch_taken = self.git.as_ref().is_some_and(|g| {
-                g.resolve(&format!("refs/heads/{}", crate::workspace::branch_name_str(&slug)))
-                    .is_some()
+                g.resolve(&format!(
+                    "refs/heads/{}",
+                    crate::workspace::branch_name_str(&slug)
+                ))
+                .is_some()
             });
             if !existing.contains(&slug) && !branch_taken {
                 return TaskId::parse(&slug).map_err(|e| Error::op(e.to_string()));
@@ -884,8 +887,12 @@ impl Engine {
     /// there was none. The inner result is how driving that task went.
     pub fn claim_and_run(&self, skip: &[TaskId]) -> Result<Option<(TaskId, Result<Outcome>)>> {
         let lease = self.new_lease();
-        let Some(id) = self.store.claim(&lease, skip)? else {
-            return Ok(None);
+        let id = match self.store.claim(&lease, skip)? {
+            Some(id) => id,
+            None => match self.claim_provably_dead(&lease, skip)? {
+                Some(id) => id,
+                None => return Ok(None),
+            },
         };
         let result = (|| {
             let snap = self.load(&id)?;
@@ -934,6 +941,31 @@ impl Engine {
             let _ = self.store.release(&id, &self.owner);
         }
         Ok(Some((id, result)))
+    }
+
+    /// A queued task whose runner on this host is provably dead (its pid
+    /// gone, or from an earlier boot) need not wait for its lease to
+    /// expire: take it over now, by compare-and-swap on that dead owner.
+    fn claim_provably_dead(&self, lease: &Lease, skip: &[TaskId]) -> Result<Option<TaskId>> {
+        for t in self.store.list()? {
+            if !t.queued || t.status != TaskStatus::Running || skip.contains(&t.id) {
+                continue;
+            }
+            let Some(held) = &t.lease else { continue };
+            if !matches!(self.liveness(Some(held)), Liveness::Dead(_)) {
+                continue;
+            }
+            let cancel = self.store.load(&t.id)?.is_some_and(|s| s.cancel_requested);
+            if self.store.acquire(&t.id, lease, Some(&held.owner))? == Acquire::Acquired {
+                if cancel {
+                    // Taking over clears the flag; a cancel asked of the
+                    // dead runner still stands.
+                    self.store.request_cancel(&t.id)?;
+                }
+                return Ok(Some(t.id));
+            }
+        }
+        Ok(None)
     }
 
     /// Kills every phase process an earlier run of this task left running
