@@ -579,6 +579,44 @@ run = "if [ -n \"$HOLD\" ]; then while true; do date >> orphan.txt; sleep 0.1; d
         assert!(!wt.exists(), "the worktree of a complete task is removed");
     }
 
+    /// A queued task that failed goes back to the workers with
+    /// `resume --queue`, continuing at the failed phase; tasks that were not
+    /// queued, or are complete, are refused.
+    fn a_failed_queued_task_is_handed_back_to_the_workers() {
+        let p = TestProject::new();
+        p.workflow(
+            "w",
+            r#"name = "w"
+[[phase]]
+id = "a"
+run = "echo a"
+[[phase]]
+id = "b"
+needs = ["a"]
+run = "test -n \"$FIXED\" || { echo 'not fixed yet' >&2; exit 3; }"
+"#,
+        );
+        p.git(&["add", "-A"]);
+        p.git(&["commit", "-qm", "workflow"]);
+        assert_eq!(p.run(&["run", "w", "x", "--queue", "--id", "f"]).0, 0);
+        let out = p.baton(&["worker", "--until-idle"]).output().unwrap();
+        assert!(out.status.success());
+        assert_eq!(status(&p, "f"), "FAILED");
+        let (code, _, err) = p.run(&["resume", "f", "--queue"]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(status(&p, "f"), "QUEUED");
+        let out = p.baton(&["worker", "--until-idle"]).env("FIXED", "1").output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(status(&p, "f"), "COMPLETE");
+        assert_eq!(p.passes("f"), BTreeMap::from([("a".into(), 1), ("b".into(), 1)]));
+        let (code, _, err) = p.run(&["resume", "f", "--queue"]);
+        assert_eq!(code, 2, "a complete task: {err}");
+        assert_eq!(p.run(&["run", "w", "y", "--id", "fg"]).0, 1);
+        let (code, _, err) = p.run(&["resume", "fg", "--queue"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("was not queued"), "{err}");
+    }
+
     /// `rm` of a queued task keeps its branch (never deletes commits), and
     /// a new task never reuses that name.
     fn removed_queued_tasks_keep_their_branch_and_name() {

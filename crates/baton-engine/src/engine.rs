@@ -1910,6 +1910,69 @@ impl Engine {
         r
     }
 
+    /// `baton resume ID --queue`: hands a queued task that failed (or whose
+    /// timer is due) back to the workers instead of running it here.
+    pub fn requeue(&self, id: &TaskId) -> Result<Outcome> {
+        let snap = self.load(id)?;
+        if !snap.queued {
+            return Err(Error::bad_input(format!(
+                "task {id} was not queued, so it has no branch for workers to run it on"
+            ))
+            .hint(format!("run it here with `baton resume {id}`")));
+        }
+        match self.status_of(&snap) {
+            DisplayStatus::Queued => {
+                self.observer
+                    .info(&format!("task {id} is already QUEUED for the workers"));
+                return Ok(Outcome::Queued);
+            }
+            DisplayStatus::Running => {
+                let l = snap.lease.as_ref().expect("running has a lease");
+                return Err(self.busy(id, l));
+            }
+            DisplayStatus::Complete | DisplayStatus::Cancelled => {
+                return Err(Error::bad_input(format!(
+                    "task {id} is {}; there is nothing left to run",
+                    snap.state.status.as_str()
+                ))
+                .hint(format!(
+                    "run phases again here with `baton resume {id} --from PHASE`"
+                )));
+            }
+            DisplayStatus::Waiting => {
+                if let Some(w) = self.wait_not_due(&snap.state) {
+                    return Ok(Outcome::Waiting(w));
+                }
+            }
+            DisplayStatus::Failed | DisplayStatus::Crashed => {}
+        }
+        let mut held = self.take(id, &snap, None, None)?;
+        let result = (|| {
+            match held.state.waiting_phase().map(|p| p.id.clone()) {
+                Some(p) if held.state.status == TaskStatus::Waiting => {
+                    self.decide_commit(&mut held, Input::TimerDue { phase: p })?
+                }
+                _ if held.state.status == TaskStatus::Failed => {
+                    self.decide_commit(&mut held, Input::Resume { crashed: false })?
+                }
+                _ => {}
+            }
+            self.decide_commit(
+                &mut held,
+                Input::Note {
+                    phase: None,
+                    text: "handed back to the workers (`baton resume --queue`)".into(),
+                },
+            )
+        })();
+        // Releasing a queued task wakes idle workers.
+        self.release(held);
+        result?;
+        self.observer
+            .info(&format!("task {id} is handed back to the workers"));
+        Ok(Outcome::Queued)
+    }
+
     /// `baton rm`: deletes a task's record, rendered files and hidden refs.
     pub fn remove(&self, id: &TaskId) -> Result<()> {
         let snap = self.load(id)?;

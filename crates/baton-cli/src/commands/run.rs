@@ -128,6 +128,10 @@ fn detach(eng: &baton_engine::Engine, id: &baton_core::TaskId, printer: &Printer
 pub fn resume(project: &Project, args: ResumeArgs, printer: &Arc<Printer>) -> Result<Exit> {
     let eng = driving_engine(project, printer)?;
     let id = task_id(project, args.id.as_deref())?;
+    if args.queue {
+        let outcome = eng.requeue(&id)?;
+        return Ok(report(&eng, &id, outcome, printer));
+    }
     let outcome = eng.resume(
         &id,
         ResumeOptions {
