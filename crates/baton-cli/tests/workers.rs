@@ -617,6 +617,40 @@ run = "test -n \"$FIXED\" || { echo 'not fixed yet' >&2; exit 3; }"
         assert!(err.contains("was not queued"), "{err}");
     }
 
+    /// A queued task that reaches a durable timer is released; when the
+    /// timer is due, a worker picks it up and goes on.
+    fn workers_go_on_when_a_queued_task_timer_is_due() {
+        let p = TestProject::new();
+        p.workflow(
+            "w",
+            r#"name = "w"
+[[phase]]
+id = "a"
+run = "echo a"
+[[phase]]
+id = "t"
+needs = ["a"]
+wait = { duration = "2s" }
+[[phase]]
+id = "b"
+needs = ["t"]
+run = "echo b"
+"#,
+        );
+        p.git(&["add", "-A"]);
+        p.git(&["commit", "-qm", "workflow"]);
+        assert_eq!(p.run(&["run", "w", "x", "--queue", "--id", "timer"]).0, 0);
+        let mut w = worker(&p, "this-machine", &[], &["-n", "2"]);
+        wait_for("the timer to pass and the task to complete", || {
+            (status(&p, "timer") == "COMPLETE").then_some(())
+        });
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(w.id() as i32), nix::sys::signal::SIGTERM).unwrap();
+        assert!(baton_testkit::wait_child(&mut w, "the worker").success());
+        assert_eq!(p.passes("timer"), BTreeMap::from([("a".into(), 1), ("b".into(), 1), ("t".into(), 1)]));
+        let kinds: Vec<String> = p.journal("timer").iter().map(|e| e["kind"].as_str().unwrap().to_string()).collect();
+        assert!(kinds.contains(&"phase_waiting".to_string()), "{kinds:?}");
+    }
+
     /// `rm` of a queued task keeps its branch (never deletes commits), and
     /// a new task never reuses that name.
     fn removed_queued_tasks_keep_their_branch_and_name() {

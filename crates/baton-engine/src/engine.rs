@@ -122,6 +122,13 @@ pub struct Engine {
     pub command: String,
 }
 
+/// A task a worker slot has just claimed (its lease taken).
+#[derive(Debug)]
+pub struct Claimed {
+    pub id: TaskId,
+    lease: Lease,
+}
+
 /// A task whose lease this process holds.
 struct Held {
     state: TaskState,
@@ -883,17 +890,24 @@ impl Engine {
     }
 
     /// `baton worker`: claims the oldest queued task nobody runs (or whose
-    /// runner's lease expired), `skip` left out, and drives it; `None` if
-    /// there was none. The inner result is how driving that task went.
-    pub fn claim_and_run(&self, skip: &[TaskId]) -> Result<Option<(TaskId, Result<Outcome>)>> {
+    /// runner's lease expired), `skip` left out; `None` if there was none.
+    /// The slots of one worker share a lease owner (the process), so the
+    /// worker passes the tasks its other slots run in `skip`.
+    pub fn claim(&self, skip: &[TaskId]) -> Result<Option<Claimed>> {
         let lease = self.new_lease();
         let id = match self.store.claim(&lease, skip)? {
             Some(id) => id,
-            None => match self.claim_provably_dead(&lease, skip)? {
+            None => match self.claim_by_scan(&lease, skip)? {
                 Some(id) => id,
                 None => return Ok(None),
             },
         };
+        Ok(Some(Claimed { id, lease }))
+    }
+
+    /// Drives a claimed task like `resume` would, then releases it.
+    pub fn run_claimed(&self, claimed: Claimed) -> Result<Outcome> {
+        let Claimed { id, lease } = claimed;
         let result = (|| {
             let snap = self.load(&id)?;
             let _ = self.repair_rendered(&snap);
@@ -940,23 +954,39 @@ impl Engine {
             // Never keep a task we cannot run: another worker may.
             let _ = self.store.release(&id, &self.owner);
         }
-        Ok(Some((id, result)))
+        result
     }
 
-    /// A queued task whose runner on this host is provably dead (its pid
-    /// gone, or from an earlier boot) need not wait for its lease to
-    /// expire: take it over now, by compare-and-swap on that dead owner.
-    fn claim_provably_dead(&self, lease: &Lease, skip: &[TaskId]) -> Result<Option<TaskId>> {
+    /// What the store's claim does not see: a queued task whose runner on
+    /// this host is provably dead (its pid gone, or from an earlier boot)
+    /// need not wait for its lease to expire; and a queued task waiting on
+    /// a durable timer that is due goes on. Taken by compare-and-swap on
+    /// the owner seen, so of two workers only one gets it.
+    fn claim_by_scan(&self, lease: &Lease, skip: &[TaskId]) -> Result<Option<TaskId>> {
         for t in self.store.list()? {
-            if !t.queued || t.status != TaskStatus::Running || skip.contains(&t.id) {
+            if !t.queued || skip.contains(&t.id) {
                 continue;
             }
-            let Some(held) = &t.lease else { continue };
-            if !matches!(self.liveness(Some(held)), Liveness::Dead(_)) {
+            let live = self.liveness(t.lease.as_ref());
+            let take = match t.status {
+                TaskStatus::Running => matches!(live, Liveness::Dead(_)),
+                TaskStatus::Waiting if !live.is_live() => {
+                    self.store.load(&t.id)?.is_some_and(|s| {
+                        s.state
+                            .waiting_phase()
+                            .and_then(|p| p.waiting.as_ref())
+                            .is_some_and(|w| w.due_at.is_some())
+                            && self.wait_not_due(&s.state).is_none()
+                    })
+                }
+                _ => false,
+            };
+            if !take {
                 continue;
             }
+            let seen = t.lease.as_ref().map(|l| &l.owner);
             let cancel = self.store.load(&t.id)?.is_some_and(|s| s.cancel_requested);
-            if self.store.acquire(&t.id, lease, Some(&held.owner))? == Acquire::Acquired {
+            if self.store.acquire(&t.id, lease, seen)? == Acquire::Acquired {
                 if cancel {
                     // Taking over clears the flag; a cancel asked of the
                     // dead runner still stands.
