@@ -133,6 +133,7 @@ on_both_backends! {
         let ls: Value = serde_json::from_str(&p.run(&["ls", "--json"]).1).unwrap();
         let shown: Vec<&str> = ls.as_array().unwrap().iter().map(|t| t["status"].as_str().unwrap()).collect();
         assert_eq!(shown, ["QUEUED", "QUEUED"]);
+        assert!(ls.as_array().unwrap().iter().all(|t| t["queued"] == true && t["resumable"] == false), "{ls}");
         let out = p.baton(&["worker", "--until-idle", "-n", "2"]).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{err}");

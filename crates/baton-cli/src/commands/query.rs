@@ -33,6 +33,7 @@ pub fn ls(project: &Project, args: LsArgs, printer: &Arc<Printer>) -> Result<Exi
                     "created_at": t.created_at.rfc3339(),
                     "updated_at": t.updated_at.rfc3339(),
                     "resumable": d.resumable(),
+                    "queued": t.queued,
                     "owner": t.lease.as_ref().filter(|_| *d == DisplayStatus::Running).map(|l| json!({"host": l.owner.host, "pid": l.owner.pid})),
                 })
             })
