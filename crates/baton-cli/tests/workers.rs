@@ -550,7 +550,8 @@ run = "if [ -n \"$HOLD\" ]; then while true; do date >> orphan.txt; sleep 0.1; d
 "#;
         let p = project_with_remote(remote.path(), "10m", wf);
         assert_eq!(p.run(&["run", "w", "o", "--queue", "--id", "o"]).0, 0);
-        let mut w1 = worker(&p, "this-machine", &[("HOLD", "1")], &[]);
+        // Its watchdog is gone too (as after `kill -9` of the whole session).
+        let mut w1 = worker(&p, "this-machine", &[("HOLD", "1"), ("BATON_TEST_NO_WATCHDOG", "1")], &[]);
         let wt = p.root().join(".baton/worktrees/o");
         wait_for("the phase writes", || wt.join("orphan.txt").exists().then_some(()));
         let orphan = p
@@ -610,6 +611,13 @@ run = "test -n \"$FIXED\" || { echo 'not fixed yet' >&2; exit 3; }"
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(status(&p, "f"), "COMPLETE");
         assert_eq!(p.passes("f"), BTreeMap::from([("a".into(), 1), ("b".into(), 1)]));
+        let resumed: Vec<String> = p
+            .journal("f")
+            .iter()
+            .filter(|e| e["kind"] == "task_resumed")
+            .map(|e| e["from"].as_str().unwrap_or("?").to_string())
+            .collect();
+        assert_eq!(resumed, ["FAILED"], "handed back after a failure, never called a crash");
         let (code, _, err) = p.run(&["resume", "f", "--queue"]);
         assert_eq!(code, 2, "a complete task: {err}");
         assert_eq!(p.run(&["run", "w", "y", "--id", "fg"]).0, 1);
@@ -667,6 +675,31 @@ run = "echo b"
         let (code, second, err) = p.run(&["run", "w", "same words", "--queue"]);
         assert_eq!(code, 0, "{err}");
         assert_ne!(second.trim(), first, "a new name, not the removed task's");
+    }
+
+    /// A worker killed with SIGKILL takes its running phases with it (its
+    /// watchdog kills their process groups), so no phase of a dead worker
+    /// runs on next to its re-run on another machine.
+    fn a_killed_worker_takes_its_phases_with_it() {
+        let p = TestProject::new();
+        p.workflow(
+            "w",
+            "name = \"w\"\n[[phase]]\nid = \"a\"\nrun = \"while true; do sleep 0.1; done\"\n",
+        );
+        p.git(&["add", "-A"]);
+        p.git(&["commit", "-qm", "workflow"]);
+        assert_eq!(p.run(&["run", "w", "x", "--queue", "--id", "k"]).0, 0);
+        let mut w = worker(&p, "this-machine", &[], &[]);
+        let pid = wait_for("the phase process", || {
+            p.journal("k")
+                .iter()
+                .find(|e| e["kind"] == "phase_process")
+                .and_then(|e| e["process"]["pid"].as_u64())
+        }) as u32;
+        assert!(!baton_testkit::process_gone(pid));
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(w.id() as i32), nix::sys::signal::SIGKILL).unwrap();
+        let _ = w.wait();
+        wait_for("the watchdog to kill the phase", || baton_testkit::process_gone(pid).then_some(()));
     }
 
     /// A queued task that cannot run here (its branch was deleted) does not

@@ -119,6 +119,9 @@ pub struct Engine {
     crash_at: Option<String>,
     /// Set by the CLI's signal handlers (SIGINT, SIGTERM, SIGHUP).
     interrupt: Arc<AtomicBool>,
+    /// A worker's: where the running phases' process groups are listed
+    /// for its watchdog.
+    phase_groups: Option<Arc<process::PhaseGroups>>,
     pub command: String,
 }
 
@@ -164,6 +167,7 @@ impl Engine {
             git,
             crash_at: std::env::var("BATON_TEST_CRASH_AT").ok(),
             interrupt: Arc::new(AtomicBool::new(false)),
+            phase_groups: None,
             command: "baton".into(),
             project,
         })
@@ -173,6 +177,13 @@ impl Engine {
     /// phase (killing its process group), record the interruption and return.
     pub fn with_interrupt(mut self, flag: Arc<AtomicBool>) -> Self {
         self.interrupt = flag;
+        self
+    }
+
+    /// A worker's engines list their phases' process groups for the
+    /// worker's watchdog.
+    pub fn with_phase_groups(mut self, groups: Arc<process::PhaseGroups>) -> Self {
+        self.phase_groups = Some(groups);
         self
     }
 
@@ -327,7 +338,7 @@ impl Engine {
                 Error::bad_input(e.to_string())
                     .hint("task ids use letters, digits, '-', '_' and '.'")
             })?,
-            None => self.new_task_id(&opts.description)?,
+            None => self.new_task_id(&opts.description, opts.queue)?,
         };
         let created = machine::create(
             &wf,
@@ -399,14 +410,27 @@ impl Engine {
         Ok((id, outcome?))
     }
 
-    fn new_task_id(&self, description: &str) -> Result<TaskId> {
-        let existing: std::collections::HashSet<String> = self
+    fn new_task_id(&self, description: &str, queue: bool) -> Result<TaskId> {
+        let mut existing: std::collections::HashSet<String> = self
             .store
             .list()?
             .into_iter()
             .map(|t| t.id.to_string())
             .collect();
-        let mut seq = existing.len() as u32 + 1;
+        // A queued task's branch goes to the remote, where another clone's
+        // removed task may have left one of the same name.
+        if queue
+            && let Some(g) = &self.git
+            && let Ok(Some(r)) = crate::workspace::remote(&self.project, g)
+            && let Ok(out) = g.run(&["ls-remote", "--heads", &r, "refs/heads/baton/*"], &[])
+        {
+            existing.extend(
+                out.lines()
+                    .filter_map(|l| l.split_once("refs/heads/baton/"))
+                    .map(|(_, name)| name.trim().to_string()),
+            );
+        }
+        let mut seq = self.store.list()?.len() as u32 + 1;
         loop {
             let slug = baton_core::ids::slugify(seq, description);
             // A removed queued task may have left its branch (it keeps the
@@ -762,7 +786,11 @@ impl Engine {
         claimed: bool,
     ) -> Result<Outcome> {
         // A crashed attempt: kill what it left running, then re-run it.
-        let crashed = held.state.status == TaskStatus::Running;
+        // A worker's claim finds a crash only when a phase was under way; a
+        // task handed back (`resume --queue`) or released between phases
+        // is simply continued.
+        let crashed = held.state.status == TaskStatus::Running
+            && (!claimed || held.state.in_progress().is_some());
         if let Some(p) = held.state.in_progress().cloned() {
             // A pid means nothing on another machine: only a runner of this
             // host can have left the process here.
@@ -912,15 +940,21 @@ impl Engine {
             let snap = self.load(&id)?;
             let _ = self.repair_rendered(&snap);
             let wf = self.pinned(&snap.state.definition_hash)?;
+            // Held (its heartbeat running) before anything slow: killing
+            // orphans, fetching, checking the worktree out.
+            let mut held = self.hold(
+                snap.state.clone(),
+                wf,
+                lease,
+                None,
+                Workspace::project(&self.project),
+            )?;
+            // What earlier runs on this host left running goes first, so
+            // nothing writes into the worktree once it is set up, and a
+            // cancelled task's phase does not finish its work after all.
+            self.kill_local_orphans(&id);
             if snap.cancel_requested {
                 // Cancelled while its last runner was dying: honour it.
-                let mut held = self.hold(
-                    snap.state.clone(),
-                    wf,
-                    lease,
-                    None,
-                    Workspace::project(&self.project),
-                )?;
                 let r = self.decide_commit(
                     &mut held,
                     Input::Cancel {
@@ -928,11 +962,17 @@ impl Engine {
                     },
                 );
                 self.release(held);
+                self.observer
+                    .info(&format!("task {id} was cancelled while nobody ran it"));
                 return r.map(|()| Outcome::Cancelled);
             }
-            self.kill_local_orphans(&id);
-            let ws = self.workspace_for(&snap)?;
-            let mut held = self.hold(snap.state.clone(), wf, lease, None, ws)?;
+            match self.workspace_for(&snap) {
+                Ok(ws) => held.ws = ws,
+                Err(e) => {
+                    self.release(held);
+                    return Err(e);
+                }
+            }
             self.observer.task_started(&id, &held.wf.name);
             let outcome = self.resume_held(&mut held, &snap, ResumeOptions::default(), None, true);
             if matches!(outcome, Ok(Outcome::Complete))
@@ -1681,6 +1721,10 @@ impl Engine {
                     },
                 )?;
                 self.crash_point("after-spawn", phase.as_str());
+                let pgid = running.process_ref().pid;
+                if let Some(g) = &self.phase_groups {
+                    g.add(pgid);
+                }
                 running.release();
                 let hb = &held.hb;
                 let stop = || {
@@ -1694,7 +1738,11 @@ impl Engine {
                         None
                     }
                 };
-                Ok(running.wait(def.timeout_ms.map(Duration::from_millis), &stop))
+                let waited = running.wait(def.timeout_ms.map(Duration::from_millis), &stop);
+                if let Some(g) = &self.phase_groups {
+                    g.remove(pgid);
+                }
+                Ok(waited)
             }
             Err(e) => Err(failure(
                 format!("cannot start `{program}`: {e}"),
@@ -1740,9 +1788,22 @@ impl Engine {
                 if held.ws.branch.is_some() {
                     self.still_holding(held)?;
                 }
-                match held.ws.publish(&id, phase.as_str()) {
+                let published = match held.ws.publish(&id, phase.as_str()) {
+                    Err(crate::workspace::Unpublished::Moved(why)) => {
+                        // A runner that lost the task pushed after this one
+                        // fetched. Still ours? Then replace what it pushed.
+                        self.still_holding(held)?;
+                        tracing::debug!(task = %id, %why, "remote branch moved; publishing over it");
+                        held.ws
+                            .adopt_remote_tip()
+                            .map_err(crate::workspace::Unpublished::Failed)
+                            .and_then(|()| held.ws.publish(&id, phase.as_str()))
+                    }
+                    other => other,
+                };
+                match published {
                     Ok(()) => Ok((summary, output, files)),
-                    Err(message) => Err(failure(message, None, false)),
+                    Err(e) => Err(failure(e.message(), None, false)),
                 }
             }
             Ok(Waited::Exited(status)) => {
@@ -1927,7 +1988,9 @@ impl Engine {
         }
         let snap = self.load(id)?;
         let mut held = self.take(id, &snap, None, None)?;
-        if let Some(p) = held.state.in_progress().and_then(|p| p.process.clone()) {
+        if let Some(p) = held.state.in_progress().and_then(|p| p.process.clone())
+            && self.ran_here(&snap)
+        {
             process::kill_orphan(&p);
         }
         let r = self.decide_commit(
@@ -2003,13 +2066,23 @@ impl Engine {
         Ok(Outcome::Queued)
     }
 
+    /// Whether the task's last runner was on this host: a recorded pid means
+    /// nothing on another machine.
+    fn ran_here(&self, snap: &TaskSnapshot) -> bool {
+        snap.lease
+            .as_ref()
+            .is_none_or(|l| l.owner.host == self.local.host)
+    }
+
     /// `baton rm`: deletes a task's record, rendered files and hidden refs.
     pub fn remove(&self, id: &TaskId) -> Result<()> {
         let snap = self.load(id)?;
         if let (Liveness::Live, Some(l)) = (self.liveness(snap.lease.as_ref()), &snap.lease) {
             return Err(self.busy(id, l));
         }
-        if let Some(p) = snap.state.in_progress().and_then(|p| p.process.clone()) {
+        if let Some(p) = snap.state.in_progress().and_then(|p| p.process.clone())
+            && self.ran_here(&snap)
+        {
             process::kill_orphan(&p);
         }
         self.store.delete_task(id)?;

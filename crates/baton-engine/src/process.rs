@@ -375,6 +375,79 @@ pub fn read_tail(path: &std::path::Path, max: usize) -> String {
     }
 }
 
+/// The process groups of the phases a worker runs now, kept in a file that
+/// a watchdog outside the worker reads: when the worker dies (SIGKILL, OOM
+/// killer), the watchdog kills those groups within half a second, so no
+/// phase of a dead worker goes on next to its re-run on another machine.
+pub struct PhaseGroups {
+    file: PathBuf,
+    groups: std::sync::Mutex<std::collections::BTreeSet<u32>>,
+}
+
+impl PhaseGroups {
+    /// Starts the watchdog of this process (a tiny `sh` in its own
+    /// session, stdio closed). `BATON_TEST_NO_WATCHDOG` skips it, for the
+    /// tests of what happens when even the watchdog is gone.
+    pub fn start() -> std::io::Result<PhaseGroups> {
+        let me = std::process::id();
+        let file = std::env::temp_dir().join(format!(
+            "baton-worker-{me}-{}.groups",
+            crate::host::process_start_time(me).unwrap_or(0)
+        ));
+        std::fs::write(&file, "")?;
+        if std::env::var_os("BATON_TEST_NO_WATCHDOG").is_none() {
+            Command::new("sh")
+                .arg("-c")
+                .arg(
+                    "while kill -0 \"$1\" 2>/dev/null; do sleep 0.5; done; \
+                     if [ -f \"$2\" ]; then while read -r g; do kill -KILL -\"$g\" 2>/dev/null; done < \"$2\"; rm -f \"$2\"; fi",
+                )
+                .arg("baton-watchdog")
+                .arg(me.to_string())
+                .arg(&file)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .process_group(0)
+                .spawn()?;
+        }
+        Ok(PhaseGroups {
+            file,
+            groups: Default::default(),
+        })
+    }
+
+    pub fn add(&self, pgid: u32) {
+        self.update(|g| {
+            g.insert(pgid);
+        });
+    }
+
+    pub fn remove(&self, pgid: u32) {
+        self.update(|g| {
+            g.remove(&pgid);
+        });
+    }
+
+    fn update(&self, f: impl FnOnce(&mut std::collections::BTreeSet<u32>)) {
+        let mut g = self.groups.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut g);
+        let text: String = g.iter().map(|p| format!("{p}\n")).collect();
+        let tmp = self.file.with_extension("tmp");
+        if std::fs::write(&tmp, text).is_ok() {
+            let _ = std::fs::rename(&tmp, &self.file);
+        }
+    }
+}
+
+impl Drop for PhaseGroups {
+    /// A worker that stops normally has no phase left: the watchdog finds
+    /// no file and ends.
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -54,9 +54,14 @@ pub fn run(
     observer: Arc<dyn Observer>,
     stop: Arc<AtomicBool>,
 ) -> Result<WorkerReport> {
+    let groups = Arc::new(crate::process::PhaseGroups::start()?);
     let mut engines = Vec::new();
     for _ in 0..opts.concurrency.max(1) {
-        engines.push(Engine::open(project.clone(), observer.clone())?.with_interrupt(stop.clone()));
+        engines.push(
+            Engine::open(project.clone(), observer.clone())?
+                .with_interrupt(stop.clone())
+                .with_phase_groups(groups.clone()),
+        );
     }
     let shared = Arc::new(Shared {
         observer,
@@ -124,6 +129,9 @@ fn slot(eng: &Engine, sh: &Shared) {
                             Outcome::Interrupted(_) => sh
                                 .observer
                                 .info(&format!("task {id} released for another worker")),
+                            // Released until its timer is due (or its answer
+                            // comes): not finished.
+                            Outcome::Waiting(_) | Outcome::Queued => {}
                             Outcome::Complete => {
                                 sh.completed.fetch_add(1, Ordering::SeqCst);
                                 sh.finished.fetch_add(1, Ordering::SeqCst);

@@ -99,6 +99,13 @@ impl Workspace {
             );
             if let Err(e) = pushed {
                 let _ = git.run(&["update-ref", "-d", &branch], &[]);
+                if e.stderr.contains("rejected") {
+                    return Err(Error::bad_input(format!(
+                        "a branch {} already exists on remote {r}",
+                        branch_name(id)
+                    ))
+                    .hint("pick another --id; nothing was queued"));
+                }
                 return Err(Error::op(format!(
                     "cannot push branch {} to remote {r}: {e}",
                     branch_name(id)
@@ -208,37 +215,82 @@ impl Workspace {
 
     /// After a phase passed: commits its work onto the task branch and
     /// publishes branch and checkpoints. A no-op for foreground tasks.
-    pub fn publish(&self, id: &TaskId, phase: &str) -> Result<(), String> {
+    pub fn publish(&self, id: &TaskId, phase: &str) -> Result<(), Unpublished> {
         let (Some(b), Some(git)) = (&self.branch, &self.git) else {
             return Ok(());
         };
         git.commit_worktree(&format!("baton: {id} {phase} passed"))
-            .map_err(|e| format!("cannot commit the work of {phase} on {}: {e}", b.name))?;
+            .map_err(|e| {
+                Unpublished::Failed(format!(
+                    "cannot commit the work of {phase} on {}: {e}",
+                    b.name
+                ))
+            })?;
         let head = git.head().unwrap_or_default();
         if let Some(r) = &b.remote {
             let mut published = b.published.lock().unwrap_or_else(|p| p.into_inner());
             let mut last = String::new();
             // A remote that is briefly away gets about half a minute.
             for attempt in 0..6 {
+                if attempt > 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(500 << (attempt - 1)));
+                }
                 match git.push_task(r, id.as_str(), published.as_deref()) {
                     Ok(()) => {
                         *published = Some(head);
                         return Ok(());
                     }
                     Err(e) if e.stderr.contains("stale info") => {
-                        return Err(format!(
+                        return Err(Unpublished::Moved(format!(
                             "the remote's {} moved under this runner (another runner took the task over?); not overwriting it: {}",
                             b.name,
                             e.stderr.lines().last().unwrap_or("")
-                        ));
+                        )));
                     }
                     Err(e) => last = e.stderr.lines().last().unwrap_or("").to_string(),
                 }
-                std::thread::sleep(std::time::Duration::from_millis(500 << attempt));
             }
-            return Err(format!("cannot push {} to {r}: {last}", b.name));
+            return Err(Unpublished::Failed(format!(
+                "cannot push {} to {r}: {last}",
+                b.name
+            )));
         }
         Ok(())
+    }
+
+    /// After `Unpublished::Moved`, once the caller has checked it still
+    /// holds the task: what the remote's branch holds now is what the next
+    /// push replaces (a runner that lost the task pushed late).
+    pub fn adopt_remote_tip(&self) -> Result<(), String> {
+        let (Some(b), Some(git)) = (&self.branch, &self.git) else {
+            return Ok(());
+        };
+        let Some(r) = &b.remote else { return Ok(()) };
+        let out = git
+            .run(
+                &["ls-remote", "--heads", r, &format!("refs/heads/{}", b.name)],
+                &[],
+            )
+            .map_err(|e| e.to_string())?;
+        let tip = out.split_whitespace().next().map(str::to_string);
+        *b.published.lock().unwrap_or_else(|p| p.into_inner()) = tip;
+        Ok(())
+    }
+}
+
+/// Why a phase's work did not reach the remote.
+#[derive(Debug)]
+pub enum Unpublished {
+    /// The remote's branch is not what this runner last saw there.
+    Moved(String),
+    Failed(String),
+}
+
+impl Unpublished {
+    pub fn message(self) -> String {
+        match self {
+            Unpublished::Moved(m) | Unpublished::Failed(m) => m,
+        }
     }
 }
 
