@@ -604,6 +604,7 @@ run = "test -n \"$FIXED\" || { echo 'not fixed yet' >&2; exit 3; }"
         let out = p.baton(&["worker", "--until-idle"]).output().unwrap();
         assert!(out.status.success());
         assert_eq!(status(&p, "f"), "FAILED");
+        assert!(p.run(&["ls"]).1.contains("yes: baton resume --queue"), "ls says how to hand it back");
         let (code, _, err) = p.run(&["resume", "f", "--queue"]);
         assert_eq!(code, 0, "{err}");
         assert_eq!(status(&p, "f"), "QUEUED");

@@ -66,6 +66,7 @@ pub fn ls(project: &Project, args: LsArgs, printer: &Arc<Printer>) -> Result<Exi
                     .replace('T', " "),
                 match d {
                     DisplayStatus::Waiting => waiting_note(&eng, &t.id),
+                    d if d.resumable() && t.queued => "yes: baton resume --queue".to_string(),
                     d if d.resumable() => "yes: baton resume".to_string(),
                     _ => "-".to_string(),
                 }
@@ -188,6 +189,11 @@ pub fn show(project: &Project, args: ShowArgs, printer: &Arc<Printer>) -> Result
                 None => format!("waits for {}", w.description),
             });
         }
+    } else if status.resumable() && snap.queued {
+        out.push(String::new());
+        out.push(format!(
+            "hand it back to the workers with `baton resume {id} --queue`, or run it here with `baton resume {id}`"
+        ));
     } else if status.resumable() {
         out.push(String::new());
         out.push(format!("resume with `baton resume {id}`"));
