@@ -1,0 +1,662 @@
+//! A scripted model server: the real agent CLIs run against it on
+//! 127.0.0.1 instead of a provider, and it answers from a script.
+//!
+//! It speaks, with SSE streaming, the four wire protocols the CLIs use: the
+//! Anthropic Messages API (`POST /v1/messages`, Claude Code), the OpenAI
+//! Responses API (`POST /v1/responses`, Codex), the OpenAI Chat Completions
+//! API (`POST /v1/chat/completions`, Qwen Code, OpenCode) and the Gemini
+//! API (`POST /v1beta/models/M:streamGenerateContent` and
+//! `:generateContent`, Gemini CLI). Every model request takes the next
+//! [`Reply`] of the script (after the last one: a plain "done"), whichever
+//! protocol it came in; side requests (token counts, model lists) are
+//! answered without taking a turn. Every request is recorded, so a test can
+//! check what a CLI sent (its prompt, the handoff brief, the memory file,
+//! the tools it offered).
+//!
+//! Plain `std` networking: one thread per connection, HTTP/1.1 with
+//! `Connection: close`, streamed bodies delimited by the close.
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// One scripted model turn: some text, and/or one tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    pub text: Option<String>,
+    pub tool: Option<ToolCall>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub name: String,
+    pub args: Value,
+}
+
+impl Reply {
+    pub fn text(t: &str) -> Reply {
+        Reply {
+            text: Some(t.into()),
+            tool: None,
+        }
+    }
+    pub fn tool(name: &str, args: Value) -> Reply {
+        Reply {
+            text: None,
+            tool: Some(ToolCall {
+                name: name.into(),
+                args,
+            }),
+        }
+    }
+}
+
+/// A request the server received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    /// Path and query.
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    /// The body as JSON (`Value::Null` if it was empty or not JSON).
+    pub body: Value,
+    /// Which turn of the script it took (`None`: a side request).
+    pub turn: Option<usize>,
+}
+
+struct Shared {
+    script: Vec<Reply>,
+    next: AtomicUsize,
+    requests: Mutex<Vec<Recorded>>,
+    stop: AtomicBool,
+}
+
+pub struct ModelServer {
+    port: u16,
+    shared: Arc<Shared>,
+}
+
+impl ModelServer {
+    /// Starts serving `script` on a free port of 127.0.0.1.
+    pub fn start(script: Vec<Reply>) -> ModelServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        let port = listener.local_addr().expect("addr").port();
+        let shared = Arc::new(Shared {
+            script,
+            next: AtomicUsize::new(0),
+            requests: Mutex::new(Vec::new()),
+            stop: AtomicBool::new(false),
+        });
+        let s = shared.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if s.stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(conn) = conn else { continue };
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    let _ = serve(conn, &s);
+                });
+            }
+        });
+        ModelServer { port, shared }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Every request so far, in arrival order.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared
+            .requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The model requests (those that took a turn).
+    pub fn model_requests(&self) -> Vec<Recorded> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.turn.is_some())
+            .collect()
+    }
+
+    /// How many turns of the script were taken.
+    pub fn turns_taken(&self) -> usize {
+        self.shared.next.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+/// The protocol of a model request, from its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wire {
+    Anthropic,
+    Responses,
+    Chat,
+    Gemini { stream: bool },
+}
+
+fn serve(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
+    let mut reader = BufReader::new(conn.try_clone()?);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or("").to_string();
+    let path = parts.next().unwrap_or("").to_string();
+    let mut headers = Vec::new();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h)? == 0 || h == "\r\n" || h == "\n" {
+            break;
+        }
+        if let Some((k, v)) = h.trim_end().split_once(':') {
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+        }
+    }
+    let header = |k: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+    };
+    let mut raw = Vec::new();
+    if header("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
+        loop {
+            let mut size = String::new();
+            reader.read_line(&mut size)?;
+            let n = usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16)
+                .unwrap_or(0);
+            if n == 0 {
+                let mut end = String::new();
+                let _ = reader.read_line(&mut end);
+                break;
+            }
+            let mut chunk = vec![0; n];
+            reader.read_exact(&mut chunk)?;
+            raw.extend(chunk);
+            let mut crlf = String::new();
+            reader.read_line(&mut crlf)?;
+        }
+    } else if let Some(n) = header("content-length").and_then(|v| v.parse::<usize>().ok()) {
+        raw = vec![0; n];
+        reader.read_exact(&mut raw)?;
+    }
+    let body: Value = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+    let bare = path.split('?').next().unwrap_or("");
+    let wire = if method != "POST" {
+        None
+    } else if bare.ends_with("/messages") {
+        Some(Wire::Anthropic)
+    } else if bare.ends_with("/responses") {
+        Some(Wire::Responses)
+    } else if bare.ends_with("/chat/completions") {
+        Some(Wire::Chat)
+    } else if bare.ends_with(":streamGenerateContent") {
+        Some(Wire::Gemini { stream: true })
+    } else if bare.ends_with(":generateContent") {
+        Some(Wire::Gemini { stream: false })
+    } else {
+        None
+    };
+    let turn = wire.map(|_| s.next.fetch_add(1, Ordering::SeqCst));
+    s.requests
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(Recorded {
+            method: method.clone(),
+            path: path.clone(),
+            headers: headers.clone(),
+            body: body.clone(),
+            turn,
+        });
+    let mut out = conn;
+    let (Some(wire), Some(turn)) = (wire, turn) else {
+        return side_request(&mut out, &method, bare, &body);
+    };
+    let reply = s
+        .script
+        .get(turn)
+        .cloned()
+        .unwrap_or_else(|| Reply::text("done"));
+    let usage = Usage {
+        input: (raw.len() / 4).max(1) as u64,
+        output: reply_len(&reply).div_ceil(4).max(1) as u64,
+    };
+    let model = body["model"].as_str().unwrap_or("scripted").to_string();
+    let streaming = match wire {
+        Wire::Gemini { stream } => stream,
+        _ => body["stream"].as_bool().unwrap_or(false),
+    };
+    let id = format!("{}-{turn}", std::process::id());
+    let events = match wire {
+        Wire::Anthropic => anthropic(&reply, &usage, &model, &id, streaming),
+        Wire::Responses => responses(&reply, &usage, &model, &id),
+        Wire::Chat => chat(&reply, &usage, &model, &id, streaming),
+        Wire::Gemini { .. } => gemini(&reply, &usage, &model, &id, streaming),
+    };
+    match events {
+        Body::Json(v) => respond_json(&mut out, 200, &v),
+        Body::Sse(events) => {
+            write!(
+                out,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n"
+            )?;
+            for (event, data) in events {
+                if let Some(e) = event {
+                    write!(out, "event: {e}\r\n")?;
+                }
+                write!(out, "data: {data}\r\n\r\n")?;
+                out.flush()?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn reply_len(r: &Reply) -> usize {
+    r.text.as_deref().map_or(0, str::len) + r.tool.as_ref().map_or(0, |t| t.args.to_string().len())
+}
+
+struct Usage {
+    input: u64,
+    output: u64,
+}
+
+enum Body {
+    Json(Value),
+    /// `(event name, data)`; data is JSON text or `[DONE]`.
+    Sse(Vec<(Option<String>, String)>),
+}
+
+fn side_request(
+    out: &mut TcpStream,
+    method: &str,
+    path: &str,
+    body: &Value,
+) -> std::io::Result<()> {
+    if path.ends_with("/count_tokens") {
+        let n = body.to_string().len() / 4;
+        return respond_json(out, 200, &json!({ "input_tokens": n }));
+    }
+    if path.ends_with(":countTokens") {
+        let n = body.to_string().len() / 4;
+        return respond_json(out, 200, &json!({ "totalTokens": n }));
+    }
+    if method == "GET" && path.ends_with("/models") {
+        return respond_json(
+            out,
+            200,
+            &json!({ "object": "list", "data": [{ "id": "scripted", "object": "model", "owned_by": "baton" }],
+                     "models": [{ "name": "models/scripted" }] }),
+        );
+    }
+    respond_json(
+        out,
+        404,
+        &json!({ "error": { "type": "not_found", "message": format!("the scripted model server does not serve {method} {path}") } }),
+    )
+}
+
+fn respond_json(out: &mut TcpStream, status: u16, v: &Value) -> std::io::Result<()> {
+    let text = v.to_string();
+    let reason = if status == 200 { "OK" } else { "Not Found" };
+    write!(
+        out,
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+        text.len()
+    )?;
+    out.flush()
+}
+
+fn sse(event: &str, data: Value) -> (Option<String>, String) {
+    (Some(event.into()), data.to_string())
+}
+
+fn anthropic(r: &Reply, u: &Usage, model: &str, id: &str, stream: bool) -> Body {
+    let tool_id = format!("toolu_{id}");
+    let stop = if r.tool.is_some() {
+        "tool_use"
+    } else {
+        "end_turn"
+    };
+    if !stream {
+        let mut content = Vec::new();
+        if let Some(t) = &r.text {
+            content.push(json!({ "type": "text", "text": t }));
+        }
+        if let Some(t) = &r.tool {
+            content.push(
+                json!({ "type": "tool_use", "id": tool_id, "name": t.name, "input": t.args }),
+            );
+        }
+        return Body::Json(json!({
+            "id": format!("msg_{id}"), "type": "message", "role": "assistant", "model": model,
+            "content": content, "stop_reason": stop, "stop_sequence": null,
+            "usage": { "input_tokens": u.input, "output_tokens": u.output }
+        }));
+    }
+    let mut ev = vec![sse(
+        "message_start",
+        json!({ "type": "message_start", "message": {
+            "id": format!("msg_{id}"), "type": "message", "role": "assistant", "model": model,
+            "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": { "input_tokens": u.input, "output_tokens": 1 } } }),
+    )];
+    let mut index = 0;
+    if let Some(t) = &r.text {
+        ev.push(sse("content_block_start", json!({ "type": "content_block_start", "index": index, "content_block": { "type": "text", "text": "" } })));
+        ev.push(sse("content_block_delta", json!({ "type": "content_block_delta", "index": index, "delta": { "type": "text_delta", "text": t } })));
+        ev.push(sse(
+            "content_block_stop",
+            json!({ "type": "content_block_stop", "index": index }),
+        ));
+        index += 1;
+    }
+    if let Some(t) = &r.tool {
+        ev.push(sse(
+            "content_block_start",
+            json!({ "type": "content_block_start", "index": index,
+            "content_block": { "type": "tool_use", "id": tool_id, "name": t.name, "input": {} } }),
+        ));
+        ev.push(sse(
+            "content_block_delta",
+            json!({ "type": "content_block_delta", "index": index,
+            "delta": { "type": "input_json_delta", "partial_json": t.args.to_string() } }),
+        ));
+        ev.push(sse(
+            "content_block_stop",
+            json!({ "type": "content_block_stop", "index": index }),
+        ));
+    }
+    ev.push(sse(
+        "message_delta",
+        json!({ "type": "message_delta", "delta": { "stop_reason": stop, "stop_sequence": null },
+                "usage": { "output_tokens": u.output } }),
+    ));
+    ev.push(sse("message_stop", json!({ "type": "message_stop" })));
+    Body::Sse(ev)
+}
+
+fn responses(r: &Reply, u: &Usage, model: &str, id: &str) -> Body {
+    let resp_id = format!("resp_{id}");
+    let mut items = Vec::new();
+    if let Some(t) = &r.text {
+        items.push(json!({ "type": "message", "id": format!("msg_{id}"), "status": "completed", "role": "assistant",
+            "content": [{ "type": "output_text", "text": t, "annotations": [] }] }));
+    }
+    if let Some(t) = &r.tool {
+        items.push(json!({ "type": "function_call", "id": format!("fc_{id}"), "call_id": format!("call_{id}"),
+            "name": t.name, "arguments": t.args.to_string(), "status": "completed" }));
+    }
+    let response = |status: &str, output: Value| {
+        json!({ "id": resp_id, "object": "response", "created_at": 0, "status": status, "model": model,
+            "output": output,
+            "usage": { "input_tokens": u.input, "input_tokens_details": { "cached_tokens": 0 },
+                       "output_tokens": u.output, "output_tokens_details": { "reasoning_tokens": 0 },
+                       "total_tokens": u.input + u.output } })
+    };
+    let mut seq = 0u64;
+    let mut ev = Vec::new();
+    let mut push = |kind: &str, mut data: Value| {
+        data["type"] = json!(kind);
+        data["sequence_number"] = json!(seq);
+        seq += 1;
+        ev.push(sse(kind, data));
+    };
+    push(
+        "response.created",
+        json!({ "response": response("in_progress", json!([])) }),
+    );
+    for (i, item) in items.iter().enumerate() {
+        let mut started = item.clone();
+        started["status"] = json!("in_progress");
+        if item["type"] == "message" {
+            started["content"] = json!([]);
+            push(
+                "response.output_item.added",
+                json!({ "output_index": i, "item": started }),
+            );
+            let text = item["content"][0]["text"].clone();
+            push(
+                "response.content_part.added",
+                json!({ "item_id": item["id"], "output_index": i, "content_index": 0,
+                "part": { "type": "output_text", "text": "", "annotations": [] } }),
+            );
+            push(
+                "response.output_text.delta",
+                json!({ "item_id": item["id"], "output_index": i, "content_index": 0, "delta": text }),
+            );
+            push(
+                "response.output_text.done",
+                json!({ "item_id": item["id"], "output_index": i, "content_index": 0, "text": text }),
+            );
+            push(
+                "response.content_part.done",
+                json!({ "item_id": item["id"], "output_index": i, "content_index": 0,
+                "part": item["content"][0] }),
+            );
+        } else {
+            started["arguments"] = json!("");
+            push(
+                "response.output_item.added",
+                json!({ "output_index": i, "item": started }),
+            );
+            push(
+                "response.function_call_arguments.delta",
+                json!({ "item_id": item["id"], "output_index": i, "delta": item["arguments"] }),
+            );
+            push(
+                "response.function_call_arguments.done",
+                json!({ "item_id": item["id"], "output_index": i, "arguments": item["arguments"] }),
+            );
+        }
+        push(
+            "response.output_item.done",
+            json!({ "output_index": i, "item": item }),
+        );
+    }
+    push(
+        "response.completed",
+        json!({ "response": response("completed", json!(items)) }),
+    );
+    Body::Sse(ev)
+}
+
+fn chat(r: &Reply, u: &Usage, model: &str, id: &str, stream: bool) -> Body {
+    let finish = if r.tool.is_some() {
+        "tool_calls"
+    } else {
+        "stop"
+    };
+    let usage = json!({ "prompt_tokens": u.input, "completion_tokens": u.output, "total_tokens": u.input + u.output });
+    let tool_calls = r.tool.as_ref().map(|t| {
+        json!([{ "index": 0, "id": format!("call_{id}"), "type": "function",
+                 "function": { "name": t.name, "arguments": t.args.to_string() } }])
+    });
+    if !stream {
+        let mut message = json!({ "role": "assistant", "content": r.text });
+        if let Some(tc) = &tool_calls {
+            message["tool_calls"] = tc.clone();
+        }
+        return Body::Json(
+            json!({ "id": format!("chatcmpl-{id}"), "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{ "index": 0, "message": message, "finish_reason": finish }], "usage": usage }),
+        );
+    }
+    let chunk = |delta: Value, finish: Option<&str>| {
+        (None, json!({ "id": format!("chatcmpl-{id}"), "object": "chat.completion.chunk", "created": 0, "model": model,
+            "choices": [{ "index": 0, "delta": delta, "finish_reason": finish }] }).to_string())
+    };
+    let mut ev = vec![chunk(json!({ "role": "assistant", "content": "" }), None)];
+    if let Some(t) = &r.text {
+        ev.push(chunk(json!({ "content": t }), None));
+    }
+    if let Some(tc) = tool_calls {
+        ev.push(chunk(json!({ "tool_calls": tc }), None));
+    }
+    ev.push(chunk(json!({}), Some(finish)));
+    ev.push((None, json!({ "id": format!("chatcmpl-{id}"), "object": "chat.completion.chunk", "created": 0, "model": model,
+        "choices": [], "usage": usage }).to_string()));
+    ev.push((None, "[DONE]".into()));
+    Body::Sse(ev)
+}
+
+fn gemini(r: &Reply, u: &Usage, model: &str, _id: &str, stream: bool) -> Body {
+    let mut parts = Vec::new();
+    if let Some(t) = &r.text {
+        parts.push(json!({ "text": t }));
+    }
+    if let Some(t) = &r.tool {
+        parts.push(json!({ "functionCall": { "name": t.name, "args": t.args } }));
+    }
+    let v = json!({
+        "candidates": [{ "content": { "role": "model", "parts": parts }, "finishReason": "STOP", "index": 0 }],
+        "usageMetadata": { "promptTokenCount": u.input, "candidatesTokenCount": u.output, "totalTokenCount": u.input + u.output },
+        "modelVersion": model
+    });
+    if stream {
+        Body::Sse(vec![(None, v.to_string())])
+    } else {
+        Body::Json(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A minimal HTTP client: POSTs `body` and returns the whole response.
+    fn post(port: u16, path: &str, body: &Value) -> String {
+        let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let text = body.to_string();
+        write!(
+            c,
+            "POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{text}",
+            text.len()
+        )
+        .unwrap();
+        let mut out = String::new();
+        c.read_to_string(&mut out).unwrap();
+        out
+    }
+
+    /// The `data:` payloads of an SSE response, parsed (`[DONE]` left out).
+    fn data(resp: &str) -> Vec<Value> {
+        resp.lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter(|d| *d != "[DONE]")
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn each_protocol_streams_the_next_turn_of_the_script() {
+        let s = ModelServer::start(vec![
+            Reply::tool("Write", json!({ "file_path": "a.txt", "content": "hi" })),
+            Reply::text("from responses"),
+            Reply::tool("write_file", json!({ "path": "b" })),
+            Reply::text("from gemini"),
+        ]);
+        let a = data(&post(
+            s.port(),
+            "/v1/messages",
+            &json!({ "model": "m", "stream": true }),
+        ));
+        let start = a
+            .iter()
+            .find(|e| e["type"] == "content_block_start")
+            .unwrap();
+        assert_eq!(start["content_block"]["name"], "Write");
+        let args = a
+            .iter()
+            .find(|e| e["delta"]["type"] == "input_json_delta")
+            .unwrap();
+        let parsed: Value =
+            serde_json::from_str(args["delta"]["partial_json"].as_str().unwrap()).unwrap();
+        assert_eq!(parsed["content"], "hi");
+        assert_eq!(a.last().unwrap()["type"], "message_stop");
+
+        let r = data(&post(s.port(), "/v1/responses", &json!({ "stream": true })));
+        assert_eq!(r.last().unwrap()["type"], "response.completed");
+        assert_eq!(
+            r.last().unwrap()["response"]["output"][0]["content"][0]["text"],
+            "from responses"
+        );
+
+        let c = post(s.port(), "/v1/chat/completions", &json!({ "stream": true }));
+        assert!(c.trim_end().ends_with("data: [DONE]"), "{c}");
+        let c = data(&c);
+        assert!(c.iter().any(
+            |e| e["choices"][0]["delta"]["tool_calls"][0]["function"]["name"] == "write_file"
+        ));
+        assert!(
+            c.iter()
+                .any(|e| e["usage"]["total_tokens"].as_u64().is_some())
+        );
+
+        let g = data(&post(
+            s.port(),
+            "/v1beta/models/m:streamGenerateContent?alt=sse",
+            &json!({}),
+        ));
+        assert_eq!(
+            g[0]["candidates"][0]["content"]["parts"][0]["text"],
+            "from gemini"
+        );
+
+        // Past the end of the script: "done".
+        let after = data(&post(s.port(), "/v1/messages", &json!({ "stream": true })));
+        assert!(after.iter().any(|e| e["delta"]["text"] == "done"));
+        assert_eq!(s.turns_taken(), 5);
+    }
+
+    #[test]
+    fn side_requests_take_no_turn_and_everything_is_recorded() {
+        let s = ModelServer::start(vec![Reply::text("only")]);
+        let n = post(
+            s.port(),
+            "/v1/messages/count_tokens",
+            &json!({ "messages": [] }),
+        );
+        assert!(n.contains("input_tokens"), "{n}");
+        let missing = post(s.port(), "/v1/unknown", &json!({}));
+        assert!(missing.starts_with("HTTP/1.1 404"), "{missing}");
+        let v: Value = serde_json::from_str(
+            post(
+                s.port(),
+                "/v1/chat/completions",
+                &json!({ "messages": [{ "role": "user", "content": "brief here" }] }),
+            )
+            .split("\r\n\r\n")
+            .nth(1)
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(v["choices"][0]["message"]["content"], "only");
+        let reqs = s.requests();
+        assert_eq!(reqs.len(), 3);
+        assert_eq!(s.model_requests().len(), 1);
+        assert_eq!(
+            s.model_requests()[0].body["messages"][0]["content"],
+            "brief here"
+        );
+    }
+}
