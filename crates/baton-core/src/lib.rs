@@ -6,6 +6,7 @@
 //! that touches the world (processes, git, the store, time) is passed in by
 //! the engine.
 
+pub mod agent_stream;
 pub mod brief;
 pub mod condition;
 pub mod document;
