@@ -46,6 +46,9 @@ fn main() {
     for (cli, file) in [
         (Cli::Claude, "claude-2.1.330-write.jsonl"),
         (Cli::Codex, "codex-0.169.0-write.jsonl"),
+        (Cli::Gemini, "gemini-0.61.0-write.jsonl"),
+        (Cli::Qwen, "qwen-0.15.10-write.jsonl"),
+        (Cli::Opencode, "opencode-1.18.33-write.jsonl"),
     ] {
         let text = stream(file);
         let (baton, events) = mb_per_s(text.len(), || {

@@ -84,7 +84,9 @@ pub const SUMMARY_CHARS: usize = 160;
 pub struct StreamParser {
     cli: Cli,
     line_no: usize,
+    /// The assistant's latest message (Gemini streams it in deltas).
     last_text: String,
+    session: Option<String>,
 }
 
 impl StreamParser {
@@ -93,6 +95,7 @@ impl StreamParser {
             cli,
             line_no: 0,
             last_text: String::new(),
+            session: None,
         }
     }
 
@@ -122,9 +125,24 @@ impl StreamParser {
             Cli::Gemini => self.gemini(&v),
             Cli::Opencode => self.opencode(&v),
         };
+        // OpenCode names its session on every event: say it once (again
+        // only if it changes, e.g. a resume that started a new one).
+        out.retain(|e| match e {
+            AgentEvent::SessionStarted { native_id } => {
+                let new = self.session.as_deref() != Some(native_id.as_str());
+                self.session = Some(native_id.clone());
+                new
+            }
+            _ => true,
+        });
         for e in &out {
-            if let AgentEvent::AssistantText { text } = e {
-                self.last_text = text.clone();
+            match e {
+                AgentEvent::AssistantText { text } if self.cli == Cli::Gemini => {
+                    self.last_text.push_str(text)
+                }
+                AgentEvent::AssistantText { text } => self.last_text = text.clone(),
+                AgentEvent::ToolCall { .. } => self.last_text.clear(),
+                _ => {}
             }
         }
         if out.is_empty() && v.get("type").is_none() {
@@ -151,6 +169,16 @@ impl StreamParser {
                     });
                 }
             }
+            // Claude retries API errors (even 401) itself; say each one.
+            "system" if str_of(v, "subtype") == "api_retry" => out.push(AgentEvent::Warning {
+                message: format!(
+                    "API error {} ({}), retry {} of {}",
+                    v["error_status"],
+                    str_of(v, "error"),
+                    v["attempt"],
+                    v["max_retries"]
+                ),
+            }),
             "assistant" => {
                 for c in v["message"]["content"].as_array().into_iter().flatten() {
                     match str_of(c, "type") {
@@ -195,11 +223,15 @@ impl StreamParser {
                         ),
                     });
                 }
-                let ok =
-                    !v["is_error"].as_bool().unwrap_or(false) && str_of(v, "subtype") == "success";
+                // Qwen reports an API error as a successful result whose
+                // text is "[API Error: …]".
+                let api_error = str_of(v, "result").starts_with("[API Error");
+                let ok = !v["is_error"].as_bool().unwrap_or(false)
+                    && str_of(v, "subtype") == "success"
+                    && !api_error;
                 if !ok {
                     out.push(AgentEvent::Error {
-                        message: first_of(v, &["result", "error", "subtype"]),
+                        message: first_of(v, &["errors", "result", "error", "subtype"]),
                     });
                 }
                 out.push(AgentEvent::Final {

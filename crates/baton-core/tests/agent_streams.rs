@@ -105,3 +105,139 @@ fn codex_0_169_stream() {
         })
     );
 }
+
+fn finals(events: &[AgentEvent]) -> Vec<(bool, String)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::Final { ok, text } => Some((*ok, text.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn errors(events: &[AgentEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::Error { message } => Some(message.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn codex_apply_patch_stream() {
+    let ev = parse(Cli::Codex, "codex-0.169.0-apply-patch.jsonl");
+    let calls = calls_and_results(&ev);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        calls[0].0,
+        "apply_patch add /tmp/agentrec/runs/codex/repo/hello.txt"
+    );
+    assert_eq!(finals(&ev), [(true, "done".to_string())]);
+}
+
+#[test]
+fn gemini_0_61_stream() {
+    let ev = parse(Cli::Gemini, "gemini-0.61.0-write.jsonl");
+    assert_eq!(session(&ev), Some("b70585a3-744b-40f2-97c1-f132b184730e"));
+    let calls = calls_and_results(&ev);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        calls[0].0,
+        "write_file /tmp/agentrec/runs/gemini/repo/hello.txt"
+    );
+    assert!(ev.contains(&AgentEvent::Usage {
+        input_tokens: 24908,
+        output_tokens: 38,
+        cost_usd: None
+    }));
+    assert_eq!(finals(&ev), [(true, "done".to_string())]);
+}
+
+#[test]
+fn qwen_0_15_stream() {
+    let ev = parse(Cli::Qwen, "qwen-0.15.10-write.jsonl");
+    assert_eq!(session(&ev), Some("025a22a0-3d6e-4eef-b5a4-017280b8ab59"));
+    let calls = calls_and_results(&ev);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        calls[0].0,
+        "write_file /tmp/agentrec/runs/qwen/repo/hello.txt"
+    );
+    assert_eq!(finals(&ev), [(true, "done".to_string())]);
+}
+
+#[test]
+fn opencode_1_18_stream() {
+    let ev = parse(Cli::Opencode, "opencode-1.18.33-write.jsonl");
+    // Every event carries the session id; it is reported once.
+    let sessions = ev
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::SessionStarted { .. }))
+        .count();
+    assert_eq!(sessions, 1);
+    assert_eq!(session(&ev), Some("ses_dfededf62ffeYHio981UNB2veA"));
+    let calls = calls_and_results(&ev);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        calls[0].0,
+        "write /tmp/agentrec/runs/opencode/repo2/hello.txt"
+    );
+    // Usage per step: two steps.
+    assert_eq!(
+        ev.iter()
+            .filter(|e| matches!(e, AgentEvent::Usage { .. }))
+            .count(),
+        2
+    );
+    assert_eq!(finals(&ev), [(true, "done".to_string())]);
+}
+
+#[test]
+fn errors_are_read_from_each_stream() {
+    let ev = parse(Cli::Claude, "claude-2.1.330-missing-session.jsonl");
+    assert!(
+        errors(&ev)
+            .iter()
+            .any(|m| m.contains("No conversation found")),
+        "{ev:?}"
+    );
+    assert_eq!(finals(&ev).first().map(|f| f.0), Some(false));
+
+    // Claude retries a 401 itself (ten times): each retry is a warning.
+    let ev = parse(Cli::Claude, "claude-2.1.330-401.jsonl");
+    let retries = ev
+        .iter()
+        .filter(
+            |e| matches!(e, AgentEvent::Warning { message } if message.contains("API error 401")),
+        )
+        .count();
+    assert_eq!(retries, 7, "{ev:?}");
+
+    let ev = parse(Cli::Codex, "codex-0.169.0-401.jsonl");
+    assert!(errors(&ev).iter().any(|m| m.contains("401 Unauthorized")));
+    assert_eq!(finals(&ev).last().map(|f| f.0), Some(false));
+
+    let ev = parse(Cli::Gemini, "gemini-0.61.0-401.jsonl");
+    assert!(
+        errors(&ev).iter().any(|m| m.contains("invalid x-api-key")),
+        "{ev:?}"
+    );
+    assert_eq!(finals(&ev).last().map(|f| f.0), Some(false));
+
+    // Qwen exits 0 and says "success"; the text gives the API error away.
+    let ev = parse(Cli::Qwen, "qwen-0.15.10-401.jsonl");
+    assert!(
+        errors(&ev).iter().any(|m| m.contains("[API Error: 401")),
+        "{ev:?}"
+    );
+    assert_eq!(finals(&ev).last().map(|f| f.0), Some(false));
+
+    let ev = parse(Cli::Opencode, "opencode-1.18.33-401.jsonl");
+    assert!(
+        errors(&ev).iter().any(|m| m.contains("invalid x-api-key")),
+        "{ev:?}"
+    );
+}
