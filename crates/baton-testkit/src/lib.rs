@@ -1,6 +1,7 @@
 //! Test support: a hermetic baton project in a temporary git repository,
 //! and the real `baton` binary run against it.
 
+pub mod agents;
 pub mod model_server;
 pub mod pg;
 

@@ -1,0 +1,256 @@
+//! The real agent CLIs for tests, run offline against the
+//! [`ModelServer`](crate::model_server::ModelServer).
+//!
+//! `./scripts/test` installs pinned versions with npm into the build output
+//! and sets `BATON_AGENT_CLIS` to their `node_modules/.bin`. A test that
+//! needs a CLI that is not there fails, naming what to do: it never skips.
+//!
+//! [`Run::command`] builds the headless invocation that was verified for
+//! each CLI (docs/dev/agent-clis.md), with its own config home under the
+//! run's folder so nothing of the user's is read or touched, stdin closed,
+//! and every side lookup turned off.
+
+use crate::model_server::ModelServer;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The pinned versions `./scripts/test` installs.
+pub const PINNED: [(&str, &str); 5] = [
+    ("@anthropic-ai/claude-code", "2.1.330"),
+    ("@openai/codex", "0.169.0"),
+    ("@google/gemini-cli", "0.61.0"),
+    ("@qwen-code/qwen-code", "0.15.10"),
+    ("opencode-ai", "1.18.33"),
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agent {
+    Claude,
+    Codex,
+    Gemini,
+    Qwen,
+    Opencode,
+}
+
+impl Agent {
+    pub fn program(self) -> &'static str {
+        match self {
+            Agent::Claude => "claude",
+            Agent::Codex => "codex",
+            Agent::Gemini => "gemini",
+            Agent::Qwen => "qwen",
+            Agent::Opencode => "opencode",
+        }
+    }
+
+    /// The CLI's executable; panics, saying how to install it, when missing.
+    pub fn bin(self) -> PathBuf {
+        let dir = std::env::var_os("BATON_AGENT_CLIS").map(PathBuf::from);
+        let found = dir
+            .as_ref()
+            .map(|d| d.join(self.program()))
+            .filter(|p| p.is_file());
+        found.unwrap_or_else(|| {
+            panic!(
+                "the real `{}` CLI is not installed for the tests (BATON_AGENT_CLIS={:?}); run ./scripts/test, which installs the pinned CLIs with npm into the build output",
+                self.program(),
+                dir
+            )
+        })
+    }
+
+    /// The name of its write-a-file tool and the arguments for `path`,
+    /// `content`, as the CLI offers it to the model.
+    pub fn write_tool(self, path: &Path, content: &str) -> (&'static str, serde_json::Value) {
+        let p = path.display().to_string();
+        match self {
+            Agent::Claude => (
+                "Write",
+                serde_json::json!({ "file_path": p, "content": content }),
+            ),
+            // A custom provider's unknown model gets Codex's shell tool.
+            Agent::Codex => (
+                "exec_command",
+                serde_json::json!({ "cmd": format!("printf '%s' '{content}' > '{p}'") }),
+            ),
+            Agent::Gemini | Agent::Qwen => (
+                "write_file",
+                serde_json::json!({ "file_path": p, "content": content }),
+            ),
+            Agent::Opencode => (
+                "write",
+                serde_json::json!({ "filePath": p, "content": content }),
+            ),
+        }
+    }
+}
+
+/// One headless run of a CLI in `workdir`, against `server`.
+pub struct Run<'a> {
+    pub agent: Agent,
+    pub server: &'a ModelServer,
+    pub workdir: &'a Path,
+    /// Where the CLI's config home lives (made fresh by the caller).
+    pub home: &'a Path,
+}
+
+impl Run<'_> {
+    /// The command: `prompt` to a new session, or (with `resume`) to the
+    /// native session of that id. `session` chooses the id up front where
+    /// the CLI allows it.
+    pub fn command(&self, prompt: &str, session: Option<&str>, resume: Option<&str>) -> Command {
+        let url = self.server.base_url();
+        let home = self.home;
+        let mut c = Command::new(self.agent.bin());
+        // OpenCode takes its project folder from $PWD, which a changed
+        // working directory does not update.
+        c.current_dir(self.workdir)
+            .env("PWD", self.workdir)
+            .stdin(Stdio::null())
+            .env("HOME", home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env("XDG_DATA_HOME", home.join(".local/share"))
+            .env("XDG_STATE_HOME", home.join(".local/state"))
+            .env("NO_COLOR", "1");
+        match self.agent {
+            Agent::Claude => {
+                c.env("ANTHROPIC_BASE_URL", &url)
+                    .env("ANTHROPIC_API_KEY", "scripted")
+                    .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
+                    .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+                    .env("DISABLE_AUTOUPDATER", "1")
+                    .args(["-p", prompt, "--output-format", "stream-json", "--verbose"])
+                    .args([
+                        "--permission-mode",
+                        "acceptEdits",
+                        "--model",
+                        "claude-sonnet-4-5",
+                    ]);
+                if let Some(r) = resume {
+                    c.args(["--resume", r]);
+                } else if let Some(s) = session {
+                    c.args(["--session-id", s]);
+                }
+            }
+            Agent::Codex => {
+                let codex_home = home.join(".codex");
+                std::fs::create_dir_all(&codex_home).expect("codex home");
+                std::fs::write(
+                    codex_home.join("config.toml"),
+                    format!(
+                        "model = \"gpt-5-codex\"\nmodel_provider = \"scripted\"\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = \"{url}/v1\"\nwire_api = \"responses\"\nenv_key = \"SCRIPTED_API_KEY\"\n"
+                    ),
+                )
+                .expect("codex config");
+                c.env("CODEX_HOME", &codex_home)
+                    .env("SCRIPTED_API_KEY", "scripted")
+                    .args([
+                        "exec",
+                        "--json",
+                        "-s",
+                        "workspace-write",
+                        "--skip-git-repo-check",
+                    ])
+                    .args(["-c", "analytics.enabled=false", "--disable", "plugins"]);
+                if let Some(r) = resume {
+                    c.args(["resume", r]);
+                }
+                c.arg(prompt);
+            }
+            Agent::Gemini => {
+                let dir = home.join(".gemini");
+                std::fs::create_dir_all(&dir).expect("gemini home");
+                std::fs::write(
+                    dir.join("settings.json"),
+                    r#"{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false}}"#,
+                )
+                .expect("gemini settings");
+                c.env("GOOGLE_GEMINI_BASE_URL", &url)
+                    .env("GEMINI_API_KEY", "scripted")
+                    .args(["-p", prompt, "-o", "stream-json", "--yolo", "--skip-trust"])
+                    .args(["-m", "gemini-2.5-flash"]);
+                if let Some(r) = resume {
+                    c.args(["--resume", r]);
+                } else if let Some(s) = session {
+                    c.args(["--session-id", s]);
+                }
+            }
+            Agent::Qwen => {
+                let dir = home.join(".qwen");
+                std::fs::create_dir_all(&dir).expect("qwen home");
+                std::fs::write(
+                    dir.join("settings.json"),
+                    r#"{"privacy":{"usageStatisticsEnabled":false},"memory":{"enableManagedAutoMemory":false}}"#,
+                )
+                .expect("qwen settings");
+                c.arg(prompt)
+                    .args(["-o", "stream-json", "--yolo", "--auth-type", "openai"])
+                    .args(["--openai-base-url", &format!("{url}/v1")])
+                    .args(["--openai-api-key", "scripted", "-m", "scripted-model"]);
+                if let Some(r) = resume {
+                    c.args(["--resume", r]);
+                } else if let Some(s) = session {
+                    c.args(["--session-id", s]);
+                }
+            }
+            Agent::Opencode => {
+                let config = serde_json::json!({
+                    "$schema": "https://opencode.ai/config.json",
+                    "provider": { "scripted": {
+                        "npm": "@ai-sdk/openai-compatible", "name": "Scripted",
+                        "options": { "baseURL": format!("{url}/v1"), "apiKey": "scripted" },
+                        "models": { "scripted-model": { "name": "scripted-model" } } } },
+                    "model": "scripted/scripted-model",
+                    "permission": { "edit": "allow", "bash": "allow" },
+                    "autoupdate": false, "share": "disabled"
+                });
+                // Its provider package is fetched once into the cache; keep
+                // that cache across runs when the test script provides one.
+                let cache = std::env::var_os("BATON_AGENT_CLIS_CACHE")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| home.join(".cache"));
+                c.env("OPENCODE_CONFIG_CONTENT", config.to_string())
+                    .env("XDG_CACHE_HOME", cache)
+                    .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
+                    .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+                    .env("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1")
+                    .env("OPENCODE_DISABLE_LSP_DOWNLOAD", "1")
+                    .env("OPENCODE_DISABLE_SHARE", "1")
+                    .args(["run", "--format", "json", "-m", "scripted/scripted-model"])
+                    .args(["--title", "baton test"]);
+                if let Some(r) = resume {
+                    c.args(["--session", r]);
+                }
+                c.arg(prompt);
+            }
+        }
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_test_script_installs_exactly_these_pins() {
+        let script =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/test"))
+                .expect("scripts/test");
+        let line = script
+            .lines()
+            .find(|l| l.starts_with("pins="))
+            .expect("a pins= line in scripts/test");
+        let mut pins: Vec<String> = line
+            .trim_start_matches("pins=")
+            .trim_matches('"')
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        pins.sort();
+        let mut ours: Vec<String> = super::PINNED
+            .iter()
+            .map(|(p, v)| format!("{p}@{v}"))
+            .collect();
+        ours.sort();
+        assert_eq!(pins, ours);
+    }
+}

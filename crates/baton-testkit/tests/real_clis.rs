@@ -1,0 +1,166 @@
+//! The five real agent CLIs run headless, offline, against the scripted
+//! model server: each writes a file through its own tool, and its stream
+//! reads as a session with an id, a tool call with its result, and a
+//! successful end. (The CLIs are installed by ./scripts/test; a missing
+//! one fails the test.)
+
+use baton_core::agent_stream::{AgentEvent, Cli, StreamParser};
+use baton_testkit::agents::{Agent, Run};
+use baton_testkit::model_server::{ModelServer, Reply};
+use std::time::{Duration, Instant};
+
+/// A fresh UUID-shaped id (the CLIs that take one want a UUID).
+fn uuid() -> String {
+    let n = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let h = format!("{:032x}", n ^ ((std::process::id() as u128) << 64));
+    format!(
+        "{}-{}-4{}-8{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[13..16],
+        &h[17..20],
+        &h[20..32]
+    )
+}
+
+fn cli_of(a: Agent) -> Cli {
+    match a {
+        Agent::Claude => Cli::Claude,
+        Agent::Codex => Cli::Codex,
+        Agent::Gemini => Cli::Gemini,
+        Agent::Qwen => Cli::Qwen,
+        Agent::Opencode => Cli::Opencode,
+    }
+}
+
+fn writes_a_file_through_its_tool(agent: Agent) {
+    let tmp = tempfile::Builder::new()
+        .prefix("baton-cli-")
+        .tempdir()
+        .unwrap();
+    let work = tmp.path().join("repo");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let init = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&work)
+        .status()
+        .unwrap();
+    assert!(init.success());
+    let target = work.join("hello.txt");
+    let content = format!("hi from {}", agent.program());
+    let (tool, args) = agent.write_tool(&target, &content);
+    let server = ModelServer::start(vec![Reply::tool(tool, args), Reply::text("done")]);
+    let chosen = matches!(agent, Agent::Claude | Agent::Gemini | Agent::Qwen).then(uuid);
+    let run = Run {
+        agent,
+        server: &server,
+        workdir: &work,
+        home: &home,
+    };
+    let mut child = run
+        .command("write hello please", chosen.as_deref(), None)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first OpenCode run fetches its provider package: allow for it.
+    let until = Instant::now() + Duration::from_secs(180);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > until {
+            let _ = child.kill();
+            panic!("{} did not finish within 180 s", agent.program());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{} exited {}: {stderr}",
+        agent.program(),
+        out.status
+    );
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap_or_default().trim(),
+        content,
+        "{stderr}"
+    );
+
+    let mut parser = StreamParser::new(cli_of(agent));
+    let events: Vec<AgentEvent> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .flat_map(|l| parser.line(l))
+        .collect();
+    let session = events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::SessionStarted { native_id } => Some(native_id.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no session id in the stream: {events:?}"));
+    if let Some(c) = &chosen {
+        assert_eq!(&session, c, "the session id chosen up front is used");
+    }
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::ToolCall { .. })),
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::ToolResult { ok: true, .. })),
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Usage { output_tokens, .. } if *output_tokens > 0)),
+        "{events:?}"
+    );
+    assert!(
+        matches!(
+            events
+                .iter()
+                .rev()
+                .find(|e| matches!(e, AgentEvent::Final { .. })),
+            Some(AgentEvent::Final { ok: true, .. })
+        ),
+        "{events:?}"
+    );
+    // The prompt reached the model, and the tool call was answered.
+    let model = server.model_requests();
+    assert!(model.len() >= 2, "{} model requests", model.len());
+    assert!(model[0].body.to_string().contains("write hello please"));
+}
+
+#[test]
+fn claude_code_writes_a_file() {
+    writes_a_file_through_its_tool(Agent::Claude);
+}
+
+#[test]
+fn codex_writes_a_file() {
+    writes_a_file_through_its_tool(Agent::Codex);
+}
+
+#[test]
+fn gemini_cli_writes_a_file() {
+    writes_a_file_through_its_tool(Agent::Gemini);
+}
+
+#[test]
+fn qwen_code_writes_a_file() {
+    writes_a_file_through_its_tool(Agent::Qwen);
+}
+
+#[test]
+fn opencode_writes_a_file() {
+    writes_a_file_through_its_tool(Agent::Opencode);
+}
