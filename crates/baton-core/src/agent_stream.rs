@@ -452,6 +452,89 @@ impl StreamParser {
     }
 }
 
+impl Cli {
+    /// The npm package that installs it.
+    pub fn package(self) -> &'static str {
+        match self {
+            Cli::Claude => "@anthropic-ai/claude-code",
+            Cli::Codex => "@openai/codex",
+            Cli::Gemini => "@google/gemini-cli",
+            Cli::Qwen => "@qwen-code/qwen-code",
+            Cli::Opencode => "opencode-ai",
+        }
+    }
+}
+
+/// Why an agent run failed, as far as baton can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The program is not there (`npm install -g <package>`).
+    NotInstalled,
+    /// The native session to resume is unknown to the CLI (deleted, made in
+    /// another folder, or by another version): start fresh from the brief.
+    StaleSession,
+    /// The API key or login was refused.
+    Authentication,
+    RateLimit,
+    Other,
+}
+
+/// Classifies a failed run from its exit code, the tail of its stderr and
+/// the events of its stream. The texts are those the real CLIs print
+/// (docs/dev/agent-clis.md).
+pub fn classify_failure(
+    cli: Cli,
+    exit_code: Option<i32>,
+    stderr: &str,
+    events: &[AgentEvent],
+) -> FailureKind {
+    if exit_code == Some(127) {
+        return FailureKind::NotInstalled;
+    }
+    let mut text = stderr.to_string();
+    for e in events {
+        if let AgentEvent::Error { message } | AgentEvent::Warning { message } = e {
+            text.push('\n');
+            text.push_str(message);
+        }
+    }
+    let has = |needles: &[&str]| needles.iter().any(|n| text.contains(n));
+    let stale = match cli {
+        Cli::Claude => has(&["No conversation found with session ID"]),
+        Cli::Codex => has(&["no rollout found for thread id"]),
+        Cli::Gemini => {
+            exit_code == Some(42)
+                || has(&["Invalid session identifier", "No previous sessions found"])
+        }
+        Cli::Qwen => has(&["No saved session found"]),
+        Cli::Opencode => has(&["Session not found"]),
+    };
+    if stale {
+        FailureKind::StaleSession
+    } else if has(&[
+        " 401",
+        "401 ",
+        "authentication_failed",
+        "Unauthorized",
+        "UNAUTHENTICATED",
+        "invalid x-api-key",
+        "invalid_api_key",
+    ]) || (cli == Cli::Gemini && exit_code == Some(41))
+    {
+        FailureKind::Authentication
+    } else if has(&[
+        "429",
+        "rate_limit",
+        "Too Many Requests",
+        "RESOURCE_EXHAUSTED",
+    ]) {
+        FailureKind::RateLimit
+    } else {
+        FailureKind::Other
+    }
+}
+
 fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap_or("")
 }

@@ -241,3 +241,75 @@ fn errors_are_read_from_each_stream() {
         "{ev:?}"
     );
 }
+
+use baton_core::agent_stream::{FailureKind, classify_failure};
+
+#[test]
+fn failures_are_classified_per_cli() {
+    use FailureKind::*;
+    // Missing native sessions, as each real CLI reports them.
+    let stale = [
+        (
+            Cli::Claude,
+            Some(1),
+            "No conversation found with session ID: 1111",
+        ),
+        (
+            Cli::Codex,
+            Some(1),
+            "Error: no rollout found for thread id 1111 (code -32600)",
+        ),
+        (
+            Cli::Gemini,
+            Some(42),
+            "Error resuming session: No previous sessions found for this project.",
+        ),
+        (
+            Cli::Qwen,
+            Some(1),
+            "No saved session found with ID 025a. Run `qwen --resume` without an ID",
+        ),
+        (
+            Cli::Opencode,
+            Some(1),
+            "\u{1b}[91mError: \u{1b}[0mSession not found",
+        ),
+    ];
+    for (cli, code, stderr) in stale {
+        assert_eq!(
+            classify_failure(cli, code, stderr, &[]),
+            StaleSession,
+            "{cli:?}"
+        );
+    }
+    // API errors, from the recorded streams.
+    for (cli, file) in [
+        (Cli::Codex, "codex-0.169.0-401.jsonl"),
+        (Cli::Gemini, "gemini-0.61.0-401.jsonl"),
+        (Cli::Qwen, "qwen-0.15.10-401.jsonl"),
+        (Cli::Opencode, "opencode-1.18.33-401.jsonl"),
+        (Cli::Claude, "claude-2.1.330-401.jsonl"),
+    ] {
+        assert_eq!(
+            classify_failure(cli, Some(1), "", &parse(cli, file)),
+            Authentication,
+            "{file}"
+        );
+    }
+    let limited = [AgentEvent::Error {
+        message: "exceeded retry limit, last status: 429 Too Many Requests".into(),
+    }];
+    assert_eq!(
+        classify_failure(Cli::Codex, Some(1), "", &limited),
+        RateLimit
+    );
+    assert_eq!(
+        classify_failure(Cli::Claude, Some(127), "", &[]),
+        NotInstalled
+    );
+    assert_eq!(
+        classify_failure(Cli::Claude, Some(1), "something else broke", &[]),
+        Other
+    );
+    assert_eq!(Cli::Opencode.package(), "opencode-ai");
+}
