@@ -36,6 +36,56 @@ fn cli_of(a: Agent) -> Cli {
     }
 }
 
+/// Runs the CLI once and returns its parsed stream and its stderr; panics
+/// unless it exits 0 within 180 s.
+fn run_once(
+    run: &Run<'_>,
+    prompt: &str,
+    session: Option<&str>,
+    resume: Option<&str>,
+) -> (Vec<AgentEvent>, String) {
+    let agent = run.agent;
+    let mut child = run
+        .command(prompt, session, resume)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first OpenCode run fetches its provider package: allow for it.
+    let until = Instant::now() + Duration::from_secs(180);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > until {
+            let _ = child.kill();
+            panic!("{} did not finish within 180 s", agent.program());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "{} exited {}: {stderr}",
+        agent.program(),
+        out.status
+    );
+    let mut parser = StreamParser::new(cli_of(agent));
+    let events = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .flat_map(|l| parser.line(l))
+        .collect();
+    (events, stderr)
+}
+
+fn session_of(events: &[AgentEvent]) -> String {
+    events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::SessionStarted { native_id } => Some(native_id.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no session id in the stream: {events:?}"))
+}
+
 fn writes_a_file_through_its_tool(agent: Agent) {
     let tmp = tempfile::Builder::new()
         .prefix("baton-cli-")
@@ -62,47 +112,13 @@ fn writes_a_file_through_its_tool(agent: Agent) {
         workdir: &work,
         home: &home,
     };
-    let mut child = run
-        .command("write hello please", chosen.as_deref(), None)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The first OpenCode run fetches its provider package: allow for it.
-    let until = Instant::now() + Duration::from_secs(180);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > until {
-            let _ = child.kill();
-            panic!("{} did not finish within 180 s", agent.program());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "{} exited {}: {stderr}",
-        agent.program(),
-        out.status
-    );
+    let (events, stderr) = run_once(&run, "write hello please", chosen.as_deref(), None);
     assert_eq!(
         std::fs::read_to_string(&target).unwrap_or_default().trim(),
         content,
         "{stderr}"
     );
-
-    let mut parser = StreamParser::new(cli_of(agent));
-    let events: Vec<AgentEvent> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .flat_map(|l| parser.line(l))
-        .collect();
-    let session = events
-        .iter()
-        .find_map(|e| match e {
-            AgentEvent::SessionStarted { native_id } => Some(native_id.clone()),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("no session id in the stream: {events:?}"));
+    let session = session_of(&events);
     if let Some(c) = &chosen {
         assert_eq!(&session, c, "the session id chosen up front is used");
     }
@@ -163,4 +179,82 @@ fn qwen_code_writes_a_file() {
 #[test]
 fn opencode_writes_a_file() {
     writes_a_file_through_its_tool(Agent::Opencode);
+}
+
+/// A second run resumes the first one's native session: the same session
+/// id, the earlier conversation (the first prompt and its tool call) sent
+/// to the model again, and the new work done.
+fn resumes_its_own_session(agent: Agent) {
+    let tmp = tempfile::Builder::new()
+        .prefix("baton-cli-")
+        .tempdir()
+        .unwrap();
+    let work = tmp.path().join("repo");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let init = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&work)
+        .status()
+        .unwrap();
+    assert!(init.success());
+    let (t1, a1) = agent.write_tool(&work.join("one.txt"), "first");
+    let (t2, a2) = agent.write_tool(&work.join("two.txt"), "second");
+    let server = ModelServer::start(vec![
+        Reply::tool(t1, a1),
+        Reply::text("done"),
+        Reply::tool(t2, a2),
+        Reply::text("done again"),
+    ]);
+    let run = Run {
+        agent,
+        server: &server,
+        workdir: &work,
+        home: &home,
+    };
+    let chosen = matches!(agent, Agent::Claude | Agent::Gemini | Agent::Qwen).then(uuid);
+    let (first, _) = run_once(&run, "write the first file", chosen.as_deref(), None);
+    let id = session_of(&first);
+    let before = server.model_requests().len();
+    let (second, stderr) = run_once(&run, "now write the second file", None, Some(&id));
+    assert_eq!(session_of(&second), id, "the same native session: {stderr}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("two.txt"))
+            .unwrap_or_default()
+            .trim(),
+        "second",
+        "{stderr}"
+    );
+    let resumed = &server.model_requests()[before];
+    let body = resumed.body.to_string();
+    assert!(
+        body.contains("write the first file") && body.contains("now write the second file"),
+        "the resumed request carries the earlier conversation"
+    );
+}
+
+#[test]
+fn claude_code_resumes_natively() {
+    resumes_its_own_session(Agent::Claude);
+}
+
+#[test]
+fn codex_resumes_natively() {
+    resumes_its_own_session(Agent::Codex);
+}
+
+#[test]
+fn gemini_cli_resumes_natively() {
+    resumes_its_own_session(Agent::Gemini);
+}
+
+#[test]
+fn qwen_code_resumes_natively() {
+    resumes_its_own_session(Agent::Qwen);
+}
+
+#[test]
+fn opencode_resumes_natively() {
+    resumes_its_own_session(Agent::Opencode);
 }
