@@ -452,6 +452,43 @@ impl StreamParser {
     }
 }
 
+/// The events of a session with every tool call that has no result (the
+/// CLI was killed while the tool ran) left out, with a note of each, and
+/// every result whose call is missing left out too. A transcript built from
+/// these never shows the next model a call without its answer (which
+/// providers refuse with a 400).
+pub fn without_dangling_calls(events: &[AgentEvent]) -> Vec<AgentEvent> {
+    let answered: std::collections::HashSet<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolResult { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let called: std::collections::HashSet<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolCall { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut out = Vec::with_capacity(events.len());
+    for e in events {
+        match e {
+            AgentEvent::ToolCall { id, name, summary } if !answered.contains(id.as_str()) => {
+                out.push(AgentEvent::Warning {
+                    message: format!(
+                        "the tool call {name} {summary} got no result (the run was cut off); left out"
+                    ),
+                });
+            }
+            AgentEvent::ToolResult { id, .. } if !called.contains(id.as_str()) => {}
+            other => out.push(other.clone()),
+        }
+    }
+    out
+}
+
 impl Cli {
     /// The npm package that installs it.
     pub fn package(self) -> &'static str {

@@ -313,3 +313,44 @@ fn failures_are_classified_per_cli() {
     );
     assert_eq!(Cli::Opencode.package(), "opencode-ai");
 }
+
+/// A run killed while its tool ran: the transcript baton builds from it
+/// keeps no call without its result.
+#[test]
+fn a_cut_off_tool_call_never_reaches_a_transcript() {
+    use baton_core::agent_stream::without_dangling_calls;
+    let text = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/streams/claude-2.1.330-write.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    // The stream up to the tool call, as a SIGKILL would leave it.
+    let cut: Vec<&str> = text.lines().take(2).collect();
+    let mut p = StreamParser::new(Cli::Claude);
+    let events: Vec<AgentEvent> = cut.iter().flat_map(|l| p.line(l)).collect();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::ToolCall { .. }))
+    );
+    let clean = without_dangling_calls(&events);
+    assert!(
+        !clean
+            .iter()
+            .any(|e| matches!(e, AgentEvent::ToolCall { .. })),
+        "{clean:?}"
+    );
+    assert!(clean.iter().any(
+        |e| matches!(e, AgentEvent::Warning { message } if message.contains("got no result"))
+    ));
+    // A whole run keeps its call and result.
+    let whole = parse(Cli::Claude, "claude-2.1.330-write.jsonl");
+    assert_eq!(without_dangling_calls(&whole), whole);
+    // A result whose call is gone is left out too.
+    let orphan = [AgentEvent::ToolResult {
+        id: "x".into(),
+        ok: true,
+        summary: String::new(),
+    }];
+    assert!(without_dangling_calls(&orphan).is_empty());
+}
