@@ -73,15 +73,78 @@ pub struct DefaultsConfig {
     pub agent: Option<String>,
 }
 
-/// A generic agent adapter: any CLI that takes a prompt.
+/// An agent: a built-in CLI adapter (`cli = "claude"`), or a generic one
+/// (`command`: any CLI that takes a prompt).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentConfig {
-    /// argv; `{{prompt_file}}` and `{{prompt}}` are substituted.
+    /// Generic: argv; `{{prompt_file}}` and `{{prompt}}` are substituted.
+    #[serde(default)]
     pub command: Vec<String>,
-    /// Extra environment for the agent process.
+    /// Built-in: claude, codex, gemini, qwen or opencode, run headless with
+    /// its JSON stream, which baton reads (summary, failures).
+    pub cli: Option<baton_core::agent_stream::Cli>,
+    /// Built-in only: the model to ask for.
+    pub model: Option<String>,
+    /// Built-in only: more arguments, after baton's.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra environment for the agent process (the user's own environment
+    /// is passed through untouched).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+}
+
+impl AgentConfig {
+    /// The argv template (`{{prompt}}` still in it).
+    pub fn argv(&self) -> Vec<String> {
+        use baton_core::agent_stream::Cli;
+        let Some(cli) = self.cli else {
+            return self.command.clone();
+        };
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let mut argv = match cli {
+            Cli::Claude => s(&[
+                "claude",
+                "-p",
+                "{{prompt}}",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--permission-mode",
+                "acceptEdits",
+            ]),
+            Cli::Codex => s(&[
+                "codex",
+                "exec",
+                "--json",
+                "-s",
+                "workspace-write",
+                "--skip-git-repo-check",
+            ]),
+            Cli::Gemini => s(&[
+                "gemini",
+                "-p",
+                "{{prompt}}",
+                "-o",
+                "stream-json",
+                "--yolo",
+                "--skip-trust",
+            ]),
+            Cli::Qwen => s(&["qwen", "-o", "stream-json", "--yolo"]),
+            Cli::Opencode => s(&["opencode", "run", "--format", "json"]),
+        };
+        if let Some(m) = &self.model {
+            argv.push(if cli == Cli::Claude { "--model" } else { "-m" }.into());
+            argv.push(m.clone());
+        }
+        argv.extend(self.args.iter().cloned());
+        // The prompt as the last word where the CLI takes it positionally.
+        if matches!(cli, Cli::Codex | Cli::Qwen | Cli::Opencode) {
+            argv.push("{{prompt}}".into());
+        }
+        argv
+    }
 }
 
 impl Config {
@@ -95,7 +158,23 @@ impl Config {
         cfg.synchronous()?;
         cfg.lease_ttl_ms()?;
         for (name, a) in &cfg.agents {
-            if a.command.is_empty() {
+            if a.cli.is_some() && !a.command.is_empty() {
+                return Err(Error::bad_input(format!(
+                    "{file}: [agents.{name}] has both cli and command"
+                ))
+                .hint(format!(
+                    "in {file}, keep cli = \"…\" for a built-in adapter, or command = [...] for any other CLI, under [agents.{name}]"
+                )));
+            }
+            if a.cli.is_none() && (a.model.is_some() || !a.args.is_empty()) {
+                return Err(Error::bad_input(format!(
+                    "{file}: [agents.{name}] model and args go with a built-in cli"
+                ))
+                .hint(format!(
+                    "in {file}, put them in command = [...], or set cli = \"claude\" (or codex, gemini, qwen, opencode) under [agents.{name}]"
+                )));
+            }
+            if a.cli.is_none() && a.command.is_empty() {
                 return Err(Error::bad_input(format!(
                     "{file}: [agents.{name}] command is empty"
                 ))

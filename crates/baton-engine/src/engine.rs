@@ -591,7 +591,8 @@ impl Engine {
                 }
                 Some(n) => {
                     let cfg = &self.project.config.agents[&n];
-                    let program = &cfg.command[0];
+                    let argv = cfg.argv();
+                    let program = &argv[0];
                     let path = cfg.env.get("PATH").map(String::as_str);
                     if let Err(e) = process::resolve(program, &self.project.root, path) {
                         return Err(Error::bad_input(format!(
@@ -1606,6 +1607,8 @@ impl Engine {
             ),
             ("BATON_BRIEF_FILE".into(), brief_file.display().to_string()),
         ];
+        // A built-in CLI adapter: its JSON stream is read when it ends.
+        let mut preset: Option<baton_core::agent_stream::Cli> = None;
         let (program, args) = match &def.kind {
             PhaseKind::Run { command } => {
                 // Values never enter the shell text: each variable becomes
@@ -1662,8 +1665,9 @@ impl Engine {
                     prompt_file.display().to_string(),
                 ));
                 let pf = prompt_file.display().to_string();
+                preset = agent.cli;
                 let argv: Vec<String> = agent
-                    .command
+                    .argv()
                     .iter()
                     .map(|a| {
                         a.replace("{{prompt_file}}", &pf)
@@ -1766,12 +1770,26 @@ impl Engine {
         };
         let elapsed = started.elapsed().as_millis() as i64;
         let result = match waited {
+            // A built-in CLI that exits 0 may still have failed (a refused
+            // write, an API error): its stream says.
+            Ok(Waited::Exited(status))
+                if status.success()
+                    && let Some(Err(why)) =
+                        preset.map(|cli| judge_stream(cli, &stdout, &stderr)) =>
+            {
+                Err(failure(why, status.code(), false))
+            }
             Ok(Waited::Exited(status)) if status.success() => {
-                let output = process::read_tail(&stdout, 16_000);
+                let judged = preset.and_then(|cli| judge_stream(cli, &stdout, &stderr).ok());
+                let output = match &judged {
+                    Some((_, transcript)) => process::tail(transcript, 16_000).to_string(),
+                    None => process::read_tail(&stdout, 16_000),
+                };
                 let summary = std::fs::read_to_string(&summary_file)
                     .ok()
                     .map(|s| s.trim().to_string())
                     .filter(|s| !s.is_empty())
+                    .or_else(|| judged.map(|(last, _)| last).filter(|s| !s.is_empty()))
                     .unwrap_or_else(|| {
                         output
                             .lines()
@@ -2177,6 +2195,51 @@ fn parse_pairs(items: &[String], flag: &str, example: &str) -> Result<BTreeMap<S
         }
     }
     Ok(out)
+}
+
+/// Reads a built-in CLI's finished stream: its last message and a readable
+/// transcript (messages, tool calls and results), or why it failed (with
+/// the kind of failure) even though the CLI exited 0.
+fn judge_stream(
+    cli: baton_core::agent_stream::Cli,
+    stdout: &std::path::Path,
+    stderr: &std::path::Path,
+) -> std::result::Result<(String, String), String> {
+    use baton_core::agent_stream::{AgentEvent, StreamParser, classify_failure};
+    let text = std::fs::read_to_string(stdout).unwrap_or_default();
+    let mut p = StreamParser::new(cli);
+    let events: Vec<AgentEvent> = text.lines().flat_map(|l| p.line(l)).collect();
+    let mut transcript = Vec::new();
+    let mut errors = Vec::new();
+    let mut last: Option<(bool, String)> = None;
+    for e in &events {
+        match e {
+            AgentEvent::AssistantText { text } => transcript.push(text.clone()),
+            AgentEvent::ToolCall { name, summary, .. } => {
+                transcript.push(format!("→ {name} {summary}"))
+            }
+            AgentEvent::ToolResult {
+                ok: false, summary, ..
+            } => transcript.push(format!("  ✗ {summary}")),
+            AgentEvent::Error { message } => errors.push(message.clone()),
+            AgentEvent::Final { ok, text } => last = Some((*ok, text.clone())),
+            _ => {}
+        }
+    }
+    match last {
+        Some((true, final_text)) if errors.is_empty() => Ok((final_text, transcript.join("\n"))),
+        _ => {
+            let kind = classify_failure(cli, Some(0), &process::read_tail(stderr, 4000), &events);
+            let why = errors
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "its stream did not end with a successful result".into());
+            Err(format!(
+                "{} exited 0 but failed ({kind:?}): {why}",
+                cli.as_str()
+            ))
+        }
+    }
 }
 
 /// Renews a lease in the background and watches for cancel requests.
