@@ -6,35 +6,77 @@ use baton_testkit::agents::Agent;
 use baton_testkit::model_server::{ModelServer, Reply};
 use serde_json::json;
 
-/// `[agents.cc]`: the built-in Claude Code adapter, pointed at `server`,
-/// with its own config folder.
-fn claude_agent(p: &TestProject, server: &ModelServer) {
-    let bin_dir = Agent::Claude.bin().parent().unwrap().to_path_buf();
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let config_dir = p
-        .root()
-        .join("../claude-config-".to_string() + &std::process::id().to_string());
+/// `[agents.cc]`: baton's built-in adapter for `agent`, pointed at
+/// `server`; and workflow `w`, one prompt phase on it.
+/// Returns the agent's config home, removed when dropped.
+#[must_use]
+fn agent_setup(p: &TestProject, agent: Agent, server: &ModelServer) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("baton-agent-home-")
+        .tempdir()
+        .unwrap();
+    let home = dir.path();
     let cfg = p.root().join(".baton/config.toml");
     let mut text = fs_err::read_to_string(&cfg).unwrap();
-    text.push_str(&format!(
-        r#"
-[agents.cc]
-cli = "claude"
-model = "claude-sonnet-4-5"
-env = {{ PATH = "{path}", ANTHROPIC_BASE_URL = "{url}", ANTHROPIC_API_KEY = "scripted", CLAUDE_CONFIG_DIR = "{config}", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", DISABLE_AUTOUPDATER = "1" }}
-"#,
-        url = server.base_url(),
-        config = config_dir.display()
-    ));
+    text.push_str(&agent.baton_config("cc", server, home));
     fs_err::write(&cfg, text).unwrap();
     p.workflow(
         "w",
         "name = \"w\"\n[[phase]]\nid = \"write\"\nagent = \"cc\"\nmax_attempts = 1\nprompt = \"Write the greeting for {{task}}\"\n",
     );
+    dir
+}
+
+#[must_use]
+fn claude_agent(p: &TestProject, server: &ModelServer) -> tempfile::TempDir {
+    agent_setup(p, Agent::Claude, server)
+}
+
+/// Every built-in adapter: a prompt phase on the real CLI writes a file
+/// through the CLI's own tool, and the agent's last message is the phase
+/// summary.
+fn a_prompt_phase_runs_on(agent: Agent) {
+    let p = TestProject::new();
+    let target = p.root().join("hello.txt");
+    let (tool, args) = agent.write_tool(&target, "hi");
+    let server = ModelServer::start(vec![Reply::tool(tool, args), Reply::text("all written")]);
+    let _home = agent_setup(&p, agent, &server);
+    let (code, _, err) = p.run(&["run", "w", "the team", "--id", "t"]);
+    assert_eq!(code, 0, "{}: {err}", agent.program());
+    assert_eq!(
+        fs_err::read_to_string(&target).unwrap_or_default().trim(),
+        "hi"
+    );
+    assert_eq!(
+        p.state("t")["completed_phases"][0]["summary"],
+        "all written"
+    );
+    assert!(
+        server.model_requests()[0]
+            .body
+            .to_string()
+            .contains("Write the greeting for the team")
+    );
+}
+
+#[test]
+fn a_prompt_phase_runs_on_codex() {
+    a_prompt_phase_runs_on(Agent::Codex);
+}
+
+#[test]
+fn a_prompt_phase_runs_on_gemini_cli() {
+    a_prompt_phase_runs_on(Agent::Gemini);
+}
+
+#[test]
+fn a_prompt_phase_runs_on_qwen_code() {
+    a_prompt_phase_runs_on(Agent::Qwen);
+}
+
+#[test]
+fn a_prompt_phase_runs_on_opencode() {
+    a_prompt_phase_runs_on(Agent::Opencode);
 }
 
 #[test]
@@ -45,7 +87,7 @@ fn a_prompt_phase_runs_claude_code_and_reads_its_stream() {
         Reply::tool("Write", json!({ "file_path": target, "content": "hi" })),
         Reply::text("all written"),
     ]);
-    claude_agent(&p, &server);
+    let _home = claude_agent(&p, &server);
     let (code, _, err) = p.run(&["run", "w", "the team", "--id", "t"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(fs_err::read_to_string(&target).unwrap(), "hi");
@@ -81,7 +123,7 @@ fn a_refused_write_fails_the_phase_although_claude_exits_0() {
         ),
         Reply::text("I could not write it"),
     ]);
-    claude_agent(&p, &server);
+    let _home = claude_agent(&p, &server);
     let (code, _, err) = p.run(&["run", "w", "x", "--id", "t"]);
     assert_eq!(code, 1, "the task fails: {err}");
     assert!(!outside.path().join("x.txt").exists());

@@ -85,6 +85,136 @@ impl Agent {
     }
 }
 
+impl Agent {
+    /// A `[agents.NAME]` table for `.baton/config.toml`: baton's built-in
+    /// adapter for this CLI, pointed at `server`, with its config home in
+    /// `home` (the files it needs are written there) and the CLIs' folder
+    /// on its PATH.
+    pub fn baton_config(self, name: &str, server: &ModelServer, home: &Path) -> String {
+        let url = server.base_url();
+        let bin = self.bin();
+        let path = format!(
+            "{}:{}",
+            bin.parent().expect("bin dir").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let h = home.display();
+        let mut env: Vec<(String, String)> = vec![
+            ("PATH".into(), path),
+            ("HOME".into(), h.to_string()),
+            ("XDG_CONFIG_HOME".into(), format!("{h}/.config")),
+            ("XDG_DATA_HOME".into(), format!("{h}/.local/share")),
+            ("XDG_STATE_HOME".into(), format!("{h}/.local/state")),
+        ];
+        let (cli, model, args): (&str, Option<&str>, Vec<String>) = match self {
+            Agent::Claude => {
+                env.extend([
+                    ("ANTHROPIC_BASE_URL".into(), url.clone()),
+                    ("ANTHROPIC_API_KEY".into(), "scripted".into()),
+                    ("CLAUDE_CONFIG_DIR".into(), format!("{h}/.claude")),
+                    (
+                        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
+                        "1".into(),
+                    ),
+                    ("DISABLE_AUTOUPDATER".into(), "1".into()),
+                ]);
+                ("claude", Some("claude-sonnet-4-5"), vec![])
+            }
+            Agent::Codex => {
+                let codex_home = home.join(".codex");
+                std::fs::create_dir_all(&codex_home).expect("codex home");
+                std::fs::write(
+                    codex_home.join("config.toml"),
+                    format!(
+                        "model = \"gpt-5-codex\"\nmodel_provider = \"scripted\"\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = \"{url}/v1\"\nwire_api = \"responses\"\nenv_key = \"SCRIPTED_API_KEY\"\n"
+                    ),
+                )
+                .expect("codex config");
+                env.extend([
+                    ("CODEX_HOME".into(), codex_home.display().to_string()),
+                    ("SCRIPTED_API_KEY".into(), "scripted".into()),
+                ]);
+                let args = ["-c", "analytics.enabled=false", "--disable", "plugins"];
+                ("codex", None, args.iter().map(|a| a.to_string()).collect())
+            }
+            Agent::Gemini => {
+                std::fs::create_dir_all(home.join(".gemini")).expect("gemini home");
+                std::fs::write(
+                    home.join(".gemini/settings.json"),
+                    r#"{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false}}"#,
+                )
+                .expect("gemini settings");
+                env.extend([
+                    ("GOOGLE_GEMINI_BASE_URL".into(), url.clone()),
+                    ("GEMINI_API_KEY".into(), "scripted".into()),
+                ]);
+                ("gemini", Some("gemini-2.5-flash"), vec![])
+            }
+            Agent::Qwen => {
+                std::fs::create_dir_all(home.join(".qwen")).expect("qwen home");
+                std::fs::write(
+                    home.join(".qwen/settings.json"),
+                    r#"{"privacy":{"usageStatisticsEnabled":false},"memory":{"enableManagedAutoMemory":false}}"#,
+                )
+                .expect("qwen settings");
+                let args = [
+                    "--auth-type".to_string(),
+                    "openai".into(),
+                    "--openai-base-url".into(),
+                    format!("{url}/v1"),
+                    "--openai-api-key".into(),
+                    "scripted".into(),
+                ];
+                ("qwen", Some("scripted-model"), args.to_vec())
+            }
+            Agent::Opencode => {
+                let config = serde_json::json!({
+                    "$schema": "https://opencode.ai/config.json",
+                    "provider": { "scripted": {
+                        "npm": "@ai-sdk/openai-compatible", "name": "Scripted",
+                        "options": { "baseURL": format!("{url}/v1"), "apiKey": "scripted" },
+                        "models": { "scripted-model": { "name": "scripted-model" } } } },
+                    "model": "scripted/scripted-model",
+                    "permission": { "edit": "allow", "bash": "allow" },
+                    "autoupdate": false, "share": "disabled"
+                });
+                let cache = std::env::var("BATON_AGENT_CLIS_CACHE")
+                    .unwrap_or_else(|_| format!("{h}/.cache"));
+                env.extend([
+                    ("OPENCODE_CONFIG_CONTENT".into(), config.to_string()),
+                    ("XDG_CACHE_HOME".into(), cache),
+                    ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into()),
+                    ("OPENCODE_DISABLE_MODELS_FETCH".into(), "1".into()),
+                    ("OPENCODE_DISABLE_DEFAULT_PLUGINS".into(), "1".into()),
+                    ("OPENCODE_DISABLE_LSP_DOWNLOAD".into(), "1".into()),
+                    ("OPENCODE_DISABLE_SHARE".into(), "1".into()),
+                ]);
+                let args = ["--title", "baton test"];
+                (
+                    "opencode",
+                    Some("scripted/scripted-model"),
+                    args.iter().map(|a| a.to_string()).collect(),
+                )
+            }
+        };
+        // TOML literal strings: none of these values holds a single quote.
+        let lit = |v: &str| format!("'{v}'");
+        let mut t = format!("\n[agents.{name}]\ncli = \"{cli}\"\n");
+        if let Some(m) = model {
+            t.push_str(&format!("model = {}\n", lit(m)));
+        }
+        if !args.is_empty() {
+            let a: Vec<String> = args.iter().map(|a| lit(a)).collect();
+            t.push_str(&format!("args = [{}]\n", a.join(", ")));
+        }
+        t.push_str(&format!("[agents.{name}.env]\n"));
+        for (k, v) in env {
+            t.push_str(&format!("{k} = {}\n", lit(&v)));
+        }
+        t
+    }
+}
+
 /// One headless run of a CLI in `workdir`, against `server`.
 pub struct Run<'a> {
     pub agent: Agent,
