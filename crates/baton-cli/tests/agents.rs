@@ -47,16 +47,37 @@ fn a_prompt_phase_runs_on(agent: Agent) {
         fs_err::read_to_string(&target).unwrap_or_default().trim(),
         "hi"
     );
-    assert_eq!(
-        p.state("t")["completed_phases"][0]["summary"],
-        "all written"
+    let doc = p.state("t");
+    assert_eq!(doc["completed_phases"][0]["summary"], "all written");
+    // Its native session is journaled (before the CLI starts where baton
+    // chooses the id), with the folder it ran in.
+    let journal = p.journal("t");
+    let at = |kind: &str| journal.iter().position(|e| e["kind"] == kind);
+    let session = at("agent_session").expect("an agent_session event");
+    if agent != Agent::Codex && agent != Agent::Opencode {
+        assert!(
+            session < at("phase_process").unwrap(),
+            "journaled before the CLI started"
+        );
+    }
+    let recorded = &doc["completed_phases"][0]["agent_session"];
+    assert_eq!(recorded["cli"], agent.program());
+    assert!(
+        !recorded["native_id"].as_str().unwrap_or("").is_empty(),
+        "{recorded}"
     );
+    assert_eq!(recorded["cwd"], p.root().display().to_string());
     assert!(
         server.model_requests()[0]
             .body
             .to_string()
             .contains("Write the greeting for the team")
     );
+}
+
+#[test]
+fn a_prompt_phase_runs_on_claude_code() {
+    a_prompt_phase_runs_on(Agent::Claude);
 }
 
 #[test]

@@ -490,6 +490,11 @@ pub fn without_dangling_calls(events: &[AgentEvent]) -> Vec<AgentEvent> {
 }
 
 impl Cli {
+    /// Whether baton can give the session id up front (`--session-id`).
+    pub fn chooses_session_id(self) -> bool {
+        matches!(self, Cli::Claude | Cli::Gemini | Cli::Qwen)
+    }
+
     /// The npm package that installs it.
     pub fn package(self) -> &'static str {
         match self {

@@ -69,6 +69,7 @@ pub fn render(
                 "summary": p.summary,
                 "output_file": if p.status == PhaseStatus::Pass { out_path(p.id.as_str()) } else { None },
                 "files_changed": p.files_changed,
+                "agent_session": p.agent_session,
             })
         })
         .collect();

@@ -119,6 +119,14 @@ pub enum Event {
         #[serde(default)]
         failure: Option<String>,
     },
+    /// An agent phase's native CLI session: journaled as soon as it is
+    /// known (before the CLI starts when baton chooses the id), so a resume
+    /// can continue it natively.
+    AgentSession {
+        phase: PhaseId,
+        attempt: u32,
+        session: crate::state::AgentSession,
+    },
     /// Free text for the history (agent events, heartbeats of long phases, notes).
     Note {
         phase: Option<PhaseId>,
@@ -146,6 +154,7 @@ impl Event {
             Event::TaskFailed { .. } => "task_failed",
             Event::TaskCancelled { .. } => "task_cancelled",
             Event::Adopted { .. } => "adopted",
+            Event::AgentSession { .. } => "agent_session",
             Event::Note { .. } => "note",
         }
     }
@@ -155,6 +164,7 @@ impl Event {
         match self {
             Event::PhaseStarted { phase, .. }
             | Event::PhaseProcess { phase, .. }
+            | Event::AgentSession { phase, .. }
             | Event::PhasePassed { phase, .. }
             | Event::PhaseFailed { phase, .. }
             | Event::PhaseSkipped { phase, .. }
@@ -171,6 +181,7 @@ impl Event {
         match self {
             Event::PhaseStarted { attempt, .. }
             | Event::PhaseProcess { attempt, .. }
+            | Event::AgentSession { attempt, .. }
             | Event::PhasePassed { attempt, .. }
             | Event::PhaseFailed { attempt, .. }
             | Event::PhaseInterrupted { attempt, .. } => Some(*attempt),

@@ -50,6 +50,11 @@ pub enum Input {
         phase: PhaseId,
         process: ProcessRef,
     },
+    /// An agent phase's native session became known.
+    AgentSession {
+        phase: PhaseId,
+        session: crate::state::AgentSession,
+    },
     Pass {
         phase: PhaseId,
         summary: String,
@@ -333,6 +338,17 @@ pub fn decide(
                 iteration: ps.iteration,
                 phase,
                 checkpoint,
+            }])
+        }
+        Input::AgentSession { phase, session } => {
+            let ps = phase_state(&phase)?;
+            if ps.status != PhaseStatus::InProgress {
+                return refuse(format!("phase {phase} is not in progress"));
+            }
+            Ok(vec![Event::AgentSession {
+                attempt: ps.attempt,
+                phase,
+                session,
             }])
         }
         Input::Process { phase, process } => {
@@ -743,6 +759,11 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
         Event::PhaseProcess { phase, process, .. } => {
             if let Some(p) = state.phase_mut(phase.as_str()) {
                 p.process = Some(process.clone());
+            }
+        }
+        Event::AgentSession { phase, session, .. } => {
+            if let Some(p) = state.phase_mut(phase.as_str()) {
+                p.agent_session = Some(session.clone());
             }
         }
         Event::PhasePassed {

@@ -105,6 +105,21 @@ pub struct PhaseState {
     pub process: Option<ProcessRef>,
     pub last_error: Option<String>,
     pub waiting: Option<WaitState>,
+    /// The native CLI session of the latest agent attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_session: Option<AgentSession>,
+}
+
+/// An agent CLI's own session, as baton records it to resume it natively.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentSession {
+    /// The `[agents.NAME]` that ran it.
+    pub agent: String,
+    /// The built-in CLI (claude, codex, gemini, qwen, opencode).
+    pub cli: String,
+    pub native_id: String,
+    /// The folder it ran in: several CLIs resume only from there.
+    pub cwd: String,
 }
 
 impl PhaseState {
@@ -124,6 +139,7 @@ impl PhaseState {
             process: None,
             last_error: None,
             waiting: None,
+            agent_session: None,
         }
     }
 

@@ -96,6 +96,19 @@ pub struct AgentConfig {
 }
 
 impl AgentConfig {
+    /// The argv template (`{{prompt}}` still in it), asking a built-in CLI
+    /// that lets baton choose its session id for `session`.
+    pub fn argv_with_session(&self, session: Option<&str>) -> Vec<String> {
+        let mut argv = self.argv();
+        if let (Some(id), Some(cli)) = (session, self.cli)
+            && cli.chooses_session_id()
+        {
+            let at = argv.len() - usize::from(argv.last().is_some_and(|a| a == "{{prompt}}"));
+            argv.splice(at..at, ["--session-id".to_string(), id.to_string()]);
+        }
+        argv
+    }
+
     /// The argv template (`{{prompt}}` still in it).
     pub fn argv(&self) -> Vec<String> {
         use baton_core::agent_stream::Cli;

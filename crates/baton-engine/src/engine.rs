@@ -1609,6 +1609,9 @@ impl Engine {
         ];
         // A built-in CLI adapter: its JSON stream is read when it ends.
         let mut preset: Option<baton_core::agent_stream::Cli> = None;
+        // Its native session, when baton chooses the id up front.
+        let mut chosen_session: Option<baton_core::state::AgentSession> = None;
+        let mut agent_name: Option<String> = None;
         let (program, args) = match &def.kind {
             PhaseKind::Run { command } => {
                 // Values never enter the shell text: each variable becomes
@@ -1666,8 +1669,17 @@ impl Engine {
                 ));
                 let pf = prompt_file.display().to_string();
                 preset = agent.cli;
+                agent_name = Some(name.clone());
+                if let Some(cli) = agent.cli.filter(|c| c.chooses_session_id()) {
+                    chosen_session = Some(baton_core::state::AgentSession {
+                        agent: name.clone(),
+                        cli: cli.as_str().into(),
+                        native_id: new_uuid(),
+                        cwd: held.ws.cwd.display().to_string(),
+                    });
+                }
                 let argv: Vec<String> = agent
-                    .argv()
+                    .argv_with_session(chosen_session.as_ref().map(|s| s.native_id.as_str()))
                     .iter()
                     .map(|a| {
                         a.replace("{{prompt_file}}", &pf)
@@ -1686,6 +1698,17 @@ impl Engine {
             }
             PhaseKind::Wait(_) => unreachable!("wait phases are not started"),
         };
+        // Journaled before the CLI starts: a crash from here on still knows
+        // which native session to resume.
+        if let Some(session) = chosen_session.clone() {
+            self.decide_commit(
+                held,
+                Input::AgentSession {
+                    phase: phase.clone(),
+                    session,
+                },
+            )?;
+        }
         let spec = Spec {
             program: program.clone(),
             args,
@@ -1754,6 +1777,27 @@ impl Engine {
                 false,
             )),
         };
+        // A CLI that names its session only in its stream (Codex, OpenCode):
+        // journaled as soon as it ends, before the pass.
+        if let (Ok(Waited::Exited(st)), Some(cli), None, Some(agent)) =
+            (&waited, preset, &chosen_session, &agent_name)
+            && st.success()
+            && let Ok((_, _, Some(native_id))) = judge_stream(cli, &stdout, &stderr)
+        {
+            let session = baton_core::state::AgentSession {
+                agent: agent.clone(),
+                cli: cli.as_str().into(),
+                native_id,
+                cwd: held.ws.cwd.display().to_string(),
+            };
+            self.decide_commit(
+                held,
+                Input::AgentSession {
+                    phase: phase.clone(),
+                    session,
+                },
+            )?;
+        }
         let files_changed = |label: &str| -> Vec<String> {
             let (Some(git), Some(from)) = (
                 &held.ws.git,
@@ -1782,14 +1826,14 @@ impl Engine {
             Ok(Waited::Exited(status)) if status.success() => {
                 let judged = preset.and_then(|cli| judge_stream(cli, &stdout, &stderr).ok());
                 let output = match &judged {
-                    Some((_, transcript)) => process::tail(transcript, 16_000).to_string(),
+                    Some((_, transcript, _)) => process::tail(transcript, 16_000).to_string(),
                     None => process::read_tail(&stdout, 16_000),
                 };
                 let summary = std::fs::read_to_string(&summary_file)
                     .ok()
                     .map(|s| s.trim().to_string())
                     .filter(|s| !s.is_empty())
-                    .or_else(|| judged.map(|(last, _)| last).filter(|s| !s.is_empty()))
+                    .or_else(|| judged.map(|(last, _, _)| last).filter(|s| !s.is_empty()))
                     .unwrap_or_else(|| {
                         output
                             .lines()
@@ -2197,14 +2241,15 @@ fn parse_pairs(items: &[String], flag: &str, example: &str) -> Result<BTreeMap<S
     Ok(out)
 }
 
-/// Reads a built-in CLI's finished stream: its last message and a readable
-/// transcript (messages, tool calls and results), or why it failed (with
-/// the kind of failure) even though the CLI exited 0.
+/// Reads a built-in CLI's finished stream: its last message, a readable
+/// transcript (messages, tool calls and results) and its native session
+/// id, or why it failed (with the kind of failure) even though the CLI
+/// exited 0.
 fn judge_stream(
     cli: baton_core::agent_stream::Cli,
     stdout: &std::path::Path,
     stderr: &std::path::Path,
-) -> std::result::Result<(String, String), String> {
+) -> std::result::Result<(String, String, Option<String>), String> {
     use baton_core::agent_stream::{AgentEvent, StreamParser, classify_failure};
     let text = std::fs::read_to_string(stdout).unwrap_or_default();
     let mut p = StreamParser::new(cli);
@@ -2212,8 +2257,10 @@ fn judge_stream(
     let mut transcript = Vec::new();
     let mut errors = Vec::new();
     let mut last: Option<(bool, String)> = None;
+    let mut session = None;
     for e in &events {
         match e {
+            AgentEvent::SessionStarted { native_id } => session = Some(native_id.clone()),
             AgentEvent::AssistantText { text } => transcript.push(text.clone()),
             AgentEvent::ToolCall { name, summary, .. } => {
                 transcript.push(format!("→ {name} {summary}"))
@@ -2227,7 +2274,9 @@ fn judge_stream(
         }
     }
     match last {
-        Some((true, final_text)) if errors.is_empty() => Ok((final_text, transcript.join("\n"))),
+        Some((true, final_text)) if errors.is_empty() => {
+            Ok((final_text, transcript.join("\n"), session))
+        }
         _ => {
             let kind = classify_failure(cli, Some(0), &process::read_tail(stderr, 4000), &events);
             let why = errors
@@ -2240,6 +2289,32 @@ fn judge_stream(
             ))
         }
     }
+}
+
+/// A random (version 4) UUID, for the CLIs that take a session id.
+fn new_uuid() -> String {
+    use std::io::Read;
+    let mut b = [0u8; 16];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b));
+    if read.is_err() {
+        let n = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+            ^ u128::from(std::process::id()) << 64;
+        b = n.to_le_bytes();
+    }
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
 }
 
 /// Renews a lease in the background and watches for cancel requests.

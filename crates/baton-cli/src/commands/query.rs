@@ -272,6 +272,10 @@ fn describe(e: &baton_core::Event) -> String {
             ..
         } => format!("{phase} attempt {attempt} iteration {iteration}"),
         PhaseProcess { phase, process, .. } => format!("{phase} pid {}", process.pid),
+        AgentSession { phase, session, .. } => format!(
+            "{phase} {} session {} ({}) in {}",
+            session.agent, session.native_id, session.cli, session.cwd
+        ),
         PhasePassed { phase, summary, .. } => {
             format!("{phase}: {}", summary.lines().next().unwrap_or(""))
         }
