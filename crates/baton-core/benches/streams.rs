@@ -11,11 +11,24 @@ const TARGET_BYTES: usize = 100 << 20;
 
 /// The recorded stream repeated (ids varied) to about 100 MB.
 fn stream(file: &str) -> String {
-    let path = format!(
-        "{}/tests/fixtures/streams/{file}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let one = std::fs::read_to_string(&path).expect("fixture");
+    let one = match file {
+        "claude-2.1.330-write.jsonl" => {
+            include_str!("../tests/fixtures/streams/claude-2.1.330-write.jsonl")
+        }
+        "codex-0.169.0-write.jsonl" => {
+            include_str!("../tests/fixtures/streams/codex-0.169.0-write.jsonl")
+        }
+        "gemini-0.61.0-write.jsonl" => {
+            include_str!("../tests/fixtures/streams/gemini-0.61.0-write.jsonl")
+        }
+        "qwen-0.15.10-write.jsonl" => {
+            include_str!("../tests/fixtures/streams/qwen-0.15.10-write.jsonl")
+        }
+        "opencode-1.18.33-write.jsonl" => {
+            include_str!("../tests/fixtures/streams/opencode-1.18.33-write.jsonl")
+        }
+        other => panic!("no fixture {other}"),
+    };
     let mut out = String::with_capacity(TARGET_BYTES + one.len());
     let mut i = 0u64;
     while out.len() < TARGET_BYTES {

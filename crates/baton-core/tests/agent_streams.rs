@@ -4,14 +4,35 @@
 
 use baton_core::agent_stream::{AgentEvent, Cli, StreamParser};
 
+/// A recorded stream, built into the test (so it always matches the
+/// source, wherever the build happened).
+fn fixture(file: &str) -> &'static str {
+    match file {
+        "claude-2.1.330-401.jsonl" => include_str!("fixtures/streams/claude-2.1.330-401.jsonl"),
+        "claude-2.1.330-missing-session.jsonl" => {
+            include_str!("fixtures/streams/claude-2.1.330-missing-session.jsonl")
+        }
+        "claude-2.1.330-write.jsonl" => include_str!("fixtures/streams/claude-2.1.330-write.jsonl"),
+        "codex-0.169.0-401.jsonl" => include_str!("fixtures/streams/codex-0.169.0-401.jsonl"),
+        "codex-0.169.0-apply-patch.jsonl" => {
+            include_str!("fixtures/streams/codex-0.169.0-apply-patch.jsonl")
+        }
+        "codex-0.169.0-write.jsonl" => include_str!("fixtures/streams/codex-0.169.0-write.jsonl"),
+        "gemini-0.61.0-401.jsonl" => include_str!("fixtures/streams/gemini-0.61.0-401.jsonl"),
+        "gemini-0.61.0-write.jsonl" => include_str!("fixtures/streams/gemini-0.61.0-write.jsonl"),
+        "opencode-1.18.33-401.jsonl" => include_str!("fixtures/streams/opencode-1.18.33-401.jsonl"),
+        "opencode-1.18.33-write.jsonl" => {
+            include_str!("fixtures/streams/opencode-1.18.33-write.jsonl")
+        }
+        "qwen-0.15.10-401.jsonl" => include_str!("fixtures/streams/qwen-0.15.10-401.jsonl"),
+        "qwen-0.15.10-write.jsonl" => include_str!("fixtures/streams/qwen-0.15.10-write.jsonl"),
+        other => panic!("no fixture {other}"),
+    }
+}
+
 fn parse(cli: Cli, file: &str) -> Vec<AgentEvent> {
-    let text = std::fs::read_to_string(format!(
-        "{}/tests/fixtures/streams/{file}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap();
     let mut p = StreamParser::new(cli);
-    text.lines().flat_map(|l| p.line(l)).collect()
+    fixture(file).lines().flat_map(|l| p.line(l)).collect()
 }
 
 fn session(events: &[AgentEvent]) -> Option<&str> {
@@ -319,11 +340,7 @@ fn failures_are_classified_per_cli() {
 #[test]
 fn a_cut_off_tool_call_never_reaches_a_transcript() {
     use baton_core::agent_stream::without_dangling_calls;
-    let text = std::fs::read_to_string(format!(
-        "{}/tests/fixtures/streams/claude-2.1.330-write.jsonl",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap();
+    let text = fixture("claude-2.1.330-write.jsonl");
     // The stream up to the tool call, as a SIGKILL would leave it.
     let cut: Vec<&str> = text.lines().take(2).collect();
     let mut p = StreamParser::new(Cli::Claude);

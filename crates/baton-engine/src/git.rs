@@ -144,7 +144,15 @@ impl Git {
         message: &str,
         second_parent: Option<&str>,
     ) -> Result<String, GitError> {
-        let index = tempfile_path(&self.root);
+        // In the repository's own git folder (a worktree's is under the
+        // main one's .git/worktrees/), so a process killed mid-snapshot
+        // leaves nothing in the system temp dir.
+        let git_dir = self
+            .run(&["rev-parse", "--absolute-git-dir"], &[])
+            .ok()
+            .map(|d| PathBuf::from(d.trim()))
+            .filter(|d| d.is_dir());
+        let index = tempfile_path(git_dir.as_deref().unwrap_or(&self.root.join(".git")));
         let index_s = index.to_string_lossy().into_owned();
         let env = [("GIT_INDEX_FILE", index_s.as_str())];
         let result = (|| {
@@ -520,10 +528,10 @@ impl Git {
     }
 }
 
-fn tempfile_path(root: &Path) -> PathBuf {
-    let git_dir = root.join(".git");
+/// A fresh file name in `git_dir` (or the system temp dir without one).
+fn tempfile_path(git_dir: &Path) -> PathBuf {
     let dir = if git_dir.is_dir() {
-        git_dir
+        git_dir.to_path_buf()
     } else {
         std::env::temp_dir()
     };
