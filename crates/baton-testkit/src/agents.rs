@@ -91,6 +91,30 @@ impl Agent {
     /// `home` (the files it needs are written there) and the CLIs' folder
     /// on its PATH.
     pub fn baton_config(self, name: &str, server: &ModelServer, home: &Path) -> String {
+        let Setup { env, model, args } = self.setup(server, home);
+        let cli = self.program();
+        // TOML literal strings: none of these values holds a single quote.
+        let lit = |v: &str| format!("'{v}'");
+        let mut t = format!("\n[agents.{name}]\ncli = \"{cli}\"\n");
+        if let Some(m) = model {
+            t.push_str(&format!("model = {}\n", lit(m)));
+        }
+        if !args.is_empty() {
+            let a: Vec<String> = args.iter().map(|a| lit(a)).collect();
+            t.push_str(&format!("args = [{}]\n", a.join(", ")));
+        }
+        t.push_str(&format!("[agents.{name}.env]\n"));
+        for (k, v) in env {
+            t.push_str(&format!("{k} = {}\n", lit(&v)));
+        }
+        t
+    }
+
+    /// What running this CLI against `server` with its config home in
+    /// `home` takes: the files it reads (written there now), its
+    /// environment, model and extra arguments. One source for baton's
+    /// `[agents.NAME]` tables and for [`Run::command`].
+    pub fn setup(self, server: &ModelServer, home: &Path) -> Setup {
         let url = server.base_url();
         let bin = self.bin();
         let path = format!(
@@ -106,7 +130,7 @@ impl Agent {
             ("XDG_DATA_HOME".into(), format!("{h}/.local/share")),
             ("XDG_STATE_HOME".into(), format!("{h}/.local/state")),
         ];
-        let (cli, model, args): (&str, Option<&str>, Vec<String>) = match self {
+        let (model, args): (Option<&'static str>, Vec<String>) = match self {
             Agent::Claude => {
                 env.extend([
                     ("ANTHROPIC_BASE_URL".into(), url.clone()),
@@ -118,7 +142,7 @@ impl Agent {
                     ),
                     ("DISABLE_AUTOUPDATER".into(), "1".into()),
                 ]);
-                ("claude", Some("claude-sonnet-4-5"), vec![])
+                (Some("claude-sonnet-4-5"), vec![])
             }
             Agent::Codex => {
                 let codex_home = home.join(".codex");
@@ -135,7 +159,7 @@ impl Agent {
                     ("SCRIPTED_API_KEY".into(), "scripted".into()),
                 ]);
                 let args = ["-c", "analytics.enabled=false", "--disable", "plugins"];
-                ("codex", None, args.iter().map(|a| a.to_string()).collect())
+                (None, args.iter().map(|a| a.to_string()).collect())
             }
             Agent::Gemini => {
                 std::fs::create_dir_all(home.join(".gemini")).expect("gemini home");
@@ -148,7 +172,7 @@ impl Agent {
                     ("GOOGLE_GEMINI_BASE_URL".into(), url.clone()),
                     ("GEMINI_API_KEY".into(), "scripted".into()),
                 ]);
-                ("gemini", Some("gemini-2.5-flash"), vec![])
+                (Some("gemini-2.5-flash"), vec![])
             }
             Agent::Qwen => {
                 std::fs::create_dir_all(home.join(".qwen")).expect("qwen home");
@@ -165,7 +189,7 @@ impl Agent {
                     "--openai-api-key".into(),
                     "scripted".into(),
                 ];
-                ("qwen", Some("scripted-model"), args.to_vec())
+                (Some("scripted-model"), args.to_vec())
             }
             Agent::Opencode => {
                 let config = serde_json::json!({
@@ -191,28 +215,20 @@ impl Agent {
                 ]);
                 let args = ["--title", "baton test"];
                 (
-                    "opencode",
                     Some("scripted/scripted-model"),
                     args.iter().map(|a| a.to_string()).collect(),
                 )
             }
         };
-        // TOML literal strings: none of these values holds a single quote.
-        let lit = |v: &str| format!("'{v}'");
-        let mut t = format!("\n[agents.{name}]\ncli = \"{cli}\"\n");
-        if let Some(m) = model {
-            t.push_str(&format!("model = {}\n", lit(m)));
-        }
-        if !args.is_empty() {
-            let a: Vec<String> = args.iter().map(|a| lit(a)).collect();
-            t.push_str(&format!("args = [{}]\n", a.join(", ")));
-        }
-        t.push_str(&format!("[agents.{name}.env]\n"));
-        for (k, v) in env {
-            t.push_str(&format!("{k} = {}\n", lit(&v)));
-        }
-        t
+        Setup { env, model, args }
     }
+}
+
+/// See [`Agent::setup`].
+pub struct Setup {
+    pub env: Vec<(String, String)>,
+    pub model: Option<&'static str>,
+    pub args: Vec<String>,
 }
 
 /// One headless run of a CLI in `workdir`, against `server`.
@@ -229,125 +245,66 @@ impl Run<'_> {
     /// native session of that id. `session` chooses the id up front where
     /// the CLI allows it.
     pub fn command(&self, prompt: &str, session: Option<&str>, resume: Option<&str>) -> Command {
-        let url = self.server.base_url();
-        let home = self.home;
+        let Setup { env, model, args } = self.agent.setup(self.server, self.home);
         let mut c = Command::new(self.agent.bin());
         // OpenCode takes its project folder from $PWD, which a changed
         // working directory does not update.
         c.current_dir(self.workdir)
             .env("PWD", self.workdir)
+            .env("NO_COLOR", "1")
             .stdin(Stdio::null())
-            .env("HOME", home)
-            .env("XDG_CONFIG_HOME", home.join(".config"))
-            .env("XDG_DATA_HOME", home.join(".local/share"))
-            .env("XDG_STATE_HOME", home.join(".local/state"))
-            .env("NO_COLOR", "1");
+            .envs(env);
+        let model = model.map(|m| m.to_string());
         match self.agent {
-            Agent::Claude => {
-                c.env("ANTHROPIC_BASE_URL", &url)
-                    .env("ANTHROPIC_API_KEY", "scripted")
-                    .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
-                    .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-                    .env("DISABLE_AUTOUPDATER", "1")
-                    .args(["-p", prompt, "--output-format", "stream-json", "--verbose"])
-                    .args([
+            Agent::Claude | Agent::Gemini => {
+                c.args(["-p", prompt]);
+                c.args(match self.agent {
+                    Agent::Claude => vec![
+                        "--output-format",
+                        "stream-json",
+                        "--verbose",
                         "--permission-mode",
                         "acceptEdits",
                         "--model",
-                        "claude-sonnet-4-5",
-                    ]);
-                if let Some(r) = resume {
-                    c.args(["--resume", r]);
-                } else if let Some(s) = session {
-                    c.args(["--session-id", s]);
-                }
+                    ],
+                    _ => vec!["-o", "stream-json", "--yolo", "--skip-trust", "-m"],
+                });
+                c.args(model).args(&args);
+                match (resume, session) {
+                    (Some(r), _) => c.args(["--resume", r]),
+                    (None, Some(s)) => c.args(["--session-id", s]),
+                    _ => &mut c,
+                };
+            }
+            Agent::Qwen => {
+                c.args(["-o", "stream-json", "--yolo", "-m"])
+                    .args(model)
+                    .args(&args);
+                match (resume, session) {
+                    (Some(r), _) => c.args(["--resume", r]),
+                    (None, Some(s)) => c.args(["--session-id", s]),
+                    _ => &mut c,
+                };
+                c.arg(prompt);
             }
             Agent::Codex => {
-                let codex_home = home.join(".codex");
-                std::fs::create_dir_all(&codex_home).expect("codex home");
-                std::fs::write(
-                    codex_home.join("config.toml"),
-                    format!(
-                        "model = \"gpt-5-codex\"\nmodel_provider = \"scripted\"\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = \"{url}/v1\"\nwire_api = \"responses\"\nenv_key = \"SCRIPTED_API_KEY\"\n"
-                    ),
-                )
-                .expect("codex config");
-                c.env("CODEX_HOME", &codex_home)
-                    .env("SCRIPTED_API_KEY", "scripted")
-                    .args([
-                        "exec",
-                        "--json",
-                        "-s",
-                        "workspace-write",
-                        "--skip-git-repo-check",
-                    ])
-                    .args(["-c", "analytics.enabled=false", "--disable", "plugins"]);
+                c.args([
+                    "exec",
+                    "--json",
+                    "-s",
+                    "workspace-write",
+                    "--skip-git-repo-check",
+                ])
+                .args(&args);
                 if let Some(r) = resume {
                     c.args(["resume", r]);
                 }
                 c.arg(prompt);
             }
-            Agent::Gemini => {
-                let dir = home.join(".gemini");
-                std::fs::create_dir_all(&dir).expect("gemini home");
-                std::fs::write(
-                    dir.join("settings.json"),
-                    r#"{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false}}"#,
-                )
-                .expect("gemini settings");
-                c.env("GOOGLE_GEMINI_BASE_URL", &url)
-                    .env("GEMINI_API_KEY", "scripted")
-                    .args(["-p", prompt, "-o", "stream-json", "--yolo", "--skip-trust"])
-                    .args(["-m", "gemini-2.5-flash"]);
-                if let Some(r) = resume {
-                    c.args(["--resume", r]);
-                } else if let Some(s) = session {
-                    c.args(["--session-id", s]);
-                }
-            }
-            Agent::Qwen => {
-                let dir = home.join(".qwen");
-                std::fs::create_dir_all(&dir).expect("qwen home");
-                std::fs::write(
-                    dir.join("settings.json"),
-                    r#"{"privacy":{"usageStatisticsEnabled":false},"memory":{"enableManagedAutoMemory":false}}"#,
-                )
-                .expect("qwen settings");
-                c.arg(prompt)
-                    .args(["-o", "stream-json", "--yolo", "--auth-type", "openai"])
-                    .args(["--openai-base-url", &format!("{url}/v1")])
-                    .args(["--openai-api-key", "scripted", "-m", "scripted-model"]);
-                if let Some(r) = resume {
-                    c.args(["--resume", r]);
-                } else if let Some(s) = session {
-                    c.args(["--session-id", s]);
-                }
-            }
             Agent::Opencode => {
-                let config = serde_json::json!({
-                    "$schema": "https://opencode.ai/config.json",
-                    "provider": { "scripted": {
-                        "npm": "@ai-sdk/openai-compatible", "name": "Scripted",
-                        "options": { "baseURL": format!("{url}/v1"), "apiKey": "scripted" },
-                        "models": { "scripted-model": { "name": "scripted-model" } } } },
-                    "model": "scripted/scripted-model",
-                    "permission": { "edit": "allow", "bash": "allow" },
-                    "autoupdate": false, "share": "disabled"
-                });
-                // Its provider package is fetched once into the cache; keep
-                // that cache across runs when the test script provides one.
-                let cache = std::env::var_os("BATON_AGENT_CLIS_CACHE")
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| home.join(".cache"));
-                c.env("OPENCODE_CONFIG_CONTENT", config.to_string())
-                    .env("XDG_CACHE_HOME", cache)
-                    .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
-                    .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
-                    .env("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1")
-                    .env("OPENCODE_DISABLE_LSP_DOWNLOAD", "1")
-                    .env("OPENCODE_DISABLE_SHARE", "1")
-                    .args(["run", "--format", "json", "-m", "scripted/scripted-model"])
-                    .args(["--title", "baton test"]);
+                c.args(["run", "--format", "json", "-m"])
+                    .args(model)
+                    .args(&args);
                 if let Some(r) = resume {
                     c.args(["--session", r]);
                 }

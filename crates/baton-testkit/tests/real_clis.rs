@@ -7,6 +7,7 @@
 use baton_core::agent_stream::{AgentEvent, Cli, StreamParser};
 use baton_testkit::agents::{Agent, Run};
 use baton_testkit::model_server::{ModelServer, Reply};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// A fresh UUID-shaped id (the CLIs that take one want a UUID).
@@ -76,17 +77,9 @@ fn run_once(
     (events, stderr)
 }
 
-fn session_of(events: &[AgentEvent]) -> String {
-    events
-        .iter()
-        .find_map(|e| match e {
-            AgentEvent::SessionStarted { native_id } => Some(native_id.clone()),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("no session id in the stream: {events:?}"))
-}
-
-fn writes_a_file_through_its_tool(agent: Agent) {
+/// A temp folder holding an empty git repository (`repo`) and a config
+/// home for the CLI (`home`).
+fn fresh_repo() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let tmp = tempfile::Builder::new()
         .prefix("baton-cli-")
         .tempdir()
@@ -101,6 +94,21 @@ fn writes_a_file_through_its_tool(agent: Agent) {
         .status()
         .unwrap();
     assert!(init.success());
+    (tmp, work, home)
+}
+
+fn session_of(events: &[AgentEvent]) -> String {
+    events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::SessionStarted { native_id } => Some(native_id.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no session id in the stream: {events:?}"))
+}
+
+fn writes_a_file_through_its_tool(agent: Agent) {
+    let (_tmp, work, home) = fresh_repo();
     let target = work.join("hello.txt");
     let content = format!("hi from {}", agent.program());
     let (tool, args) = agent.write_tool(&target, &content);
@@ -185,20 +193,7 @@ fn opencode_writes_a_file() {
 /// id, the earlier conversation (the first prompt and its tool call) sent
 /// to the model again, and the new work done.
 fn resumes_its_own_session(agent: Agent) {
-    let tmp = tempfile::Builder::new()
-        .prefix("baton-cli-")
-        .tempdir()
-        .unwrap();
-    let work = tmp.path().join("repo");
-    let home = tmp.path().join("home");
-    std::fs::create_dir_all(&work).unwrap();
-    std::fs::create_dir_all(&home).unwrap();
-    let init = std::process::Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(&work)
-        .status()
-        .unwrap();
-    assert!(init.success());
+    let (_tmp, work, home) = fresh_repo();
     let (t1, a1) = agent.write_tool(&work.join("one.txt"), "first");
     let (t2, a2) = agent.write_tool(&work.join("two.txt"), "second");
     let server = ModelServer::start(vec![
