@@ -46,6 +46,8 @@ pub enum Command {
     Run(RunArgs),
     /// Continue a crashed, failed or waiting task (default: the current task).
     Resume(ResumeArgs),
+    /// Continue a task on another agent CLI: the brief goes into its memory file and prompt.
+    Handoff(HandoffArgs),
     /// Start a new task from a recorded checkpoint of another; the original stays untouched.
     Fork(ForkArgs),
     /// List tasks: id, workflow, status, last phase, updated, resumable.
@@ -160,6 +162,16 @@ pub struct ResumeArgs {
     /// Internal: take the lease over from this pid (used by `run --detach`).
     #[arg(long, hide = true, value_name = "PID")]
     pub takeover_from: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct HandoffArgs {
+    /// The task (default: the current task).
+    pub id: Option<String>,
+    /// The agent (`[agents.NAME]` in .baton/config.toml) that runs the
+    /// remaining phases.
+    #[arg(long, value_name = "AGENT")]
+    pub to: String,
 }
 
 #[derive(Debug, Args)]

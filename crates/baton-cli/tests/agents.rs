@@ -163,9 +163,13 @@ fn agent_config_mistakes_are_refused_with_a_hint() {
         ),
         (
             "[agents.x]\ncommand = [\"a\"]\nmodel = \"m\"\n",
-            "model and args go with a built-in cli",
+            "model, args and permission go with a built-in cli",
         ),
         ("[agents.x]\ncli = \"copilot\"\n", "unknown variant"),
+        (
+            "[agents.x]\ncli = \"codex\"\npermission = \"root\"\n",
+            "unknown variant `root`, expected one of `edit`, `read-only`, `full`",
+        ),
     ] {
         fs_err::write(&cfg, format!("{base}\n{bad}")).unwrap();
         let (code, _, err) = p.run(&["ls"]);

@@ -1,6 +1,7 @@
 //! The handoff brief: the context the next agent (or command) gets, rebuilt
 //! from completed phases so any CLI can pick the work up.
 
+use crate::agent_stream::{AgentEvent, shorten, without_dangling_calls};
 use crate::state::{PhaseStatus, TaskState};
 use std::fmt::Write;
 
@@ -105,6 +106,53 @@ pub fn render(state: &TaskState, phase: &str) -> String {
     s
 }
 
+/// At most this many characters of an interrupted run's record go into
+/// the brief (the most recent part is kept).
+pub const MAX_PROGRESS_CHARS: usize = 12_000;
+
+/// The "work in progress" section of the brief: what an interrupted agent
+/// run did, as baton read it from the CLI's stream, for a new session that
+/// takes over. A tool call the run never got the result of is left out
+/// (named, not replayed): a dangling call makes the next model refuse.
+pub fn progress_section(cli: &str, native_id: &str, events: &[AgentEvent]) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    for e in without_dangling_calls(events) {
+        match e {
+            AgentEvent::AssistantText { text } if !text.trim().is_empty() => {
+                lines.push(format!("- said: {}", shorten(&text, 600)))
+            }
+            AgentEvent::ToolCall { name, summary, .. } => {
+                lines.push(format!("- called {name} {summary}"))
+            }
+            AgentEvent::ToolResult { ok, summary, .. } => lines.push(format!(
+                "  - {}{}",
+                if ok { "ok" } else { "failed" },
+                if summary.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {summary}")
+                }
+            )),
+            AgentEvent::Warning { message } if message.contains("got no result") => {
+                lines.push(format!("- {message}"))
+            }
+            AgentEvent::Error { message } => lines.push(format!("- error: {message}")),
+            _ => {}
+        }
+    }
+    let mut body = lines.join("\n");
+    if body.chars().count() > MAX_PROGRESS_CHARS {
+        let skip = body.chars().count() - MAX_PROGRESS_CHARS;
+        body = format!("(earlier steps left out)\n{}", body.chars().skip(skip).collect::<String>());
+    }
+    if body.is_empty() {
+        body = "(nothing was recorded before it stopped)".into();
+    }
+    format!(
+        "## Work in progress (interrupted)\n\nThe previous run of this phase ({cli} session {native_id}) was cut off and could not be continued. What it did, as baton recorded it:\n\n{body}\n\nCheck the working folder for what is already done, and do not redo it.\n"
+    )
+}
+
 /// Acceptance criteria found in completed summaries: checklist items
 /// (`- [ ]`, `- [x]`), lines starting `AC:`, and the list following a line
 /// that mentions "acceptance criteria".
@@ -152,6 +200,38 @@ pub fn acceptance_criteria(state: &TaskState) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn progress_leaves_out_a_call_without_its_result() {
+        use crate::agent_stream::AgentEvent as E;
+        let events = vec![
+            E::AssistantText {
+                text: "Writing the file".into(),
+            },
+            E::ToolCall {
+                id: "a".into(),
+                name: "Write".into(),
+                summary: "hello.txt".into(),
+            },
+            E::ToolResult {
+                id: "a".into(),
+                ok: true,
+                summary: "written".into(),
+            },
+            E::ToolCall {
+                id: "b".into(),
+                name: "Bash".into(),
+                summary: "cargo test".into(),
+            },
+        ];
+        let s = super::progress_section("claude", "S-1", &events);
+        assert!(s.contains("claude session S-1"), "{s}");
+        assert!(s.contains("- called Write hello.txt\n  - ok: written"), "{s}");
+        assert!(!s.contains("- called Bash"), "{s}");
+        assert!(s.contains("Bash cargo test got no result"), "{s}");
+        let empty = super::progress_section("codex", "T", &[]);
+        assert!(empty.contains("nothing was recorded"));
+    }
     use super::*;
     use crate::event::{Event, EventRecord};
     use crate::ids::{PhaseId, TaskId};

@@ -70,6 +70,10 @@ pub fn render(
                 "output_file": if p.status == PhaseStatus::Pass { out_path(p.id.as_str()) } else { None },
                 "files_changed": p.files_changed,
                 "agent_session": p.agent_session,
+                "agent": p.agent_runs.last().map(|r| &r.session.agent),
+                "native_session_id": p.agent_runs.last().map(|r| &r.session.native_id),
+                "tokens": usage_json(&p.usage()),
+                "exit_code": p.agent_runs.last().and_then(|r| r.exit_code),
             })
         })
         .collect();
@@ -132,7 +136,13 @@ pub fn render(
             "attempt": p.attempt,
             "iteration": p.iteration,
             "last_error": p.last_error,
+            "tokens": usage_json(&p.usage()),
+            "agent_runs": p.agent_runs,
         })).collect::<Vec<_>>(),
+        "agent": state.agent,
+        "last_agent": state.agent_runs().last().map(|(_, r)| &r.session.agent),
+        "cli_history": cli_history(state),
+        "tokens": usage_json(&state.usage()),
         "waiting": waiting,
         "failure": state.failure,
         "resume_note": state.resume_note,
@@ -143,4 +153,55 @@ pub fn render(
         })),
         "last_seq": state.last_seq,
     })
+}
+
+fn usage_json(u: &crate::state::Usage) -> Value {
+    json!({
+        "input": u.input_tokens,
+        "output": u.output_tokens,
+        "cost_usd": u.cost_usd,
+    })
+}
+
+/// The task's agent runs grouped into stretches on one agent:
+/// `[{agent, cli, phases, started_at, ended_at, duration_s}]`.
+pub fn cli_history(state: &TaskState) -> Vec<Value> {
+    struct Stretch<'a> {
+        agent: &'a str,
+        cli: &'a str,
+        phases: Vec<&'a str>,
+        started_at: crate::time::Timestamp,
+        ended_at: Option<crate::time::Timestamp>,
+    }
+    let mut out: Vec<Stretch> = Vec::new();
+    for (phase, run) in state.agent_runs() {
+        let end = run.ended_at;
+        match out.last_mut() {
+            Some(s) if s.agent == run.session.agent && s.cli == run.session.cli => {
+                if !s.phases.contains(&phase.as_str()) {
+                    s.phases.push(phase.as_str());
+                }
+                s.ended_at = end.or(s.ended_at);
+            }
+            _ => out.push(Stretch {
+                agent: &run.session.agent,
+                cli: &run.session.cli,
+                phases: vec![phase.as_str()],
+                started_at: run.started_at,
+                ended_at: end,
+            }),
+        }
+    }
+    out.iter()
+        .map(|s| {
+            json!({
+                "agent": s.agent,
+                "cli": s.cli,
+                "phases": s.phases,
+                "started_at": s.started_at.rfc3339(),
+                "ended_at": s.ended_at.map(|t| t.rfc3339()),
+                "duration_s": s.ended_at.map(|e| (e.millis() - s.started_at.millis()) as f64 / 1000.0),
+            })
+        })
+        .collect()
 }

@@ -127,6 +127,26 @@ pub enum Event {
         attempt: u32,
         session: crate::state::AgentSession,
     },
+    /// What an agent CLI did, read from its stream while it runs (tool
+    /// calls and results, messages, usage), in batches.
+    AgentActivity {
+        phase: PhaseId,
+        attempt: u32,
+        events: Vec<crate::agent_stream::AgentEvent>,
+    },
+    /// An agent CLI process ended (the phase's verdict follows).
+    AgentEnded {
+        phase: PhaseId,
+        attempt: u32,
+        exit_code: Option<i32>,
+    },
+    /// The task's prompt phases run on another agent from here on
+    /// (`run --agent`, `resume --agent`, `handoff --to`).
+    AgentSwitched {
+        from: Option<String>,
+        to: String,
+        reason: String,
+    },
     /// Free text for the history (agent events, heartbeats of long phases, notes).
     Note {
         phase: Option<PhaseId>,
@@ -155,6 +175,9 @@ impl Event {
             Event::TaskCancelled { .. } => "task_cancelled",
             Event::Adopted { .. } => "adopted",
             Event::AgentSession { .. } => "agent_session",
+            Event::AgentActivity { .. } => "agent_activity",
+            Event::AgentEnded { .. } => "agent_ended",
+            Event::AgentSwitched { .. } => "agent_switched",
             Event::Note { .. } => "note",
         }
     }
@@ -165,6 +188,8 @@ impl Event {
             Event::PhaseStarted { phase, .. }
             | Event::PhaseProcess { phase, .. }
             | Event::AgentSession { phase, .. }
+            | Event::AgentActivity { phase, .. }
+            | Event::AgentEnded { phase, .. }
             | Event::PhasePassed { phase, .. }
             | Event::PhaseFailed { phase, .. }
             | Event::PhaseSkipped { phase, .. }
@@ -182,6 +207,8 @@ impl Event {
             Event::PhaseStarted { attempt, .. }
             | Event::PhaseProcess { attempt, .. }
             | Event::AgentSession { attempt, .. }
+            | Event::AgentActivity { attempt, .. }
+            | Event::AgentEnded { attempt, .. }
             | Event::PhasePassed { attempt, .. }
             | Event::PhaseFailed { attempt, .. }
             | Event::PhaseInterrupted { attempt, .. } => Some(*attempt),

@@ -5,7 +5,8 @@
 use crate::event::{Event, EventRecord};
 use crate::ids::{PhaseId, TaskId};
 use crate::state::{
-    Checkpoint, PhaseState, PhaseStatus, ProcessRef, TaskState, TaskStatus, WaitState,
+    AgentRun, Checkpoint, PhaseState, PhaseStatus, ProcessRef, TaskState, TaskStatus, Usage,
+    WaitState,
 };
 use crate::time::Timestamp;
 use crate::workflow::{OnFailure, PhaseKind, WaitSpec, Workflow};
@@ -54,6 +55,21 @@ pub enum Input {
     AgentSession {
         phase: PhaseId,
         session: crate::state::AgentSession,
+    },
+    /// What the agent did, read from its stream.
+    AgentActivity {
+        phase: PhaseId,
+        events: Vec<crate::agent_stream::AgentEvent>,
+    },
+    /// The agent CLI process ended.
+    AgentEnded {
+        phase: PhaseId,
+        exit_code: Option<i32>,
+    },
+    /// Prompt phases run on `to` from now on.
+    SwitchAgent {
+        to: String,
+        reason: String,
     },
     Pass {
         phase: PhaseId,
@@ -245,6 +261,8 @@ pub fn initial(task_id: TaskId, record: &EventRecord) -> Option<TaskState> {
         blockers: Vec::new(),
         resume_note: None,
         failure: None,
+        agent: None,
+        handoff_pending: false,
         last_seq: record.seq,
     })
 }
@@ -349,6 +367,45 @@ pub fn decide(
                 attempt: ps.attempt,
                 phase,
                 session,
+            }])
+        }
+        Input::AgentActivity { phase, events } => {
+            let ps = phase_state(&phase)?;
+            if ps.status != PhaseStatus::InProgress {
+                return refuse(format!("phase {phase} is not in progress"));
+            }
+            Ok(vec![Event::AgentActivity {
+                attempt: ps.attempt,
+                phase,
+                events,
+            }])
+        }
+        Input::AgentEnded { phase, exit_code } => {
+            let ps = phase_state(&phase)?;
+            if ps.status != PhaseStatus::InProgress {
+                return refuse(format!("phase {phase} is not in progress"));
+            }
+            Ok(vec![Event::AgentEnded {
+                attempt: ps.attempt,
+                phase,
+                exit_code,
+            }])
+        }
+        Input::SwitchAgent { to, reason } => {
+            if matches!(state.status, TaskStatus::Complete | TaskStatus::Cancelled) {
+                return refuse(format!(
+                    "task {} is {}: it has no phases left to run",
+                    state.task_id,
+                    state.status.as_str()
+                ));
+            }
+            if state.agent.as_deref() == Some(to.as_str()) {
+                return Ok(Vec::new());
+            }
+            Ok(vec![Event::AgentSwitched {
+                from: state.agent.clone(),
+                to,
+                reason,
             }])
         }
         Input::Process { phase, process } => {
@@ -732,6 +789,15 @@ pub fn touched(state: &TaskState, event: &Event) -> Option<Vec<PhaseId>> {
     })
 }
 
+/// Closes the phase's latest agent run if it is still open.
+fn end_run(p: &mut PhaseState, ts: Timestamp, outcome: &str, exit_code: Option<i32>) {
+    if let Some(run) = p.agent_runs.last_mut().filter(|r| r.ended_at.is_none()) {
+        run.ended_at = Some(ts);
+        run.outcome = Some(outcome.to_string());
+        run.exit_code = exit_code;
+    }
+}
+
 /// Folds one stored event into the state.
 pub fn apply(state: &mut TaskState, record: &EventRecord) {
     state.last_seq = record.seq;
@@ -761,10 +827,60 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
                 p.process = Some(process.clone());
             }
         }
-        Event::AgentSession { phase, session, .. } => {
-            if let Some(p) = state.phase_mut(phase.as_str()) {
-                p.agent_session = Some(session.clone());
+        Event::AgentSession {
+            phase,
+            attempt,
+            session,
+        } => {
+            if state.agent.as_deref() == Some(session.agent.as_str()) {
+                state.handoff_pending = false;
             }
+            if let Some(p) = state.phase_mut(phase.as_str()) {
+                end_run(p, ts, "replaced", None);
+                p.agent_session = Some(session.clone());
+                p.agent_runs.push(AgentRun {
+                    attempt: *attempt,
+                    iteration: p.iteration,
+                    session: session.clone(),
+                    started_at: ts,
+                    ended_at: None,
+                    outcome: None,
+                    exit_code: None,
+                    usage: Usage::default(),
+                });
+            }
+        }
+        Event::AgentActivity { phase, events, .. } => {
+            if let Some(run) = state
+                .phase_mut(phase.as_str())
+                .and_then(|p| p.agent_runs.last_mut())
+            {
+                for e in events {
+                    if let crate::agent_stream::AgentEvent::Usage {
+                        input_tokens,
+                        output_tokens,
+                        cost_usd,
+                    } = e
+                    {
+                        run.usage.add(&Usage {
+                            input_tokens: *input_tokens,
+                            output_tokens: *output_tokens,
+                            cost_usd: *cost_usd,
+                        });
+                    }
+                }
+            }
+        }
+        Event::AgentEnded {
+            phase, exit_code, ..
+        } => {
+            if let Some(p) = state.phase_mut(phase.as_str()) {
+                end_run(p, ts, "exited", *exit_code);
+            }
+        }
+        Event::AgentSwitched { to, .. } => {
+            state.agent = Some(to.clone());
+            state.handoff_pending = state.phases.iter().any(|p| !p.agent_runs.is_empty());
         }
         Event::PhasePassed {
             phase,
@@ -774,6 +890,8 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
             ..
         } => {
             if let Some(p) = state.phase_mut(phase.as_str()) {
+                end_run(p, ts, "exited", Some(0));
+                p.interrupted = false;
                 p.status = PhaseStatus::Pass;
                 p.completed_at = Some(ts);
                 p.summary = Some(summary.clone());
@@ -795,6 +913,8 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
             ..
         } => {
             if let Some(p) = state.phase_mut(phase.as_str()) {
+                end_run(p, ts, "exited", None);
+                p.interrupted = false;
                 p.failures += 1;
                 p.status = if *retry {
                     PhaseStatus::Pending
@@ -835,6 +955,8 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
         }
         Event::PhaseInterrupted { phase, .. } => {
             if let Some(p) = state.phase_mut(phase.as_str()) {
+                end_run(p, ts, "interrupted", None);
+                p.interrupted = true;
                 p.status = PhaseStatus::Pending;
                 p.process = None;
             }

@@ -86,7 +86,7 @@ pub struct ProcessRef {
     pub start_time: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseState {
     pub id: PhaseId,
     pub status: PhaseStatus,
@@ -108,6 +108,14 @@ pub struct PhaseState {
     /// The native CLI session of the latest agent attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_session: Option<AgentSession>,
+    /// The latest attempt was cut short by a crash or a signal (not a
+    /// failure): its agent session may be continued natively.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+    /// Every agent CLI run of this phase, oldest first, across attempts
+    /// and iterations (loops and rewinds keep them: they are history).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agent_runs: Vec<AgentRun>,
 }
 
 /// An agent CLI's own session, as baton records it to resume it natively.
@@ -120,6 +128,65 @@ pub struct AgentSession {
     pub native_id: String,
     /// The folder it ran in: several CLIs resume only from there.
     pub cwd: String,
+    /// The CLI's version (`--version`): an update can orphan old sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// How this run began: a new session, the native session continued,
+    /// or a new session seeded with baton's brief.
+    #[serde(default)]
+    pub start: SessionStart,
+}
+
+/// How an agent run began.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionStart {
+    /// A new native session.
+    #[default]
+    New,
+    /// The interrupted native session, continued with the CLI's own resume.
+    Resumed,
+    /// A new native session seeded with baton's brief, because the old
+    /// one could not be resumed.
+    Brief,
+}
+
+/// Tokens (and cost, where the CLI reports it) an agent run used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cost_usd = match (self.cost_usd, other.cost_usd) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        };
+    }
+    pub fn is_empty(&self) -> bool {
+        self.input_tokens == 0 && self.output_tokens == 0 && self.cost_usd.is_none()
+    }
+}
+
+/// One run of an agent CLI in a phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentRun {
+    pub attempt: u32,
+    pub iteration: u32,
+    pub session: AgentSession,
+    pub started_at: Timestamp,
+    pub ended_at: Option<Timestamp>,
+    /// "exited" (see exit_code), "interrupted" (crash or signal).
+    pub outcome: Option<String>,
+    pub exit_code: Option<i32>,
+    #[serde(default)]
+    pub usage: Usage,
 }
 
 impl PhaseState {
@@ -140,16 +207,29 @@ impl PhaseState {
             last_error: None,
             waiting: None,
             agent_session: None,
+            interrupted: false,
+            agent_runs: Vec::new(),
         }
+    }
+
+    /// Tokens and cost of every agent run of this phase.
+    pub fn usage(&self) -> Usage {
+        let mut u = Usage::default();
+        for r in &self.agent_runs {
+            u.add(&r.usage);
+        }
+        u
     }
 
     /// Back to PENDING for a new iteration (loop or rewind).
     pub fn reset(&mut self) {
         let iteration = self.iteration + 1;
         let checkpoint = self.checkpoint.take();
+        let runs = std::mem::take(&mut self.agent_runs);
         *self = PhaseState::new(self.id.clone());
         self.iteration = iteration;
         self.checkpoint = checkpoint;
+        self.agent_runs = runs;
     }
 }
 
@@ -178,6 +258,15 @@ pub struct TaskState {
     pub blockers: Vec<String>,
     pub resume_note: Option<String>,
     pub failure: Option<String>,
+    /// The agent prompt phases run on, when chosen for the task (`run
+    /// --agent`, `resume --agent`, `handoff --to`) rather than by the
+    /// workflow or the project's default.
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// The agent was switched after agent phases had run: the next agent
+    /// run gets the handoff brief in its memory file and its prompt.
+    #[serde(default)]
+    pub handoff_pending: bool,
     pub last_seq: u64,
 }
 
@@ -206,6 +295,26 @@ impl TaskState {
             .max_by_key(|p| p.started_at)
             .and_then(|p| p.checkpoint.as_ref())
     }
+    /// Tokens and cost of every agent run of the task.
+    pub fn usage(&self) -> Usage {
+        let mut u = Usage::default();
+        for p in &self.phases {
+            u.add(&p.usage());
+        }
+        u
+    }
+
+    /// Every agent run of the task, in the order they started.
+    pub fn agent_runs(&self) -> Vec<(&PhaseId, &AgentRun)> {
+        let mut runs: Vec<(&PhaseId, &AgentRun)> = self
+            .phases
+            .iter()
+            .flat_map(|p| p.agent_runs.iter().map(move |r| (&p.id, r)))
+            .collect();
+        runs.sort_by_key(|(_, r)| r.started_at);
+        runs
+    }
+
     /// The union of files changed by completed phases, sorted.
     pub fn files_changed_total(&self) -> Vec<String> {
         let mut all: Vec<String> = self

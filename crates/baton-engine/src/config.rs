@@ -93,71 +93,28 @@ pub struct AgentConfig {
     /// is passed through untouched).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Built-in only: "edit" (default), "read-only" or "full".
+    pub permission: Option<Permission>,
 }
 
 impl AgentConfig {
-    /// The argv template (`{{prompt}}` still in it), asking a built-in CLI
-    /// that lets baton choose its session id for `session`.
-    pub fn argv_with_session(&self, session: Option<&str>) -> Vec<String> {
-        let mut argv = self.argv();
-        if let (Some(id), Some(cli)) = (session, self.cli)
-            && cli.chooses_session_id()
-        {
-            let at = argv.len() - usize::from(argv.last().is_some_and(|a| a == "{{prompt}}"));
-            argv.splice(at..at, ["--session-id".to_string(), id.to_string()]);
-        }
-        argv
-    }
-
-    /// The argv template (`{{prompt}}` still in it).
+    /// The argv template of a new session (`{{prompt}}` still in it).
     pub fn argv(&self) -> Vec<String> {
-        use baton_core::agent_stream::Cli;
-        let Some(cli) = self.cli else {
-            return self.command.clone();
-        };
-        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        let mut argv = match cli {
-            Cli::Claude => s(&[
-                "claude",
-                "-p",
-                "{{prompt}}",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-                "--permission-mode",
-                "acceptEdits",
-            ]),
-            Cli::Codex => s(&[
-                "codex",
-                "exec",
-                "--json",
-                "-s",
-                "workspace-write",
-                "--skip-git-repo-check",
-            ]),
-            Cli::Gemini => s(&[
-                "gemini",
-                "-p",
-                "{{prompt}}",
-                "-o",
-                "stream-json",
-                "--yolo",
-                "--skip-trust",
-            ]),
-            Cli::Qwen => s(&["qwen", "-o", "stream-json", "--yolo"]),
-            Cli::Opencode => s(&["opencode", "run", "--format", "json"]),
-        };
-        if let Some(m) = &self.model {
-            argv.push(if cli == Cli::Claude { "--model" } else { "-m" }.into());
-            argv.push(m.clone());
-        }
-        argv.extend(self.args.iter().cloned());
-        // The prompt as the last word where the CLI takes it positionally.
-        if matches!(cli, Cli::Codex | Cli::Qwen | Cli::Opencode) {
-            argv.push("{{prompt}}".into());
-        }
-        argv
+        crate::adapter::argv(self, crate::adapter::Invocation::New { session: None })
     }
+}
+
+/// What a built-in CLI may do. Default: edit files in its working folder
+/// (the task's worktree), nothing beyond it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Permission {
+    #[default]
+    Edit,
+    /// Read and plan only: no edits, no commands that change anything.
+    ReadOnly,
+    /// Everything, without asking (the CLI's own "yolo"/bypass mode).
+    Full,
 }
 
 impl Config {
@@ -179,9 +136,9 @@ impl Config {
                     "in {file}, keep cli = \"…\" for a built-in adapter, or command = [...] for any other CLI, under [agents.{name}]"
                 )));
             }
-            if a.cli.is_none() && (a.model.is_some() || !a.args.is_empty()) {
+            if a.cli.is_none() && (a.model.is_some() || !a.args.is_empty() || a.permission.is_some()) {
                 return Err(Error::bad_input(format!(
-                    "{file}: [agents.{name}] model and args go with a built-in cli"
+                    "{file}: [agents.{name}] model, args and permission go with a built-in cli"
                 ))
                 .hint(format!(
                     "in {file}, put them in command = [...], or set cli = \"claude\" (or codex, gemini, qwen, opencode) under [agents.{name}]"

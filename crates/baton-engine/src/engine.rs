@@ -3,13 +3,16 @@
 
 use crate::error::{Error, Result};
 use crate::git::Git;
-use crate::process::{self, Spec, Stop, Waited};
+use crate::process::{self, Stop, Waited};
 use crate::project::Project;
 use crate::workspace::Workspace;
+
+mod agent;
 use crate::{host, render};
 use baton_core::lease::{self, DisplayStatus, Lease, LeaseOwner, Liveness, LocalHost};
 use baton_core::machine::{self, Failure, Input, NewTask, Next};
-use baton_core::state::{Checkpoint, PhaseStatus, TaskStatus};
+use baton_core::agent_stream::FailureKind;
+use baton_core::state::{AgentSession, Checkpoint, PhaseStatus, SessionStart, TaskStatus};
 use baton_core::workflow::{PhaseKind, Workflow};
 use baton_core::{
     Clock, Event, EventRecord, TaskId, TaskState, Timestamp, brief, document, template,
@@ -103,6 +106,9 @@ pub struct ResumeOptions {
     pub takeover_from: Option<u32>,
     pub from: Option<String>,
     pub agent: Option<String>,
+    /// `baton handoff`: the agent switch is a handoff (same effect as
+    /// `--agent`, named so in the journal).
+    pub handoff: bool,
     pub upgrade: bool,
 }
 
@@ -138,7 +144,6 @@ struct Held {
     wf: Workflow,
     lease: Lease,
     hb: Heartbeat,
-    agent: Option<String>,
     /// Where its phases run.
     ws: Workspace,
 }
@@ -370,6 +375,14 @@ impl Engine {
         if let Event::TaskCreated { flags, .. } = &created {
             self.check_agents(&wf, flags, None, opts.agent.as_deref())?;
         }
+        let mut first = vec![created];
+        if let Some(to) = &opts.agent {
+            first.push(Event::AgentSwitched {
+                from: None,
+                to: to.clone(),
+                reason: "baton run --agent".into(),
+            });
+        }
         if opts.queue {
             if self.store.load(&id)?.is_some() {
                 return Err(
@@ -379,7 +392,7 @@ impl Engine {
                 );
             }
             let base = Workspace::enqueue(&self.project, &id)?;
-            let (state, records) = self.first_records(&id, &wf, vec![created])?;
+            let (state, records) = self.first_records(&id, &wf, first.clone())?;
             if let Err(e) = self.store.create_task(&state, &records, Holder::Queue) {
                 if let Some(g) = &self.git {
                     let _ = g.run(
@@ -398,7 +411,7 @@ impl Engine {
             }
             return Ok((id, Outcome::Queued));
         }
-        let mut held = self.create(&id, wf, vec![created], opts.agent.clone())?;
+        let mut held = self.create(&id, wf, first)?;
         if opts.create_only {
             // Stop renewing but keep the lease: the background process
             // replaces us as owner, so the task never looks CRASHED between.
@@ -455,7 +468,6 @@ impl Engine {
         id: &TaskId,
         wf: Workflow,
         first: Vec<Event>,
-        agent: Option<String>,
     ) -> Result<Held> {
         let (state, records) = self.first_records(id, &wf, first)?;
         let lease = self.new_lease();
@@ -463,7 +475,7 @@ impl Engine {
             .create_task(&state, &records, Holder::Lease(&lease))?;
         // A new task under the id of a cleaned one is a live record again.
         let _ = std::fs::remove_file(self.project.task_dir(id).join(crate::doctor::CLEANED));
-        let held = self.hold(state, wf, lease, agent, Workspace::project(&self.project))?;
+        let held = self.hold(state, wf, lease, Workspace::project(&self.project))?;
         self.observer.task_started(id, &held.wf.name);
         Ok(held)
     }
@@ -507,7 +519,6 @@ impl Engine {
         state: TaskState,
         wf: Workflow,
         lease: Lease,
-        agent: Option<String>,
         ws: Workspace,
     ) -> Result<Held> {
         let id = state.task_id.clone();
@@ -523,7 +534,6 @@ impl Engine {
             wf,
             lease,
             hb,
-            agent,
             ws,
         };
         self.set_current(&id);
@@ -632,7 +642,6 @@ impl Engine {
         &self,
         id: &TaskId,
         snap: &TaskSnapshot,
-        agent: Option<String>,
         takeover_from: Option<u32>,
     ) -> Result<Held> {
         let live = self.liveness(snap.lease.as_ref());
@@ -680,7 +689,6 @@ impl Engine {
             fresh.state,
             wf,
             lease,
-            agent,
             Workspace::project(&self.project),
         )?;
         if let Liveness::Dead(why) = live {
@@ -739,7 +747,8 @@ impl Engine {
                 }
                 // An upgrade goes ahead even if the wait is not over: it may
                 // remove the phase waited in, or change what comes after.
-                DisplayStatus::Waiting if upgrade_to.is_none() => {
+                // A new agent is journaled even if the wait is not over.
+                DisplayStatus::Waiting if upgrade_to.is_none() && opts.agent.is_none() => {
                     if let Some(w) = self.wait_not_due(&snap.state) {
                         return Ok(Outcome::Waiting(w));
                     }
@@ -758,8 +767,9 @@ impl Engine {
                 }
             }
         }
-        self.check_agents(wf_now, &flags, Some(&rerun), opts.agent.as_deref())?;
-        let mut held = self.take(id, &snap, opts.agent.clone(), opts.takeover_from)?;
+        let agent = opts.agent.as_deref().or(snap.state.agent.as_deref());
+        self.check_agents(wf_now, &flags, Some(&rerun), agent)?;
+        let mut held = self.take(id, &snap, opts.takeover_from)?;
         if snap.queued {
             // A queued task resumed by hand runs in its worktree too; what
             // earlier runs of this host left running goes first, so nothing
@@ -906,6 +916,20 @@ impl Engine {
             self.restore_worktree(held, cp, &to)?;
             self.decide_commit(held, Input::Rewind { to: to.clone() })?;
         }
+        if let Some(to) = opts.agent {
+            let reason = if opts.handoff {
+                "baton handoff --to"
+            } else {
+                "baton resume --agent"
+            };
+            self.decide_commit(
+                held,
+                Input::SwitchAgent {
+                    to,
+                    reason: reason.into(),
+                },
+            )?;
+        }
         self.drive(held)
     }
 
@@ -947,7 +971,6 @@ impl Engine {
                 snap.state.clone(),
                 wf,
                 lease,
-                None,
                 Workspace::project(&self.project),
             )?;
             // What earlier runs on this host left running goes first, so
@@ -1334,7 +1357,7 @@ impl Engine {
             return Err(Error::bad_input(format!("a task {new_id} already exists"))
                 .hint("pick another --id"));
         }
-        let mut held = self.create(&new_id, wf, vec![created, adopted], None)?;
+        let mut held = self.create(&new_id, wf, vec![created, adopted])?;
         if let Err(e) = self.restore_worktree(&mut held, cp, &to) {
             // Nothing ran: a fork that cannot start from its checkpoint is
             // not left behind to run on the wrong files.
@@ -1607,12 +1630,17 @@ impl Engine {
             ),
             ("BATON_BRIEF_FILE".into(), brief_file.display().to_string()),
         ];
-        // A built-in CLI adapter: its JSON stream is read when it ends.
-        let mut preset: Option<baton_core::agent_stream::Cli> = None;
-        // Its native session, when baton chooses the id up front.
-        let mut chosen_session: Option<baton_core::state::AgentSession> = None;
-        let mut agent_name: Option<String> = None;
-        let (program, args) = match &def.kind {
+        let timeout = def.timeout_ms.map(Duration::from_millis);
+        let failure = |message: String, exit_code: Option<i32>, timed_out: bool, err: &std::path::Path| Failure {
+            message,
+            exit_code,
+            timed_out,
+            stderr_tail: process::read_tail(err, 4000),
+            files_changed: Vec::new(),
+        };
+        // The process: a command, or an agent CLI (whose run may be
+        // followed by a second one, when its session could not be continued).
+        let (launched, l) = match &def.kind {
             PhaseKind::Run { command } => {
                 // Values never enter the shell text: each variable becomes
                 // `${BATON_VAR_…}`, set in the environment, so a task
@@ -1642,13 +1670,24 @@ impl Engine {
                 for (_, name, value) in values {
                     env.push((name, value));
                 }
-                ("sh".to_string(), vec!["-c".to_string(), script])
+                let l = agent::Launch {
+                    program: "sh".into(),
+                    args: vec!["-c".to_string(), script],
+                    env,
+                    stdout: stdout.clone(),
+                    stderr: stderr.clone(),
+                    cli: None,
+                    session: None,
+                    agent: String::new(),
+                    start: SessionStart::New,
+                    version: None,
+                };
+                (self.launch(held, phase, &l, timeout)?, l)
             }
             PhaseKind::Prompt { template: t, .. } => {
                 let prompt = template::render(t, vars);
-                let prompt_file = dir.join("prompts").join(format!("{label}.md"));
-                fs_err::write(&prompt_file, &prompt)?;
                 let name = held
+                    .state
                     .agent
                     .clone()
                     .or(def.agent.clone())
@@ -1659,145 +1698,171 @@ impl Engine {
                         "agent {name:?} is not defined in .baton/config.toml"
                     ))
                 })?;
+                for (k, v) in crate::adapter::env(agent) {
+                    env.push((k, v));
+                }
                 for (k, v) in &agent.env {
                     env.push((k.clone(), v.clone()));
                 }
                 env.push(("BATON_AGENT".into(), name.clone()));
-                env.push((
-                    "BATON_PROMPT_FILE".into(),
-                    prompt_file.display().to_string(),
-                ));
-                let pf = prompt_file.display().to_string();
-                preset = agent.cli;
-                agent_name = Some(name.clone());
-                if let Some(cli) = agent.cli.filter(|c| c.chooses_session_id()) {
-                    chosen_session = Some(baton_core::state::AgentSession {
-                        agent: name.clone(),
-                        cli: cli.as_str().into(),
-                        native_id: new_uuid(),
-                        cwd: held.ws.cwd.display().to_string(),
+                let cli = agent.cli;
+                let cwd = held.ws.cwd.clone();
+                let version = cli.and_then(|_| {
+                    crate::adapter::version(&agent.argv()[0], &env, &cwd)
+                });
+                // The interrupted session of this phase, if there is one.
+                let interrupted = ps.agent_session.clone().filter(|_| ps.interrupted);
+                let resumable = cli
+                    .and_then(|c| agent::invocation_for(&ps, &name, c, &cwd))
+                    .cloned();
+                let handoff = held.state.handoff_pending;
+                // With {{brief}} in the template, a fuller brief goes there.
+                let uses_brief = t.contains("{{brief}}");
+                let brief_prompt = |state: &TaskState, extra: &str| {
+                    let full = format!("{brief_text}\n{extra}");
+                    let rendered = uses_brief.then(|| {
+                        template::render(t, |v| match v {
+                            "brief" => Some(full.clone()),
+                            _ => machine::value_of(state, phase, v),
+                        })
                     });
+                    agent::with_brief(&prompt, &full, rendered)
+                };
+                let progress = |held: &Held| {
+                    let s = interrupted.as_ref().expect("an interrupted session");
+                    let events = self.interrupted_progress(held, &ps);
+                    brief::progress_section(&s.cli, &s.native_id, &events)
+                };
+                // The first run: the interrupted session continued, a new
+                // session told what the interrupted one did, or a new one
+                // (with the brief on a handoff).
+                let (start, text) = match (&resumable, &interrupted) {
+                    (Some(_), _) => (SessionStart::Resumed, agent::resumed_prompt(&prompt)),
+                    (None, Some(_)) if cli.is_some() => {
+                        (SessionStart::Brief, brief_prompt(&held.state, &progress(held)))
+                    }
+                    _ if handoff && cli.is_some() => (SessionStart::New, brief_prompt(&held.state, "")),
+                    _ => (SessionStart::New, prompt.clone()),
+                };
+                if handoff && let Some(c) = cli {
+                    let memory = crate::adapter::write_memory_file(c, &cwd, &brief_text)?;
+                    self.observer.info(&format!(
+                        "handed off to {name}: the brief is in {} and in the prompt",
+                        memory.display()
+                    ));
                 }
-                let argv: Vec<String> = agent
-                    .argv_with_session(chosen_session.as_ref().map(|s| s.native_id.as_str()))
-                    .iter()
-                    .map(|a| {
-                        a.replace("{{prompt_file}}", &pf)
-                            .replace("{{prompt}}", &prompt)
-                    })
-                    .collect();
-                if let Some(big) = argv.iter().find(|a| a.len() > MAX_ARG_BYTES) {
-                    let message = format!(
-                        "an argument of agent {name:?} is {} bytes (the prompt is {}), more than the {MAX_ARG_BYTES} bytes one argument may have; use {{{{prompt_file}}}} instead of {{{{prompt}}}} in [agents.{name}] command in .baton/config.toml",
-                        big.len(),
-                        prompt.len()
-                    );
-                    return self.fail_unstarted(held, phase, started, message);
+                let mut runs = 0;
+                let mut plan = (start, text);
+                loop {
+                    runs += 1;
+                    let (start, text) = plan.clone();
+                    let suffix = if runs == 1 { String::new() } else { format!(".r{runs}") };
+                    let prompt_file = dir.join("prompts").join(format!("{label}{suffix}.md"));
+                    fs_err::write(&prompt_file, &text)?;
+                    let mut env = env.clone();
+                    env.push((
+                        "BATON_PROMPT_FILE".into(),
+                        prompt_file.display().to_string(),
+                    ));
+                    let new_id = cli.filter(|c| c.chooses_session_id()).map(|_| new_uuid());
+                    let how = match (&resumable, start) {
+                        (Some(s), SessionStart::Resumed) => crate::adapter::Invocation::Resume {
+                            native_id: &s.native_id,
+                            dir: (s.cwd != cwd.display().to_string()).then_some(s.cwd.as_str()),
+                        },
+                        _ => crate::adapter::Invocation::New {
+                            session: new_id.as_deref(),
+                        },
+                    };
+                    let argv = agent::argv_for(agent, how, &text, &prompt_file);
+                    if let Some(big) = argv.iter().find(|a| a.len() > MAX_ARG_BYTES) {
+                        let message = format!(
+                            "an argument of agent {name:?} is {} bytes (the prompt is {}), more than the {MAX_ARG_BYTES} bytes one argument may have; use {{{{prompt_file}}}} instead of {{{{prompt}}}} in [agents.{name}] command in .baton/config.toml",
+                            big.len(),
+                            text.len()
+                        );
+                        return self.fail_unstarted(held, phase, started, message);
+                    }
+                    // Known before it starts: the session continued, or the
+                    // id baton chose.
+                    let session = cli.and_then(|c| {
+                        let native_id = match (&resumable, start) {
+                            (Some(s), SessionStart::Resumed) => s.native_id.clone(),
+                            _ => new_id.clone()?,
+                        };
+                        Some(AgentSession {
+                            agent: name.clone(),
+                            cli: c.as_str().into(),
+                            native_id,
+                            cwd: cwd.display().to_string(),
+                            version: version.clone(),
+                            start,
+                        })
+                    });
+                    let l = agent::Launch {
+                        program: argv[0].clone(),
+                        args: argv[1..].to_vec(),
+                        env,
+                        stdout: dir.join("logs").join(format!("{label}{suffix}.out")),
+                        stderr: dir.join("logs").join(format!("{label}{suffix}.err")),
+                        cli,
+                        session,
+                        agent: name.clone(),
+                        start,
+                        version: version.clone(),
+                    };
+                    let left = timeout.map(|t| t.saturating_sub(started.elapsed()));
+                    let launched = self.launch(held, phase, &l, left)?;
+                    // A continued session the CLI cannot find, or rejects:
+                    // a new one, told what the interrupted one did.
+                    if start == SessionStart::Resumed
+                        && let (Some(c), Ok(Waited::Exited(st))) = (cli, &launched.waited)
+                        && let Err((why, kind)) = agent::judge(
+                            c,
+                            st.code(),
+                            &launched.events,
+                            &process::read_tail(&l.stderr, 4000),
+                        )
+                        && matches!(kind, FailureKind::StaleSession | FailureKind::Other)
+                    {
+                        self.observer.info(&format!(
+                            "could not continue the {} session of phase {phase} ({why}); starting a new one with the brief",
+                            c.as_str()
+                        ));
+                        self.decide_commit(
+                            held,
+                            Input::Note {
+                                phase: Some(phase.clone()),
+                                text: format!(
+                                    "the native session could not be continued ({why}); a new session gets the brief"
+                                ),
+                            },
+                        )?;
+                        plan = (
+                            SessionStart::Brief,
+                            brief_prompt(&held.state, &progress(held)),
+                        );
+                        continue;
+                    }
+                    break (launched, l);
                 }
-                (argv[0].clone(), argv[1..].to_vec())
             }
             PhaseKind::Wait(_) => unreachable!("wait phases are not started"),
         };
-        // Journaled before the CLI starts: a crash from here on still knows
-        // which native session to resume.
-        if let Some(session) = chosen_session.clone() {
-            self.decide_commit(
-                held,
-                Input::AgentSession {
-                    phase: phase.clone(),
-                    session,
-                },
-            )?;
-        }
-        let spec = Spec {
-            program: program.clone(),
-            args,
-            env,
-            cwd: held.ws.cwd.clone(),
-            stdout: stdout.clone(),
-            stderr: stderr.clone(),
-        };
-        let failure = |message: String, exit_code: Option<i32>, timed_out: bool| Failure {
-            message,
-            exit_code,
-            timed_out,
-            stderr_tail: process::read_tail(&stderr, 4000),
-            files_changed: Vec::new(),
-        };
-        tracing::debug!(
-            task = %id,
-            %phase,
-            attempt,
-            iteration = ps.iteration,
-            program = %spec.program,
-            argc = spec.args.len() + 1,
-            env_vars = spec.env.len(),
-            cwd = %spec.cwd.display(),
-            timeout_ms = ?def.timeout_ms,
-            stdout = %stdout.display(),
-            stderr = %stderr.display(),
-            "starting phase process"
-        );
-        let waited = match process::spawn(&spec) {
-            Ok(mut running) => {
-                self.decide_commit(
-                    held,
-                    Input::Process {
-                        phase: phase.clone(),
-                        process: running.process_ref(),
-                    },
-                )?;
-                self.crash_point("after-spawn", phase.as_str());
-                let pgid = running.process_ref().pid;
-                if let Some(g) = &self.phase_groups {
-                    g.add(pgid);
-                }
-                running.release();
-                let hb = &held.hb;
-                let stop = || {
-                    if hb.lost.load(Ordering::SeqCst) {
-                        Some(Stop::LeaseLost)
-                    } else if hb.cancel.load(Ordering::SeqCst) {
-                        Some(Stop::Cancelled)
-                    } else if self.interrupt.load(Ordering::SeqCst) {
-                        Some(Stop::Interrupted)
-                    } else {
-                        None
-                    }
-                };
-                let waited = running.wait(def.timeout_ms.map(Duration::from_millis), &stop);
-                if let Some(g) = &self.phase_groups {
-                    g.remove(pgid);
-                }
-                Ok(waited)
-            }
-            Err(e) => Err(failure(
-                format!("cannot start `{program}`: {e}"),
-                None,
-                false,
+        let stderr = l.stderr.clone();
+        let stdout = l.stdout.clone();
+        let judged = l.cli.and_then(|c| match &launched.waited {
+            Ok(Waited::Exited(st)) => Some(agent::judge(
+                c,
+                st.code(),
+                &launched.events,
+                &process::read_tail(&stderr, 4000),
             )),
-        };
-        // A CLI that names its session only in its stream (Codex, OpenCode):
-        // journaled as soon as it ends, before the pass.
-        if let (Ok(Waited::Exited(st)), Some(cli), None, Some(agent)) =
-            (&waited, preset, &chosen_session, &agent_name)
-            && st.success()
-            && let Ok((_, _, Some(native_id))) = judge_stream(cli, &stdout, &stderr)
-        {
-            let session = baton_core::state::AgentSession {
-                agent: agent.clone(),
-                cli: cli.as_str().into(),
-                native_id,
-                cwd: held.ws.cwd.display().to_string(),
-            };
-            self.decide_commit(
-                held,
-                Input::AgentSession {
-                    phase: phase.clone(),
-                    session,
-                },
-            )?;
-        }
+            _ => None,
+        });
+        let waited = launched
+            .waited
+            .map_err(|message| failure(message, None, false, &stderr));
         let files_changed = |label: &str| -> Vec<String> {
             let (Some(git), Some(from)) = (
                 &held.ws.git,
@@ -1814,26 +1879,25 @@ impl Engine {
         };
         let elapsed = started.elapsed().as_millis() as i64;
         let result = match waited {
-            // A built-in CLI that exits 0 may still have failed (a refused
-            // write, an API error): its stream says.
-            Ok(Waited::Exited(status))
-                if status.success()
-                    && let Some(Err(why)) =
-                        preset.map(|cli| judge_stream(cli, &stdout, &stderr)) =>
-            {
-                Err(failure(why, status.code(), false))
+            // A built-in CLI may fail and still exit 0 (a refused write, an
+            // API error): its stream says.
+            Ok(Waited::Exited(status)) if matches!(judged, Some(Err(_))) => {
+                let Some(Err((why, _))) = judged else {
+                    unreachable!()
+                };
+                Err(failure(why, status.code(), false, &stderr))
             }
             Ok(Waited::Exited(status)) if status.success() => {
-                let judged = preset.and_then(|cli| judge_stream(cli, &stdout, &stderr).ok());
+                let judged = judged.and_then(|j| j.ok());
                 let output = match &judged {
-                    Some((_, transcript, _)) => process::tail(transcript, 16_000).to_string(),
+                    Some((_, transcript)) => process::tail(transcript, 16_000).to_string(),
                     None => process::read_tail(&stdout, 16_000),
                 };
                 let summary = std::fs::read_to_string(&summary_file)
                     .ok()
                     .map(|s| s.trim().to_string())
                     .filter(|s| !s.is_empty())
-                    .or_else(|| judged.map(|(last, _, _)| last).filter(|s| !s.is_empty()))
+                    .or_else(|| judged.map(|(last, _)| last).filter(|s| !s.is_empty()))
                     .unwrap_or_else(|| {
                         output
                             .lines()
@@ -1865,12 +1929,15 @@ impl Engine {
                 };
                 match published {
                     Ok(()) => Ok((summary, output, files)),
-                    Err(e) => Err(failure(e.message(), None, false)),
+                    Err(e) => Err(failure(e.message(), None, false, &stderr)),
                 }
             }
-            Ok(Waited::Exited(status)) => {
-                Err(failure(process::describe(&status), status.code(), false))
-            }
+            Ok(Waited::Exited(status)) => Err(failure(
+                process::describe(&status),
+                status.code(),
+                false,
+                &stderr,
+            )),
             Ok(Waited::TimedOut) => Err(failure(
                 format!(
                     "timed out after {}",
@@ -1878,6 +1945,7 @@ impl Engine {
                 ),
                 None,
                 true,
+                &stderr,
             )),
             Ok(Waited::Stopped(Stop::Cancelled)) => {
                 self.decide_commit(
@@ -1918,6 +1986,7 @@ impl Engine {
                 format!("lost track of the process: {e}"),
                 None,
                 false,
+                &stderr,
             )),
             Err(f) => Err(f),
         };
@@ -2049,7 +2118,7 @@ impl Engine {
             }
         }
         let snap = self.load(id)?;
-        let mut held = self.take(id, &snap, None, None)?;
+        let mut held = self.take(id, &snap, None)?;
         if let Some(p) = held.state.in_progress().and_then(|p| p.process.clone())
             && self.ran_here(&snap)
         {
@@ -2101,7 +2170,7 @@ impl Engine {
             }
             DisplayStatus::Failed | DisplayStatus::Crashed => {}
         }
-        let mut held = self.take(id, &snap, None, None)?;
+        let mut held = self.take(id, &snap, None)?;
         let result = (|| {
             match held.state.waiting_phase().map(|p| p.id.clone()) {
                 Some(p) if held.state.status == TaskStatus::Waiting => {
@@ -2239,56 +2308,6 @@ fn parse_pairs(items: &[String], flag: &str, example: &str) -> Result<BTreeMap<S
         }
     }
     Ok(out)
-}
-
-/// Reads a built-in CLI's finished stream: its last message, a readable
-/// transcript (messages, tool calls and results) and its native session
-/// id, or why it failed (with the kind of failure) even though the CLI
-/// exited 0.
-fn judge_stream(
-    cli: baton_core::agent_stream::Cli,
-    stdout: &std::path::Path,
-    stderr: &std::path::Path,
-) -> std::result::Result<(String, String, Option<String>), String> {
-    use baton_core::agent_stream::{AgentEvent, StreamParser, classify_failure};
-    let text = std::fs::read_to_string(stdout).unwrap_or_default();
-    let mut p = StreamParser::new(cli);
-    let events: Vec<AgentEvent> = text.lines().flat_map(|l| p.line(l)).collect();
-    let mut transcript = Vec::new();
-    let mut errors = Vec::new();
-    let mut last: Option<(bool, String)> = None;
-    let mut session = None;
-    for e in &events {
-        match e {
-            AgentEvent::SessionStarted { native_id } => session = Some(native_id.clone()),
-            AgentEvent::AssistantText { text } => transcript.push(text.clone()),
-            AgentEvent::ToolCall { name, summary, .. } => {
-                transcript.push(format!("→ {name} {summary}"))
-            }
-            AgentEvent::ToolResult {
-                ok: false, summary, ..
-            } => transcript.push(format!("  ✗ {summary}")),
-            AgentEvent::Error { message } => errors.push(message.clone()),
-            AgentEvent::Final { ok, text } => last = Some((*ok, text.clone())),
-            _ => {}
-        }
-    }
-    match last {
-        Some((true, final_text)) if errors.is_empty() => {
-            Ok((final_text, transcript.join("\n"), session))
-        }
-        _ => {
-            let kind = classify_failure(cli, Some(0), &process::read_tail(stderr, 4000), &events);
-            let why = errors
-                .first()
-                .cloned()
-                .unwrap_or_else(|| "its stream did not end with a successful result".into());
-            Err(format!(
-                "{} exited 0 but failed ({kind:?}): {why}",
-                cli.as_str()
-            ))
-        }
-    }
 }
 
 /// A random (version 4) UUID, for the CLIs that take a session id.

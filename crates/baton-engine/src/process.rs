@@ -180,7 +180,11 @@ impl Running {
     /// Waits for the process to exit, the timeout to pass, or `stop` to
     /// say so (polled every 100 ms). On timeout or stop the whole process
     /// group is killed before returning.
-    pub fn wait(self, timeout: Option<Duration>, stop: &dyn Fn() -> Option<Stop>) -> Waited {
+    pub fn wait(
+        self,
+        timeout: Option<Duration>,
+        stop: &mut dyn FnMut() -> Option<Stop>,
+    ) -> Waited {
         let started = Instant::now();
         loop {
             let slice = match timeout {

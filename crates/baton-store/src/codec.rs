@@ -25,6 +25,10 @@ pub(crate) struct HeaderRef<'a> {
     blockers: &'a [String],
     resume_note: &'a Option<String>,
     failure: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agent: &'a Option<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    handoff_pending: bool,
 }
 
 #[derive(Deserialize)]
@@ -43,6 +47,10 @@ pub(crate) struct Header {
     blockers: Vec<String>,
     resume_note: Option<String>,
     failure: Option<String>,
+    #[serde(default)]
+    agent: Option<String>,
+    #[serde(default)]
+    handoff_pending: bool,
 }
 
 pub(crate) fn header_json(s: &TaskState) -> String {
@@ -61,6 +69,8 @@ pub(crate) fn header_json(s: &TaskState) -> String {
         blockers: &s.blockers,
         resume_note: &s.resume_note,
         failure: &s.failure,
+        agent: &s.agent,
+        handoff_pending: s.handoff_pending,
     })
     .expect("header serializes")
 }
@@ -106,6 +116,8 @@ impl Header {
             blockers: self.blockers,
             resume_note: self.resume_note,
             failure: self.failure,
+            agent: self.agent,
+            handoff_pending: self.handoff_pending,
             last_seq,
         }
     }

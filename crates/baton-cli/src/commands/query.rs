@@ -173,6 +173,36 @@ pub fn show(project: &Project, args: ShowArgs, printer: &Arc<Printer>) -> Result
             line.push_str(&format!("  {short}"));
         }
         out.push(line);
+        // Its agent: which CLI session, and what it used.
+        if let Some(r) = p.agent_runs.last() {
+            let u = p.usage();
+            out.push(format!(
+                "      {} ({}) session {}{}",
+                r.session.agent,
+                r.session.cli,
+                r.session.native_id,
+                if u.is_empty() {
+                    String::new()
+                } else {
+                    format!(" · {}", usage_words(&u))
+                }
+            ));
+        }
+    }
+    let total = st.usage();
+    if !total.is_empty() {
+        out.push(String::new());
+        out.push(format!("usage     {}", usage_words(&total)));
+    }
+    let history = baton_core::document::cli_history(st);
+    if history.len() > 1 || st.agent.is_some() {
+        let names: Vec<String> = history
+            .iter()
+            .map(|h| format!("{} ({})", h["agent"].as_str().unwrap_or(""), h["cli"].as_str().unwrap_or("")))
+            .collect();
+        if !names.is_empty() {
+            out.push(format!("agents    {}", names.join(" → ")));
+        }
     }
     if let Some(f) = &st.failure {
         out.push(String::new());
@@ -230,6 +260,17 @@ pub fn log(project: &Project, args: LogArgs, printer: &Arc<Printer>) -> Result<E
                     }
                 }
                 printer.data(&serde_json::to_string(&v).expect("json"));
+            } else if let baton_core::Event::AgentActivity { phase, events, .. } = &r.event {
+                // One line per thing the agent did.
+                for e in events {
+                    printer.data(&format!(
+                        "{:>5}  {}  {:<18} {phase}: {}",
+                        r.seq,
+                        r.ts,
+                        "agent",
+                        describe_agent(e)
+                    ));
+                }
             } else {
                 printer.data(&format!(
                     "{:>5}  {}  {:<18} {}",
@@ -256,6 +297,46 @@ pub fn log(project: &Project, args: LogArgs, printer: &Arc<Printer>) -> Result<E
     Ok(Exit::Done)
 }
 
+/// Tokens and cost in words: "1200 tokens in, 300 out, $0.0123".
+fn usage_words(u: &baton_core::state::Usage) -> String {
+    format!(
+        "{} tokens in, {} out{}",
+        u.input_tokens,
+        u.output_tokens,
+        u.cost_usd.map(|c| format!(", ${c:.4}")).unwrap_or_default()
+    )
+}
+
+/// One thing an agent did, on one line.
+fn describe_agent(e: &baton_core::agent_stream::AgentEvent) -> String {
+    use baton_core::agent_stream::{AgentEvent as A, shorten};
+    match e {
+        A::SessionStarted { native_id } => format!("session {native_id}"),
+        A::AssistantText { text } => format!("says: {}", shorten(text, 200)),
+        A::ToolCall { name, summary, .. } => format!("→ {name} {summary}"),
+        A::ToolResult { ok, summary, .. } => format!(
+            "{} {}",
+            if *ok { "  ✓" } else { "  ✗" },
+            shorten(summary, 200)
+        ),
+        A::Usage {
+            input_tokens,
+            output_tokens,
+            cost_usd,
+        } => format!(
+            "tokens: {input_tokens} in, {output_tokens} out{}",
+            cost_usd.map(|c| format!(", ${c:.4}")).unwrap_or_default()
+        ),
+        A::Final { ok, text } => format!(
+            "{}: {}",
+            if *ok { "done" } else { "ended in failure" },
+            shorten(text, 200)
+        ),
+        A::Error { message } => format!("error: {}", shorten(message, 300)),
+        A::Warning { message } => format!("warning: {}", shorten(message, 300)),
+    }
+}
+
 fn describe(e: &baton_core::Event) -> String {
     use baton_core::Event::*;
     match e {
@@ -273,8 +354,32 @@ fn describe(e: &baton_core::Event) -> String {
         } => format!("{phase} attempt {attempt} iteration {iteration}"),
         PhaseProcess { phase, process, .. } => format!("{phase} pid {}", process.pid),
         AgentSession { phase, session, .. } => format!(
-            "{phase} {} session {} ({}) in {}",
-            session.agent, session.native_id, session.cli, session.cwd
+            "{phase} {} session {} ({}{}, {}) in {}",
+            session.agent,
+            session.native_id,
+            session.cli,
+            session
+                .version
+                .as_deref()
+                .map(|v| format!(" {v}"))
+                .unwrap_or_default(),
+            match session.start {
+                baton_core::state::SessionStart::New => "new",
+                baton_core::state::SessionStart::Resumed => "continued natively",
+                baton_core::state::SessionStart::Brief => "new, given the brief",
+            },
+            session.cwd
+        ),
+        AgentActivity { phase, events, .. } => format!("{phase}: {} event(s)", events.len()),
+        AgentEnded {
+            phase, exit_code, ..
+        } => format!(
+            "{phase}: the agent exited {}",
+            exit_code.map_or("on a signal".to_string(), |c| c.to_string())
+        ),
+        AgentSwitched { from, to, reason } => format!(
+            "{} → {to} ({reason})",
+            from.as_deref().unwrap_or("the workflow's agents")
         ),
         PhasePassed { phase, summary, .. } => {
             format!("{phase}: {}", summary.lines().next().unwrap_or(""))

@@ -2,7 +2,7 @@
 //! ended into an exit code.
 
 use super::{Result, driving_engine, task_id};
-use crate::cli::{ForkArgs, ResumeArgs, RunArgs};
+use crate::cli::{ForkArgs, HandoffArgs, ResumeArgs, RunArgs};
 use crate::printer::Printer;
 use baton_core::Exit;
 use baton_core::lease::DisplayStatus;
@@ -137,8 +137,49 @@ pub fn resume(project: &Project, args: ResumeArgs, printer: &Arc<Printer>) -> Re
         ResumeOptions {
             from: args.from,
             agent: args.agent,
+            handoff: false,
             upgrade: args.upgrade,
             takeover_from: args.takeover_from,
+        },
+    )?;
+    Ok(report(&eng, &id, outcome, printer))
+}
+
+pub fn handoff(project: &Project, args: HandoffArgs, printer: &Arc<Printer>) -> Result<Exit> {
+    let eng = driving_engine(project, printer)?;
+    let id = task_id(project, args.id.as_deref())?;
+    let snap = eng.load(&id)?;
+    if !eng.project.config.agents.contains_key(&args.to) {
+        let known: Vec<&str> = eng.project.config.agents.keys().map(String::as_str).collect();
+        return Err(Error::bad_input(format!(
+            "no agent {:?} in .baton/config.toml",
+            args.to
+        ))
+        .hint(if known.is_empty() {
+            format!("add [agents.{}] with cli = \"codex\" (or claude, gemini, qwen, opencode) to .baton/config.toml", args.to)
+        } else {
+            format!("its agents are: {}", known.join(", "))
+        }));
+    }
+    match snap.state.status {
+        baton_core::TaskStatus::Complete | baton_core::TaskStatus::Cancelled => {
+            return Err(Error::bad_input(format!(
+                "task {id} is {}: it has no phases left to hand off",
+                snap.state.status.as_str()
+            ))
+            .hint(format!(
+                "run phases again on {0} with `baton resume {id} --from PHASE --agent {0}`",
+                args.to
+            )));
+        }
+        _ => {}
+    }
+    let outcome = eng.resume(
+        &id,
+        ResumeOptions {
+            agent: Some(args.to),
+            handoff: true,
+            ..ResumeOptions::default()
         },
     )?;
     Ok(report(&eng, &id, outcome, printer))

@@ -1,0 +1,428 @@
+//! Running a phase's process: spawned held at the gate, journaled, waited
+//! for; for a built-in agent CLI also its stream read while it runs (the
+//! native session id journaled the moment it shows, what the agent does
+//! journaled in batches), its native session continued after a crash, or
+//! a new one seeded with the brief when that cannot be done.
+
+use super::{Engine, Held};
+use crate::adapter::{self, Invocation};
+use crate::error::Result;
+use crate::process::{self, Spec, Stop, Waited};
+use baton_core::PhaseId;
+use baton_core::agent_stream::{AgentEvent, Cli, FailureKind, classify_failure, shorten};
+use baton_core::event::Event;
+use baton_core::machine::Input;
+use baton_core::state::{AgentSession, PhaseState, SessionStart};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// What the agent said, at most this long in the journal (the phase's
+/// summary keeps the final message whole).
+const JOURNAL_TEXT_CHARS: usize = 2_000;
+/// Activity is journaled at most this often (a session id at once).
+const FLUSH_EVERY: Duration = Duration::from_millis(250);
+
+/// One process to run for a phase.
+pub(super) struct Launch {
+    pub program: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub stdout: PathBuf,
+    pub stderr: PathBuf,
+    /// A built-in CLI: its stream is read as it is written.
+    pub cli: Option<Cli>,
+    /// Its session, journaled before it starts (baton chose the id, or it
+    /// is the one continued).
+    pub session: Option<AgentSession>,
+    /// The agent's name and how the run begins, for a session first seen
+    /// in the stream.
+    pub agent: String,
+    pub start: SessionStart,
+    pub version: Option<String>,
+}
+
+/// How a launch ended.
+pub(super) struct Launched {
+    /// The process's end, or why it could not start.
+    pub waited: std::result::Result<Waited, String>,
+    /// Its stream, parsed (built-in CLIs).
+    pub events: Vec<AgentEvent>,
+}
+
+impl Engine {
+    /// Spawns `l` held at the gate, journals its process, lets it go and
+    /// waits for it (at most `timeout`), journaling a built-in CLI's
+    /// session and activity on the way.
+    pub(super) fn launch(
+        &self,
+        held: &mut Held,
+        phase: &PhaseId,
+        l: &Launch,
+        timeout: Option<Duration>,
+    ) -> Result<Launched> {
+        if let Some(session) = l.session.clone() {
+            // Before the CLI starts: a crash from here on still knows which
+            // native session to continue.
+            self.decide_commit(
+                held,
+                Input::AgentSession {
+                    phase: phase.clone(),
+                    session,
+                },
+            )?;
+        }
+        let spec = Spec {
+            program: l.program.clone(),
+            args: l.args.clone(),
+            env: l.env.clone(),
+            cwd: held.ws.cwd.clone(),
+            stdout: l.stdout.clone(),
+            stderr: l.stderr.clone(),
+        };
+        tracing::debug!(
+            task = %held.state.task_id,
+            %phase,
+            program = %spec.program,
+            argc = spec.args.len() + 1,
+            env_vars = spec.env.len(),
+            cwd = %spec.cwd.display(),
+            timeout = ?timeout,
+            stdout = %spec.stdout.display(),
+            "starting phase process"
+        );
+        let mut running = match process::spawn(&spec) {
+            Ok(r) => r,
+            Err(e) => {
+                return Ok(Launched {
+                    waited: Err(format!("cannot start `{}`: {e}", l.program)),
+                    events: Vec::new(),
+                });
+            }
+        };
+        self.decide_commit(
+            held,
+            Input::Process {
+                phase: phase.clone(),
+                process: running.process_ref(),
+            },
+        )?;
+        self.crash_point("after-spawn", phase.as_str());
+        let pgid = running.process_ref().pid;
+        if let Some(g) = &self.phase_groups {
+            g.add(pgid);
+        }
+        running.release();
+        let lost = held.hb.lost.clone();
+        let cancel = held.hb.cancel.clone();
+        let mut stream = Stream {
+            tail: l.cli.map(|c| adapter::Tail::new(c, &l.stdout)),
+            session_known: l.session.is_some(),
+            pending: Vec::new(),
+            all: Vec::new(),
+            flushed: Instant::now(),
+            failed: None,
+        };
+        let mut check = || {
+            if lost.load(Ordering::SeqCst) {
+                return Some(Stop::LeaseLost);
+            }
+            if cancel.load(Ordering::SeqCst) {
+                return Some(Stop::Cancelled);
+            }
+            if self.interrupt.load(Ordering::SeqCst) {
+                return Some(Stop::Interrupted);
+            }
+            if let Some(new) = stream.tail.as_mut().map(|t| t.poll()) {
+                stream.take(new);
+                if let Err(e) = self.flush(held, phase, l, &mut stream, false) {
+                    stream.failed = Some(e);
+                    return Some(Stop::LeaseLost);
+                }
+            }
+            None
+        };
+        let waited = running.wait(timeout, &mut check);
+        if let Some(g) = &self.phase_groups {
+            g.remove(pgid);
+        }
+        if let Some(e) = stream.failed.take() {
+            return Err(e);
+        }
+        if matches!(waited, Waited::Stopped(Stop::LeaseLost)) {
+            return Ok(Launched {
+                waited: Ok(waited),
+                events: stream.all,
+            });
+        }
+        if let Some(new) = stream.tail.as_mut().map(|t| t.finish()) {
+            stream.take(new);
+        }
+        self.flush(held, phase, l, &mut stream, true)?;
+        if l.cli.is_some()
+            && let Waited::Exited(status) = &waited
+        {
+            self.decide_commit(
+                held,
+                Input::AgentEnded {
+                    phase: phase.clone(),
+                    exit_code: status.code(),
+                },
+            )?;
+        }
+        Ok(Launched {
+            waited: Ok(waited),
+            events: stream.all,
+        })
+    }
+
+    /// Journals what the stream showed since the last flush: a new session
+    /// at once, the rest at most every [`FLUSH_EVERY`] (all of it when `last`).
+    fn flush(
+        &self,
+        held: &mut Held,
+        phase: &PhaseId,
+        l: &Launch,
+        stream: &mut Stream,
+        last: bool,
+    ) -> Result<()> {
+        if !stream.session_known
+            && let Some(native_id) = stream.pending.iter().find_map(|e| match e {
+                AgentEvent::SessionStarted { native_id } => Some(native_id.clone()),
+                _ => None,
+            })
+        {
+            stream.session_known = true;
+            self.decide_commit(
+                held,
+                Input::AgentSession {
+                    phase: phase.clone(),
+                    session: AgentSession {
+                        agent: l.agent.clone(),
+                        cli: l.cli.map(|c| c.as_str()).unwrap_or_default().into(),
+                        native_id,
+                        cwd: held.ws.cwd.display().to_string(),
+                        version: l.version.clone(),
+                        start: l.start,
+                    },
+                },
+            )?;
+        }
+        if stream.pending.is_empty() || (!last && stream.flushed.elapsed() < FLUSH_EVERY) {
+            return Ok(());
+        }
+        let events: Vec<AgentEvent> = std::mem::take(&mut stream.pending)
+            .into_iter()
+            .filter(|e| !matches!(e, AgentEvent::SessionStarted { .. }))
+            .map(for_journal)
+            .collect();
+        stream.flushed = Instant::now();
+        if events.is_empty() {
+            return Ok(());
+        }
+        self.decide_commit(
+            held,
+            Input::AgentActivity {
+                phase: phase.clone(),
+                events,
+            },
+        )
+    }
+
+    /// What the interrupted run(s) of `ps` did, from the journal: the
+    /// activity of every attempt in its chain of continued sessions.
+    pub(super) fn interrupted_progress(&self, held: &Held, ps: &PhaseState) -> Vec<AgentEvent> {
+        let mut attempts = Vec::new();
+        for run in ps.agent_runs.iter().rev() {
+            if run.iteration != ps.iteration {
+                break;
+            }
+            attempts.push(run.attempt);
+            if run.session.start != SessionStart::Resumed {
+                break;
+            }
+        }
+        let Ok(records) = self.store.events(&held.state.task_id, 0, usize::MAX) else {
+            return Vec::new();
+        };
+        // The current iteration's records: after the last loop or rewind
+        // that reset this phase.
+        let from = records
+            .iter()
+            .rposition(|r| match &r.event {
+                Event::LoopedBack { reset, .. } | Event::Rewound { reset, .. } => {
+                    reset.contains(&ps.id)
+                }
+                _ => false,
+            })
+            .map_or(0, |i| i + 1);
+        records[from..]
+            .iter()
+            .filter_map(|r| match &r.event {
+                Event::AgentActivity {
+                    phase,
+                    attempt,
+                    events,
+                } if *phase == ps.id && attempts.contains(attempt) => Some(events.clone()),
+                _ => None,
+            })
+            .flatten()
+            .collect()
+    }
+}
+
+/// The stream of one launch, between flushes.
+struct Stream {
+    tail: Option<adapter::Tail>,
+    session_known: bool,
+    pending: Vec<AgentEvent>,
+    all: Vec<AgentEvent>,
+    flushed: Instant,
+    failed: Option<crate::Error>,
+}
+
+impl Stream {
+    fn take(&mut self, new: Vec<AgentEvent>) {
+        self.all.extend(new.iter().cloned());
+        self.pending.extend(new);
+    }
+}
+
+/// An event as journaled: long texts shortened.
+fn for_journal(e: AgentEvent) -> AgentEvent {
+    match e {
+        AgentEvent::AssistantText { text } => AgentEvent::AssistantText {
+            text: shorten_keep_lines(&text),
+        },
+        AgentEvent::Final { ok, text } => AgentEvent::Final {
+            ok,
+            text: shorten_keep_lines(&text),
+        },
+        AgentEvent::Error { message } => AgentEvent::Error {
+            message: shorten(&message, JOURNAL_TEXT_CHARS),
+        },
+        other => other,
+    }
+}
+
+fn shorten_keep_lines(text: &str) -> String {
+    match text.char_indices().nth(JOURNAL_TEXT_CHARS) {
+        None => text.to_string(),
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+    }
+}
+
+/// A built-in CLI's finished run read from its stream: its last message
+/// and a readable transcript, or why it failed (and what kind of failure)
+/// even though it may have exited 0.
+pub(super) fn judge(
+    cli: Cli,
+    exit_code: Option<i32>,
+    events: &[AgentEvent],
+    stderr_tail: &str,
+) -> std::result::Result<(String, String), (String, FailureKind)> {
+    let mut transcript = Vec::new();
+    let mut errors = Vec::new();
+    let mut last: Option<(bool, String)> = None;
+    for e in events {
+        match e {
+            AgentEvent::AssistantText { text } => transcript.push(text.clone()),
+            AgentEvent::ToolCall { name, summary, .. } => {
+                transcript.push(format!("→ {name} {summary}"))
+            }
+            AgentEvent::ToolResult {
+                ok: false, summary, ..
+            } => transcript.push(format!("  ✗ {summary}")),
+            AgentEvent::Error { message } => errors.push(message.clone()),
+            AgentEvent::Final { ok, text } => last = Some((*ok, text.clone())),
+            _ => {}
+        }
+    }
+    match last {
+        Some((true, final_text)) if errors.is_empty() && exit_code == Some(0) => {
+            Ok((final_text, transcript.join("\n")))
+        }
+        _ => {
+            let kind = classify_failure(cli, exit_code, stderr_tail, events);
+            let why = errors
+                .first()
+                .cloned()
+                .or_else(|| {
+                    stderr_tail
+                        .lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                        .map(|l| shorten(l, 300))
+                })
+                .unwrap_or_else(|| "its stream did not end with a successful result".into());
+            let exited = match exit_code {
+                Some(0) => "exited 0 but failed".to_string(),
+                Some(c) => format!("exited {c}"),
+                None => "was killed".to_string(),
+            };
+            let what = match kind {
+                FailureKind::NotInstalled => format!(
+                    "is not installed (install it with `npm install -g {}`)",
+                    cli.package()
+                ),
+                FailureKind::Authentication => "could not authenticate".into(),
+                FailureKind::RateLimit => "was rate limited".into(),
+                FailureKind::StaleSession => "has no such session".into(),
+                FailureKind::Other => "failed".into(),
+            };
+            Err((
+                format!("{} {exited}: {what}: {why}", cli.as_str()),
+                kind,
+            ))
+        }
+    }
+}
+
+/// The prompt for a run that continues the CLI's own session.
+pub(super) fn resumed_prompt(prompt: &str) -> String {
+    format!(
+        "baton: this session was interrupted (a crash or a restart) before it finished, and baton has resumed it. Continue the task from where you stopped: check what is already done in the working folder and do not redo it. The task was:\n\n{prompt}"
+    )
+}
+
+/// `prompt` with the handoff brief: in place of `{{brief}}` when the
+/// template asks for it (`rendered_with`), else before it.
+pub(super) fn with_brief(
+    prompt: &str,
+    brief: &str,
+    rendered_with: Option<String>,
+) -> String {
+    match rendered_with {
+        Some(p) => p,
+        None => format!("{brief}\n---\n\n{prompt}"),
+    }
+}
+
+/// How a prompt phase's built-in CLI run begins: its own interrupted
+/// session continued when the CLI can, else a new one.
+pub(super) fn invocation_for<'a>(
+    ps: &'a PhaseState,
+    agent: &str,
+    cli: Cli,
+    cwd: &std::path::Path,
+) -> Option<&'a AgentSession> {
+    ps.agent_session
+        .as_ref()
+        .filter(|_| ps.interrupted)
+        .filter(|s| s.agent == agent && s.cli == cli.as_str())
+        .filter(|s| adapter::resumes_from(cli, &s.cwd, cwd))
+}
+
+/// The argv (prompt filled in) of `agent` for `how`.
+pub(super) fn argv_for(
+    agent: &crate::config::AgentConfig,
+    how: Invocation<'_>,
+    prompt: &str,
+    prompt_file: &std::path::Path,
+) -> Vec<String> {
+    let pf = prompt_file.display().to_string();
+    adapter::argv(agent, how)
+        .iter()
+        .map(|a| a.replace("{{prompt_file}}", &pf).replace("{{prompt}}", prompt))
+        .collect()
+}
