@@ -27,6 +27,9 @@ use std::sync::{Arc, Mutex};
 pub struct Reply {
     pub text: Option<String>,
     pub tool: Option<ToolCall>,
+    /// Never answer: hold the request open until the server stops (a
+    /// model that is still thinking when the test kills something).
+    pub hang: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -40,6 +43,15 @@ impl Reply {
         Reply {
             text: Some(t.into()),
             tool: None,
+            hang: false,
+        }
+    }
+    /// A turn that is never answered (see [`Reply::hang`]).
+    pub fn hang() -> Reply {
+        Reply {
+            text: None,
+            tool: None,
+            hang: true,
         }
     }
     pub fn tool(name: &str, args: Value) -> Reply {
@@ -49,6 +61,7 @@ impl Reply {
                 name: name.into(),
                 args,
             }),
+            hang: false,
         }
     }
 }
@@ -236,6 +249,12 @@ fn serve(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
         .get(turn)
         .cloned()
         .unwrap_or_else(|| Reply::text("done"));
+    if reply.hang {
+        while !s.stop.load(Ordering::SeqCst) {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        return Ok(());
+    }
     let usage = Usage {
         input: (raw.len() / 4).max(1) as u64,
         output: reply_len(&reply).div_ceil(4).max(1) as u64,

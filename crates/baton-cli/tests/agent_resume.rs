@@ -1,0 +1,333 @@
+//! A crashed agent phase continues its own CLI session; a session the CLI
+//! no longer has falls back to a new one given baton's brief; a task hands
+//! off from one CLI to another with the brief in the new CLI's memory file
+//! and prompt. All with the real CLIs against the scripted model server,
+//! which records what each CLI sent.
+
+use baton_testkit::TestProject;
+use baton_testkit::agents::Agent;
+use baton_testkit::model_server::{ModelServer, Reply};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Adds `[agents.NAME]` for `agent` on `server`, its config home in `home`.
+fn add_agent(p: &TestProject, name: &str, agent: Agent, server: &ModelServer, home: &Path) {
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str(&agent.baton_config(name, server, home));
+    fs_err::write(&cfg, text).unwrap();
+}
+
+fn home() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("baton-agent-home-")
+        .tempdir()
+        .unwrap()
+}
+
+fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
+    let until = Instant::now() + limit;
+    while !ok() {
+        assert!(Instant::now() < until, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The text of every model request's body, for searching.
+fn bodies(server: &ModelServer) -> Vec<String> {
+    server
+        .model_requests()
+        .iter()
+        .map(|r| r.body.to_string())
+        .collect()
+}
+
+/// Where each CLI keeps its sessions under its config home.
+fn delete_native_sessions(agent: Agent, home: &Path) {
+    let dirs: &[&str] = match agent {
+        Agent::Claude => &[".claude/projects"],
+        Agent::Codex => &[".codex/sessions"],
+        Agent::Gemini => &[".gemini/tmp"],
+        Agent::Qwen => &[".qwen/tmp", ".qwen/projects"],
+        Agent::Opencode => &[".local/share/opencode"],
+    };
+    let mut gone = 0;
+    for d in dirs {
+        if home.join(d).exists() {
+            fs_err::remove_dir_all(home.join(d)).unwrap();
+            gone += 1;
+        }
+    }
+    assert!(gone > 0, "{} kept no sessions in {dirs:?}", agent.program());
+}
+
+const WORKFLOW: &str = "name = \"w\"\n[[phase]]\nid = \"write\"\nagent = \"cc\"\nmax_attempts = 1\nprompt = \"Write the greeting for {{task}}\"\n";
+
+/// `baton run` of a one-phase agent task, SIGKILLed while the CLI waits
+/// for its second model turn (after it wrote a file through a tool).
+/// Returns the native session id journaled before the kill.
+fn crash_mid_phase(p: &TestProject, agent: Agent, server: &ModelServer) -> String {
+    p.workflow("w", WORKFLOW);
+    let mut run = p
+        .baton(&["run", "w", "the team", "--id", "t"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until(
+        "the CLI to ask for its second turn",
+        Duration::from_secs(120),
+        || server.turns_taken() >= 2,
+    );
+    // The session id is in the journal before anything is lost.
+    let session = p
+        .journal("t")
+        .iter()
+        .find(|e| e["kind"] == "agent_session")
+        .map(|e| e["session"]["native_id"].as_str().unwrap().to_string())
+        .expect("the native session is journaled while the CLI runs");
+    kill(Pid::from_raw(run.id() as i32), Signal::SIGKILL).unwrap();
+    run.wait().unwrap();
+    assert_eq!(p.state("t")["status"], "CRASHED");
+    session
+}
+
+/// The CLI's write tool, a turn that never comes (the crash), then the end.
+fn script(agent: Agent, p: &TestProject) -> Vec<Reply> {
+    let (tool, args) = agent.write_tool(&p.root().join("hello.txt"), "hi");
+    vec![
+        Reply::tool(tool, args),
+        Reply::hang(),
+        Reply::text("finished after the crash"),
+    ]
+}
+
+fn a_crashed_phase_continues_its_native_session(agent: Agent) {
+    let p = TestProject::new();
+    let h = home();
+    let server = ModelServer::start(script(agent, &p));
+    add_agent(&p, "cc", agent, &server, h.path());
+    let native = crash_mid_phase(&p, agent, &server);
+
+    let (code, _, err) = p.run(&["resume", "t"]);
+    assert_eq!(code, 0, "{}: {err}", agent.program());
+    let doc = p.state("t");
+    assert_eq!(doc["status"], "COMPLETE");
+    assert_eq!(doc["completed_phases"][0]["summary"], "finished after the crash");
+    assert_eq!(doc["completed_phases"][0]["native_session_id"], native.as_str());
+    // The second attempt continued the same native session...
+    let sessions: Vec<(String, String)> = p
+        .journal("t")
+        .iter()
+        .filter(|e| e["kind"] == "agent_session")
+        .map(|e| {
+            (
+                e["session"]["native_id"].as_str().unwrap().to_string(),
+                e["session"]["start"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sessions,
+        vec![(native.clone(), "new".into()), (native, "resumed".into())],
+        "{}",
+        agent.program()
+    );
+    // ...so the CLI itself sent the earlier conversation (the task's
+    // prompt, the tool call's result) with baton's note to go on.
+    let last = bodies(&server).pop().unwrap();
+    assert!(last.contains("Write the greeting for the team"), "{last}");
+    assert!(last.contains("this session was interrupted"), "{last}");
+    assert!(
+        !last.contains("Work in progress (interrupted)"),
+        "a native resume needs no brief: {last}"
+    );
+    assert_eq!(
+        fs_err::read_to_string(p.root().join("hello.txt"))
+            .unwrap()
+            .trim(),
+        "hi"
+    );
+}
+
+fn a_lost_native_session_falls_back_to_the_brief(agent: Agent) {
+    let p = TestProject::new();
+    let h = home();
+    let server = ModelServer::start(script(agent, &p));
+    add_agent(&p, "cc", agent, &server, h.path());
+    let native = crash_mid_phase(&p, agent, &server);
+    // The orphaned CLI first (it could write its session again as it
+    // exits), then its sessions.
+    let pgid = p
+        .journal("t")
+        .iter()
+        .rfind(|e| e["kind"] == "phase_process")
+        .unwrap()["process"]["pid"]
+        .as_i64()
+        .unwrap();
+    let _ = kill(Pid::from_raw(-(pgid as i32)), Signal::SIGKILL);
+    wait_until("the orphaned CLI to die", Duration::from_secs(10), || {
+        kill(Pid::from_raw(-(pgid as i32)), None).is_err()
+    });
+    delete_native_sessions(agent, h.path());
+
+    let (code, _, err) = p.run(&["resume", "t"]);
+    assert_eq!(code, 0, "{}: {err}", agent.program());
+    assert!(
+        err.contains("could not continue the"),
+        "{}: says why it starts over: {err}",
+        agent.program()
+    );
+    let doc = p.state("t");
+    assert_eq!(doc["status"], "COMPLETE");
+    assert_eq!(doc["completed_phases"][0]["summary"], "finished after the crash");
+    let journal = p.journal("t");
+    let starts: Vec<&str> = journal
+        .iter()
+        .filter(|e| e["kind"] == "agent_session")
+        .map(|e| e["session"]["start"].as_str().unwrap())
+        .collect();
+    assert_eq!(starts.first(), Some(&"new"));
+    assert_eq!(starts.last(), Some(&"brief"), "{}: {starts:?}", agent.program());
+    let fresh = journal
+        .iter()
+        .rfind(|e| e["kind"] == "agent_session")
+        .unwrap()["session"]["native_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(fresh, native, "a new session");
+    // The new session was told what the lost one did: the file it wrote
+    // through its tool, with the result.
+    let last = bodies(&server).pop().unwrap();
+    assert!(last.contains("Work in progress (interrupted)"), "{last}");
+    assert!(last.contains("hello.txt"), "{last}");
+    assert!(last.contains("Write the greeting for the team"), "{last}");
+}
+
+macro_rules! per_cli {
+    ($($name:ident: $agent:expr;)*) => {
+        mod continues_natively {
+            use super::*;
+            $(#[test] fn $name() { a_crashed_phase_continues_its_native_session($agent) })*
+        }
+        mod falls_back_to_the_brief {
+            use super::*;
+            $(#[test] fn $name() { a_lost_native_session_falls_back_to_the_brief($agent) })*
+        }
+    };
+}
+
+per_cli! {
+    claude: Agent::Claude;
+    codex: Agent::Codex;
+    gemini: Agent::Gemini;
+    qwen: Agent::Qwen;
+    opencode: Agent::Opencode;
+}
+
+/// Two agent phases with a gate between that fails the first time: the
+/// task fails on `from`, is handed off to `to`, and finishes there.
+fn handoff(from: Agent, to: Agent) {
+    let p = TestProject::new();
+    let (h1, h2) = (home(), home());
+    let s1 = ModelServer::start(vec![Reply::text("analysis: the greeting goes in hello.txt")]);
+    let (tool, args) = to.write_tool(&p.root().join("hello.txt"), "hi");
+    let s2 = ModelServer::start(vec![Reply::tool(tool, args), Reply::text("written by the new agent")]);
+    add_agent(&p, "first", from, &s1, h1.path());
+    add_agent(&p, "second", to, &s2, h2.path());
+    // The user's own memory file, which baton must leave as it is.
+    let memory = baton_engine::adapter::memory_file(match to {
+        Agent::Codex => baton_core::agent_stream::Cli::Codex,
+        Agent::Gemini => baton_core::agent_stream::Cli::Gemini,
+        Agent::Claude => baton_core::agent_stream::Cli::Claude,
+        Agent::Qwen => baton_core::agent_stream::Cli::Qwen,
+        Agent::Opencode => baton_core::agent_stream::Cli::Opencode,
+    });
+    fs_err::write(p.root().join(memory), "# House rules\n\nUse tabs.\n").unwrap();
+    p.workflow(
+        "w",
+        "name = \"w\"\n[[phase]]\nid = \"analyze\"\nprompt = \"Analyze {{task}}\"\n[[phase]]\nid = \"gate\"\nrun = \"test -f go\"\nmax_attempts = 1\n[[phase]]\nid = \"write\"\nprompt = \"Write the greeting\"\n",
+    );
+    let (code, _, err) = p.run(&["run", "w", "the team", "--id", "t", "--agent", "first"]);
+    assert_eq!(code, 1, "the gate fails: {err}");
+    fs_err::write(p.root().join("go"), "").unwrap();
+
+    let (code, _, err) = p.run(&["handoff", "t", "--to", "second"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("handed off to second"), "{err}");
+    // The memory file: the user's text kept, baton's fenced brief after it.
+    let text = fs_err::read_to_string(p.root().join(memory)).unwrap();
+    assert!(text.starts_with("# House rules\n\nUse tabs.\n"), "{text}");
+    assert!(text.contains("<!-- baton:handoff-brief begin"), "{text}");
+    assert!(text.contains("analysis: the greeting goes in hello.txt"), "{text}");
+    // The new CLI got the brief from its memory file (the fence is only
+    // there) and in its prompt (which names the task's phases).
+    let first = s2.model_requests()[0].body.to_string();
+    assert!(first.contains("baton:handoff-brief begin"), "memory file not read: {first}");
+    assert!(first.contains("House rules"), "{first}");
+    assert!(first.contains("Handoff brief: t"), "{first}");
+    assert_eq!(
+        fs_err::read_to_string(p.root().join("hello.txt")).unwrap().trim(),
+        "hi"
+    );
+    let doc = p.state("t");
+    assert_eq!(doc["status"], "COMPLETE");
+    assert_eq!(doc["last_agent"], "second");
+    let history: Vec<(String, Vec<String>)> = doc["cli_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["agent"].as_str().unwrap().to_string(),
+                h["phases"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_str().unwrap().to_string())
+                    .collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        history,
+        vec![
+            ("first".to_string(), vec!["analyze".to_string()]),
+            ("second".to_string(), vec!["write".to_string()]),
+        ]
+    );
+    for h in doc["cli_history"].as_array().unwrap() {
+        assert!(h["duration_s"].as_f64().is_some(), "{h}");
+    }
+    let write = &doc["completed_phases"][2];
+    assert_eq!(write["agent"], "second");
+    assert_eq!(write["exit_code"], 0);
+    assert!(write["tokens"]["output"].as_u64().unwrap() > 0, "{write}");
+    // The journal says who took over, and why.
+    let switched: Vec<_> = p
+        .journal("t")
+        .into_iter()
+        .filter(|e| e["kind"] == "agent_switched")
+        .collect();
+    assert_eq!(switched.len(), 2, "run --agent, then the handoff");
+    assert_eq!(switched[1]["from"], "first");
+    assert_eq!(switched[1]["to"], "second");
+    assert_eq!(switched[1]["reason"], "baton handoff --to");
+    // Handing off again replaces baton's section; it never piles up.
+    let (code, _, err) = p.run(&["handoff", "t", "--to", "first"]);
+    assert_eq!(code, 2, "a complete task has nothing to hand off: {err}");
+    assert!(err.contains("no phases left"), "{err}");
+}
+
+#[test]
+fn a_task_hands_off_from_claude_code_to_codex() {
+    handoff(Agent::Claude, Agent::Codex);
+}
+
+#[test]
+fn a_task_hands_off_from_codex_to_gemini_cli() {
+    handoff(Agent::Codex, Agent::Gemini);
+}
