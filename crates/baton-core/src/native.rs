@@ -100,7 +100,7 @@ pub fn expected_file(cli: Cli) -> &'static str {
 /// Which CLI wrote this session file, judged from its first readable
 /// record; `None` when it looks like none of them.
 pub fn detect(text: &str) -> Option<Cli> {
-    if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(text) {
+    if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(document(text)) {
         return classify_document(&o);
     }
     text.lines()
@@ -111,6 +111,15 @@ pub fn detect(text: &str) -> Option<Cli> {
 
 /// A whole-file JSON document: an OpenCode export, an older Gemini
 /// session, or one line of a JSON Lines file.
+/// The JSON document in `text`, past a line `opencode export` prints
+/// first on stderr ("Exporting session: …") when both were captured.
+fn document(text: &str) -> &str {
+    if text.trim_start().starts_with('{') {
+        return text;
+    }
+    text.find("\n{").map_or(text, |i| &text[i + 1..])
+}
+
 fn classify_document(o: &Map<String, Value>) -> Option<Cli> {
     let info = o.get("info").and_then(Value::as_object);
     if let Some(info) = info
@@ -681,7 +690,7 @@ fn qwen(text: &str, t: &mut NativeTranscript) {
 /// OpenCode's `opencode export` JSON: `info` (id, directory) and messages
 /// with their parts (text, tool with its state, step-finish with tokens).
 fn opencode(text: &str, t: &mut NativeTranscript) -> Result<(), String> {
-    let v: Value = serde_json::from_str(text).map_err(|e| {
+    let v: Value = serde_json::from_str(document(text)).map_err(|e| {
         format!(
             "this is not {}: it is not complete JSON ({e})",
             expected_file(Cli::Opencode)

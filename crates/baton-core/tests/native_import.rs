@@ -199,6 +199,20 @@ fn a_cut_off_opencode_export_is_refused() {
     assert!(err.contains("not"), "{err}");
 }
 
+/// `opencode export` says "Exporting session: …" on stderr first: an
+/// export captured with it still reads.
+#[test]
+fn an_opencode_export_captured_with_its_stderr_line_still_reads() {
+    let text = format!(
+        "Exporting session: ses_dfea60f4fffebEcbJsStaHiMbx\n{}",
+        fixture(Cli::Opencode)
+    );
+    assert_eq!(
+        parse_transcript(Cli::Opencode, &text),
+        Ok(parse(Cli::Opencode))
+    );
+}
+
 /// Another CLI's session file is refused, naming the file expected and the
 /// CLI it came from.
 #[test]
