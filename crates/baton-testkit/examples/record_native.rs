@@ -8,6 +8,10 @@
 //! are copied byte for byte. OpenCode keeps its sessions in SQLite: its
 //! fixture is what `opencode export <sessionID>` prints.
 //!
+//! Codex and OpenCode choose their own session ids, and every file holds
+//! timestamps: after recording again, update the ids expected in
+//! crates/baton-core/tests/native_import.rs.
+//!
 //! ```sh
 //! BATON_AGENT_CLIS=… BATON_AGENT_CLIS_CACHE=… cargo run -p baton-testkit --example record_native [CLI…]
 //! ```
