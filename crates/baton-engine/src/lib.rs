@@ -12,6 +12,7 @@ pub mod engine;
 pub mod error;
 pub mod git;
 pub mod host;
+pub mod native_files;
 pub mod process;
 pub mod project;
 pub mod render;
