@@ -48,6 +48,8 @@ pub enum Command {
     Resume(ResumeArgs),
     /// Continue a task on another agent CLI: the brief goes into its memory file and prompt.
     Handoff(HandoffArgs),
+    /// Turn a session begun in an agent CLI outside baton into a task, and continue it.
+    Import(ImportArgs),
     /// Start a new task from a recorded checkpoint of another; the original stays untouched.
     Fork(ForkArgs),
     /// List tasks: id, workflow, status, last phase, updated, resumable.
@@ -162,6 +164,27 @@ pub struct ResumeArgs {
     /// Internal: take the lease over from this pid (used by `run --detach`).
     #[arg(long, hide = true, value_name = "PID")]
     pub takeover_from: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The CLI that wrote the session: claude, codex, gemini, qwen or opencode.
+    pub cli: String,
+    /// Its session file, or its session id (looked up in that CLI's own
+    /// folders; OpenCode sessions through `opencode export ID`).
+    #[arg(value_name = "FILE_OR_ID")]
+    pub session: String,
+    /// The workflow that continues it (default: `continue`, one agent phase;
+    /// `.baton/workflows/continue.toml` replaces it).
+    #[arg(long, default_value = "continue")]
+    pub workflow: String,
+    /// The task id (default: a slug of the session's first prompt).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Run its agent phases with this agent (another CLI than the one it
+    /// began in, for a handoff).
+    #[arg(long)]
+    pub agent: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -68,7 +68,7 @@ const WORKFLOW: &str = "name = \"w\"\n[[phase]]\nid = \"write\"\nagent = \"cc\"\
 /// `baton run` of a one-phase agent task, SIGKILLed while the CLI waits
 /// for its second model turn (after it wrote a file through a tool).
 /// Returns the native session id journaled before the kill.
-fn crash_mid_phase(p: &TestProject, agent: Agent, server: &ModelServer) -> String {
+fn crash_mid_phase(p: &TestProject, server: &ModelServer) -> String {
     p.workflow("w", WORKFLOW);
     let mut run = p
         .baton(&["run", "w", "the team", "--id", "t"])
@@ -109,14 +109,20 @@ fn a_crashed_phase_continues_its_native_session(agent: Agent) {
     let h = home();
     let server = ModelServer::start(script(agent, &p));
     add_agent(&p, "cc", agent, &server, h.path());
-    let native = crash_mid_phase(&p, agent, &server);
+    let native = crash_mid_phase(&p, &server);
 
     let (code, _, err) = p.run(&["resume", "t"]);
     assert_eq!(code, 0, "{}: {err}", agent.program());
     let doc = p.state("t");
     assert_eq!(doc["status"], "COMPLETE");
-    assert_eq!(doc["completed_phases"][0]["summary"], "finished after the crash");
-    assert_eq!(doc["completed_phases"][0]["native_session_id"], native.as_str());
+    assert_eq!(
+        doc["completed_phases"][0]["summary"],
+        "finished after the crash"
+    );
+    assert_eq!(
+        doc["completed_phases"][0]["native_session_id"],
+        native.as_str()
+    );
     // The second attempt continued the same native session...
     let sessions: Vec<(String, String)> = p
         .journal("t")
@@ -157,7 +163,7 @@ fn a_lost_native_session_falls_back_to_the_brief(agent: Agent) {
     let h = home();
     let server = ModelServer::start(script(agent, &p));
     add_agent(&p, "cc", agent, &server, h.path());
-    let native = crash_mid_phase(&p, agent, &server);
+    let native = crash_mid_phase(&p, &server);
     // The orphaned CLI first (it could write its session again as it
     // exits), then its sessions.
     let pgid = p
@@ -182,7 +188,10 @@ fn a_lost_native_session_falls_back_to_the_brief(agent: Agent) {
     );
     let doc = p.state("t");
     assert_eq!(doc["status"], "COMPLETE");
-    assert_eq!(doc["completed_phases"][0]["summary"], "finished after the crash");
+    assert_eq!(
+        doc["completed_phases"][0]["summary"],
+        "finished after the crash"
+    );
     let journal = p.journal("t");
     let starts: Vec<&str> = journal
         .iter()
@@ -190,7 +199,12 @@ fn a_lost_native_session_falls_back_to_the_brief(agent: Agent) {
         .map(|e| e["session"]["start"].as_str().unwrap())
         .collect();
     assert_eq!(starts.first(), Some(&"new"));
-    assert_eq!(starts.last(), Some(&"brief"), "{}: {starts:?}", agent.program());
+    assert_eq!(
+        starts.last(),
+        Some(&"brief"),
+        "{}: {starts:?}",
+        agent.program()
+    );
     let fresh = journal
         .iter()
         .rfind(|e| e["kind"] == "agent_session")
@@ -233,9 +247,14 @@ per_cli! {
 fn handoff(from: Agent, to: Agent) {
     let p = TestProject::new();
     let (h1, h2) = (home(), home());
-    let s1 = ModelServer::start(vec![Reply::text("analysis: the greeting goes in hello.txt")]);
+    let s1 = ModelServer::start(vec![Reply::text(
+        "analysis: the greeting goes in hello.txt",
+    )]);
     let (tool, args) = to.write_tool(&p.root().join("hello.txt"), "hi");
-    let s2 = ModelServer::start(vec![Reply::tool(tool, args), Reply::text("written by the new agent")]);
+    let s2 = ModelServer::start(vec![
+        Reply::tool(tool, args),
+        Reply::text("written by the new agent"),
+    ]);
     add_agent(&p, "first", from, &s1, h1.path());
     add_agent(&p, "second", to, &s2, h2.path());
     // The user's own memory file, which baton must leave as it is.
@@ -262,15 +281,23 @@ fn handoff(from: Agent, to: Agent) {
     let text = fs_err::read_to_string(p.root().join(memory)).unwrap();
     assert!(text.starts_with("# House rules\n\nUse tabs.\n"), "{text}");
     assert!(text.contains("<!-- baton:handoff-brief begin"), "{text}");
-    assert!(text.contains("analysis: the greeting goes in hello.txt"), "{text}");
+    assert!(
+        text.contains("analysis: the greeting goes in hello.txt"),
+        "{text}"
+    );
     // The new CLI got the brief from its memory file (the fence is only
     // there) and in its prompt (which names the task's phases).
     let first = s2.model_requests()[0].body.to_string();
-    assert!(first.contains("baton:handoff-brief begin"), "memory file not read: {first}");
+    assert!(
+        first.contains("baton:handoff-brief begin"),
+        "memory file not read: {first}"
+    );
     assert!(first.contains("House rules"), "{first}");
     assert!(first.contains("Handoff brief: t"), "{first}");
     assert_eq!(
-        fs_err::read_to_string(p.root().join("hello.txt")).unwrap().trim(),
+        fs_err::read_to_string(p.root().join("hello.txt"))
+            .unwrap()
+            .trim(),
         "hi"
     );
     let doc = p.state("t");
@@ -330,4 +357,128 @@ fn a_task_hands_off_from_claude_code_to_codex() {
 #[test]
 fn a_task_hands_off_from_codex_to_gemini_cli() {
     handoff(Agent::Codex, Agent::Gemini);
+}
+
+/// A Claude Code session the user ran by hand (outside baton) in the
+/// project, which wrote hello.txt: returns its session id.
+fn a_session_outside_baton(p: &TestProject, server: &ModelServer, home: &Path) -> String {
+    let id = "6f1e2d3c-4b5a-4987-8c6d-5e4f3a2b1c0d";
+    let run = baton_testkit::agents::Run {
+        agent: Agent::Claude,
+        server,
+        workdir: p.root(),
+        home,
+    };
+    let out = run
+        .command("Write the greeting for the team", Some(id), None)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    id.to_string()
+}
+
+#[test]
+fn an_imported_claude_session_continues_natively_on_claude() {
+    let p = TestProject::new();
+    let h = home();
+    let (tool, args) = Agent::Claude.write_tool(&p.root().join("hello.txt"), "hi");
+    let server = ModelServer::start(vec![
+        Reply::tool(tool, args),
+        Reply::text("written by hand"),
+        Reply::text("continued under baton"),
+    ]);
+    add_agent(&p, "cc", Agent::Claude, &server, h.path());
+    let session = a_session_outside_baton(&p, &server, h.path());
+
+    let (code, _, err) = p.run(&["import", "claude", &session, "--id", "t", "--agent", "cc"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(&format!("importing claude session {session}")),
+        "{err}"
+    );
+    let doc = p.state("t");
+    assert_eq!(doc["status"], "COMPLETE");
+    assert_eq!(doc["task_description"], "Write the greeting for the team");
+    assert_eq!(
+        doc["completed_phases"][0]["summary"],
+        "continued under baton"
+    );
+    assert_eq!(
+        doc["completed_phases"][0]["native_session_id"],
+        session.as_str()
+    );
+    // Claude itself sent the session's history: the prompt typed by hand.
+    let last = bodies(&server).pop().unwrap();
+    assert!(last.contains("Write the greeting for the team"), "{last}");
+    assert!(last.contains("written by hand"), "{last}");
+    let journal = p.journal("t");
+    let imported = journal.iter().find(|e| e["kind"] == "imported").unwrap();
+    assert_eq!(imported["session"]["native_id"], session.as_str());
+    let started = journal
+        .iter()
+        .find(|e| e["kind"] == "agent_session")
+        .unwrap();
+    assert_eq!(started["session"]["start"], "resumed");
+}
+
+#[test]
+fn an_imported_claude_session_continues_on_codex_with_its_history_in_the_brief() {
+    let p = TestProject::new();
+    let (h1, h2) = (home(), home());
+    let (tool, args) = Agent::Claude.write_tool(&p.root().join("hello.txt"), "hi");
+    let by_hand = ModelServer::start(vec![
+        Reply::tool(tool, args),
+        Reply::text("written by hand"),
+    ]);
+    let codex = ModelServer::start(vec![Reply::text("taken over by codex")]);
+    add_agent(&p, "cc", Agent::Claude, &by_hand, h1.path());
+    add_agent(&p, "cx", Agent::Codex, &codex, h2.path());
+    let session = a_session_outside_baton(&p, &by_hand, h1.path());
+
+    let (code, _, err) = p.run(&["import", "claude", &session, "--id", "t", "--agent", "cx"]);
+    assert_eq!(code, 0, "{err}");
+    let doc = p.state("t");
+    assert_eq!(doc["completed_phases"][0]["summary"], "taken over by codex");
+    assert_eq!(doc["last_agent"], "cx");
+    // Codex was told what the Claude session did: the file it wrote, the
+    // result, what it said.
+    let sent = bodies(&codex).pop().unwrap();
+    assert!(sent.contains("Imported session"), "{sent}");
+    assert!(
+        sent.contains(&format!("claude session ({session})")),
+        "{sent}"
+    );
+    assert!(sent.contains("called Write"), "{sent}");
+    assert!(sent.contains("hello.txt"), "{sent}");
+    assert!(sent.contains("written by hand"), "{sent}");
+}
+
+#[test]
+fn import_mistakes_are_refused_with_a_hint() {
+    let p = TestProject::new();
+    let h = home();
+    let server = ModelServer::start(vec![]);
+    add_agent(&p, "cc", Agent::Claude, &server, h.path());
+    let (code, _, err) = p.run(&["import", "copilot", "x"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("claude, codex, gemini, qwen or opencode"),
+        "{err}"
+    );
+    // An id Claude has no session for: the folder searched is named.
+    let (code, _, err) = p.run(&["import", "claude", "6f1e2d3c-0000-4987-8c6d-5e4f3a2b1c0d"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(".claude/projects"), "{err}");
+    // A file of another kind.
+    fs_err::write(p.root().join("notes.jsonl"), "{\"hello\": 1}\n").unwrap();
+    let (code, _, err) = p.run(&["import", "codex", "notes.jsonl"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a Codex session file"), "{err}");
+    let (code, out, _) = p.run(&["ls", "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(out.trim(), "[]", "nothing was created");
 }

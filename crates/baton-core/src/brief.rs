@@ -115,6 +115,25 @@ pub const MAX_PROGRESS_CHARS: usize = 12_000;
 /// takes over. A tool call the run never got the result of is left out
 /// (named, not replayed): a dangling call makes the next model refuse.
 pub fn progress_section(cli: &str, native_id: &str, events: &[AgentEvent]) -> String {
+    progress_section_as(
+        "Work in progress (interrupted)",
+        &format!(
+            "The previous run of this phase ({cli} session {native_id}) was cut off and could not be continued. What it did, as baton recorded it:"
+        ),
+        events,
+    )
+}
+
+/// The brief's section for a session begun outside baton (`baton import`).
+pub fn imported_section(cli: &str, native_id: &str, events: &[AgentEvent]) -> String {
+    progress_section_as(
+        "Imported session",
+        &format!("This task began as a {cli} session ({native_id}) outside baton. What it did:"),
+        events,
+    )
+}
+
+fn progress_section_as(title: &str, intro: &str, events: &[AgentEvent]) -> String {
     let mut lines: Vec<String> = Vec::new();
     for e in without_dangling_calls(events) {
         match e {
@@ -143,13 +162,16 @@ pub fn progress_section(cli: &str, native_id: &str, events: &[AgentEvent]) -> St
     let mut body = lines.join("\n");
     if body.chars().count() > MAX_PROGRESS_CHARS {
         let skip = body.chars().count() - MAX_PROGRESS_CHARS;
-        body = format!("(earlier steps left out)\n{}", body.chars().skip(skip).collect::<String>());
+        body = format!(
+            "(earlier steps left out)\n{}",
+            body.chars().skip(skip).collect::<String>()
+        );
     }
     if body.is_empty() {
         body = "(nothing was recorded before it stopped)".into();
     }
     format!(
-        "## Work in progress (interrupted)\n\nThe previous run of this phase ({cli} session {native_id}) was cut off and could not be continued. What it did, as baton recorded it:\n\n{body}\n\nCheck the working folder for what is already done, and do not redo it.\n"
+        "## {title}\n\n{intro}\n\n{body}\n\nCheck the working folder for what is already done, and do not redo it.\n"
     )
 }
 
@@ -226,7 +248,10 @@ mod tests {
         ];
         let s = super::progress_section("claude", "S-1", &events);
         assert!(s.contains("claude session S-1"), "{s}");
-        assert!(s.contains("- called Write hello.txt\n  - ok: written"), "{s}");
+        assert!(
+            s.contains("- called Write hello.txt\n  - ok: written"),
+            "{s}"
+        );
         assert!(!s.contains("- called Bash"), "{s}");
         assert!(s.contains("Bash cargo test got no result"), "{s}");
         let empty = super::progress_section("codex", "T", &[]);

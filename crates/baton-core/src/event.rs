@@ -147,6 +147,13 @@ pub enum Event {
         to: String,
         reason: String,
     },
+    /// The task began as a session of an agent CLI outside baton
+    /// (`baton import`): its native session and what it did.
+    Imported {
+        session: crate::state::AgentSession,
+        first_prompt: Option<String>,
+        events: Vec<crate::agent_stream::AgentEvent>,
+    },
     /// Free text for the history (agent events, heartbeats of long phases, notes).
     Note {
         phase: Option<PhaseId>,
@@ -178,6 +185,7 @@ impl Event {
             Event::AgentActivity { .. } => "agent_activity",
             Event::AgentEnded { .. } => "agent_ended",
             Event::AgentSwitched { .. } => "agent_switched",
+            Event::Imported { .. } => "imported",
             Event::Note { .. } => "note",
         }
     }

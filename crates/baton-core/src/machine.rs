@@ -263,6 +263,7 @@ pub fn initial(task_id: TaskId, record: &EventRecord) -> Option<TaskState> {
         failure: None,
         agent: None,
         handoff_pending: false,
+        imported: None,
         last_seq: record.seq,
     })
 }
@@ -877,6 +878,9 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
             if let Some(p) = state.phase_mut(phase.as_str()) {
                 end_run(p, ts, "exited", *exit_code);
             }
+        }
+        Event::Imported { session, .. } => {
+            state.imported = Some(session.clone());
         }
         Event::AgentSwitched { to, .. } => {
             state.agent = Some(to.clone());

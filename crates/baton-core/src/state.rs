@@ -267,6 +267,10 @@ pub struct TaskState {
     /// run gets the handoff brief in its memory file and its prompt.
     #[serde(default)]
     pub handoff_pending: bool,
+    /// The CLI session the task was imported from (`baton import`): the
+    /// first agent run continues it, natively where it can.
+    #[serde(default)]
+    pub imported: Option<AgentSession>,
     pub last_seq: u64,
 }
 

@@ -215,15 +215,13 @@ pub fn version(program: &str, env: &[(String, String)], cwd: &Path) -> Option<St
         .stderr(std::process::Stdio::null())
         .output()
         .ok();
-    let v = out
-        .filter(|o| o.status.success())
-        .and_then(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty())
-                .map(|l| baton_core::agent_stream::shorten(l, 80))
-        });
+    let v = out.filter(|o| o.status.success()).and_then(|o| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(|l| baton_core::agent_stream::shorten(l, 80))
+    });
     SEEN.lock()
         .ok()?
         .get_or_insert_with(HashMap::new)
@@ -304,7 +302,10 @@ mod tests {
         let third = with_brief_section(Some(&edited), "brief three");
         assert!(third.contains("More rules."));
         assert!(third.starts_with(user));
-        assert_eq!(with_brief_section(None, "b"), format!("{BEGIN}\nb\n{END}\n"));
+        assert_eq!(
+            with_brief_section(None, "b"),
+            format!("{BEGIN}\nb\n{END}\n")
+        );
     }
 
     #[test]
@@ -314,7 +315,11 @@ mod tests {
         let f = dir.path().join("out");
         let mut t = Tail::new(Cli::Codex, &f);
         assert!(t.poll().is_empty(), "no file yet");
-        std::fs::write(&f, "{\"type\":\"thread.started\",\"thread_id\":\"th-1\"}\n{\"type\":\"tu").unwrap();
+        std::fs::write(
+            &f,
+            "{\"type\":\"thread.started\",\"thread_id\":\"th-1\"}\n{\"type\":\"tu",
+        )
+        .unwrap();
         assert_eq!(
             t.poll(),
             vec![AgentEvent::SessionStarted {
@@ -327,7 +332,11 @@ mod tests {
         std::fs::write(&f, all).unwrap();
         // The CLI ended without a last newline: that line still counts.
         let rest = t.finish();
-        assert!(rest.iter().all(|e| !matches!(e, AgentEvent::Warning { .. })), "{rest:?}");
+        assert!(
+            rest.iter()
+                .all(|e| !matches!(e, AgentEvent::Warning { .. })),
+            "{rest:?}"
+        );
     }
 
     #[test]
@@ -355,7 +364,11 @@ mod tests {
                 .ends_with("--session S --dir /w {{prompt}}")
         );
         let n = Invocation::New { session: Some("U") };
-        assert!(argv(&agent(Cli::Qwen), n).join(" ").ends_with("--session-id U {{prompt}}"));
+        assert!(
+            argv(&agent(Cli::Qwen), n)
+                .join(" ")
+                .ends_with("--session-id U {{prompt}}")
+        );
         assert!(!argv(&agent(Cli::Codex), n).contains(&"U".to_string()));
     }
 }

@@ -136,7 +136,9 @@ impl Config {
                     "in {file}, keep cli = \"…\" for a built-in adapter, or command = [...] for any other CLI, under [agents.{name}]"
                 )));
             }
-            if a.cli.is_none() && (a.model.is_some() || !a.args.is_empty() || a.permission.is_some()) {
+            if a.cli.is_none()
+                && (a.model.is_some() || !a.args.is_empty() || a.permission.is_some())
+            {
                 return Err(Error::bad_input(format!(
                     "{file}: [agents.{name}] model, args and permission go with a built-in cli"
                 ))

@@ -9,9 +9,9 @@ use crate::workspace::Workspace;
 
 mod agent;
 use crate::{host, render};
+use baton_core::agent_stream::FailureKind;
 use baton_core::lease::{self, DisplayStatus, Lease, LeaseOwner, Liveness, LocalHost};
 use baton_core::machine::{self, Failure, Input, NewTask, Next};
-use baton_core::agent_stream::FailureKind;
 use baton_core::state::{AgentSession, Checkpoint, PhaseStatus, SessionStart, TaskStatus};
 use baton_core::workflow::{PhaseKind, Workflow};
 use baton_core::{
@@ -97,7 +97,21 @@ pub struct RunOptions {
     pub create_only: bool,
     /// Queue the task for `baton worker` instead of running it.
     pub queue: bool,
+    /// The task continues a session begun outside baton (`baton import`).
+    pub imported: Option<Imported>,
 }
+
+/// A CLI session begun outside baton, read from its native transcript.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    pub session: AgentSession,
+    pub first_prompt: Option<String>,
+    pub events: Vec<baton_core::agent_stream::AgentEvent>,
+}
+
+/// The workflow `baton import` uses when `.baton/workflows/continue.toml`
+/// does not exist: one agent phase that goes on with the imported work.
+pub const CONTINUE_WORKFLOW: &str = "name = \"continue\"\n\n[[phase]]\nid = \"continue\"\nprompt = \"\"\"\nContinue the work of the session below, which began outside baton, and finish it.\n\n{{brief}}\n\"\"\"\n";
 
 #[derive(Debug, Clone, Default)]
 pub struct ResumeOptions {
@@ -291,6 +305,15 @@ impl Engine {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
         let path = self.project.workflows_dir().join(format!("{name}.toml"));
+        if name == "continue" && !path.is_file() {
+            return Workflow::parse(
+                CONTINUE_WORKFLOW,
+                "baton's built-in continue workflow",
+                name,
+                &|p| Err(format!("no file {p}")),
+            )
+            .map_err(|e| Error::op(e.to_string()));
+        }
         if !valid || !path.is_file() {
             let mut known: Vec<String> = std::fs::read_dir(self.project.workflows_dir())
                 .map(|d| {
@@ -383,6 +406,13 @@ impl Engine {
                 reason: "baton run --agent".into(),
             });
         }
+        if let Some(i) = opts.imported.clone() {
+            first.push(Event::Imported {
+                session: i.session,
+                first_prompt: i.first_prompt,
+                events: i.events,
+            });
+        }
         if opts.queue {
             if self.store.load(&id)?.is_some() {
                 return Err(
@@ -463,12 +493,7 @@ impl Engine {
     }
 
     /// Stores a new task (its first events) holding its lease.
-    fn create(
-        &self,
-        id: &TaskId,
-        wf: Workflow,
-        first: Vec<Event>,
-    ) -> Result<Held> {
+    fn create(&self, id: &TaskId, wf: Workflow, first: Vec<Event>) -> Result<Held> {
         let (state, records) = self.first_records(id, &wf, first)?;
         let lease = self.new_lease();
         self.store
@@ -514,13 +539,7 @@ impl Engine {
 
     /// Starts the heartbeat of a lease just taken, makes the task current
     /// and journals who took it.
-    fn hold(
-        &self,
-        state: TaskState,
-        wf: Workflow,
-        lease: Lease,
-        ws: Workspace,
-    ) -> Result<Held> {
+    fn hold(&self, state: TaskState, wf: Workflow, lease: Lease, ws: Workspace) -> Result<Held> {
         let id = state.task_id.clone();
         let hb = Heartbeat::start(
             self.store.clone(),
@@ -638,12 +657,7 @@ impl Engine {
     }
 
     /// Takes the lease of an existing task, replacing a dead owner.
-    fn take(
-        &self,
-        id: &TaskId,
-        snap: &TaskSnapshot,
-        takeover_from: Option<u32>,
-    ) -> Result<Held> {
+    fn take(&self, id: &TaskId, snap: &TaskSnapshot, takeover_from: Option<u32>) -> Result<Held> {
         let live = self.liveness(snap.lease.as_ref());
         let replace = match (&live, &snap.lease) {
             (Liveness::Live, Some(l)) if self.may_take_over(l, takeover_from) => {
@@ -685,12 +699,7 @@ impl Engine {
             }
         };
         let wf = self.pinned(&fresh.state.definition_hash)?;
-        let held = self.hold(
-            fresh.state,
-            wf,
-            lease,
-            Workspace::project(&self.project),
-        )?;
+        let held = self.hold(fresh.state, wf, lease, Workspace::project(&self.project))?;
         if let Liveness::Dead(why) = live {
             self.observer
                 .info(&format!("the previous runner is gone: {why}"));
@@ -1631,7 +1640,10 @@ impl Engine {
             ("BATON_BRIEF_FILE".into(), brief_file.display().to_string()),
         ];
         let timeout = def.timeout_ms.map(Duration::from_millis);
-        let failure = |message: String, exit_code: Option<i32>, timed_out: bool, err: &std::path::Path| Failure {
+        let failure = |message: String,
+                       exit_code: Option<i32>,
+                       timed_out: bool,
+                       err: &std::path::Path| Failure {
             message,
             exit_code,
             timed_out,
@@ -1707,14 +1719,25 @@ impl Engine {
                 env.push(("BATON_AGENT".into(), name.clone()));
                 let cli = agent.cli;
                 let cwd = held.ws.cwd.clone();
-                let version = cli.and_then(|_| {
-                    crate::adapter::version(&agent.argv()[0], &env, &cwd)
-                });
+                let version =
+                    cli.and_then(|_| crate::adapter::version(&agent.argv()[0], &env, &cwd));
                 // The interrupted session of this phase, if there is one.
                 let interrupted = ps.agent_session.clone().filter(|_| ps.interrupted);
+                // The session the task was imported from, until an agent ran.
+                let imported = held
+                    .state
+                    .imported
+                    .clone()
+                    .filter(|_| held.state.agent_runs().is_empty());
                 let resumable = cli
                     .and_then(|c| agent::invocation_for(&ps, &name, c, &cwd))
-                    .cloned();
+                    .cloned()
+                    .or_else(|| {
+                        let c = cli?;
+                        imported.clone().filter(|s| {
+                            s.cli == c.as_str() && crate::adapter::resumes_from(c, &s.cwd, &cwd)
+                        })
+                    });
                 let handoff = held.state.handoff_pending;
                 // With {{brief}} in the template, a fuller brief goes there.
                 let uses_brief = t.contains("{{brief}}");
@@ -1728,20 +1751,33 @@ impl Engine {
                     });
                     agent::with_brief(&prompt, &full, rendered)
                 };
-                let progress = |held: &Held| {
-                    let s = interrupted.as_ref().expect("an interrupted session");
-                    let events = self.interrupted_progress(held, &ps);
-                    brief::progress_section(&s.cli, &s.native_id, &events)
+                let progress = |held: &Held| match (&interrupted, &imported) {
+                    (Some(s), _) => {
+                        let events = self.interrupted_progress(held, &ps);
+                        brief::progress_section(&s.cli, &s.native_id, &events)
+                    }
+                    (None, Some(s)) => {
+                        let events = self.imported_events(held);
+                        brief::imported_section(&s.cli, &s.native_id, &events)
+                    }
+                    (None, None) => String::new(),
                 };
                 // The first run: the interrupted session continued, a new
                 // session told what the interrupted one did, or a new one
                 // (with the brief on a handoff).
                 let (start, text) = match (&resumable, &interrupted) {
                     (Some(_), _) => (SessionStart::Resumed, agent::resumed_prompt(&prompt)),
-                    (None, Some(_)) if cli.is_some() => {
-                        (SessionStart::Brief, brief_prompt(&held.state, &progress(held)))
+                    (None, Some(_)) if cli.is_some() => (
+                        SessionStart::Brief,
+                        brief_prompt(&held.state, &progress(held)),
+                    ),
+                    _ if imported.is_some() => (
+                        SessionStart::Brief,
+                        brief_prompt(&held.state, &progress(held)),
+                    ),
+                    _ if handoff && cli.is_some() => {
+                        (SessionStart::New, brief_prompt(&held.state, ""))
                     }
-                    _ if handoff && cli.is_some() => (SessionStart::New, brief_prompt(&held.state, "")),
                     _ => (SessionStart::New, prompt.clone()),
                 };
                 if handoff && let Some(c) = cli {
@@ -1756,7 +1792,11 @@ impl Engine {
                 loop {
                     runs += 1;
                     let (start, text) = plan.clone();
-                    let suffix = if runs == 1 { String::new() } else { format!(".r{runs}") };
+                    let suffix = if runs == 1 {
+                        String::new()
+                    } else {
+                        format!(".r{runs}")
+                    };
                     let prompt_file = dir.join("prompts").join(format!("{label}{suffix}.md"));
                     fs_err::write(&prompt_file, &text)?;
                     let mut env = env.clone();

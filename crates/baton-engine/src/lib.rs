@@ -21,6 +21,6 @@ pub mod techstack;
 pub mod worker;
 pub mod workspace;
 
-pub use engine::{Engine, Observer, Outcome, ResumeOptions, RunOptions};
+pub use engine::{Engine, Imported, Observer, Outcome, ResumeOptions, RunOptions};
 pub use error::Error;
 pub use project::Project;

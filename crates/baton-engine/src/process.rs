@@ -180,11 +180,7 @@ impl Running {
     /// Waits for the process to exit, the timeout to pass, or `stop` to
     /// say so (polled every 100 ms). On timeout or stop the whole process
     /// group is killed before returning.
-    pub fn wait(
-        self,
-        timeout: Option<Duration>,
-        stop: &mut dyn FnMut() -> Option<Stop>,
-    ) -> Waited {
+    pub fn wait(self, timeout: Option<Duration>, stop: &mut dyn FnMut() -> Option<Stop>) -> Waited {
         let started = Instant::now();
         loop {
             let slice = match timeout {
@@ -523,7 +519,7 @@ mod tests {
         });
         assert!(!gone(child), "the grandchild should be running");
         let started = Instant::now();
-        let w = r.wait(Some(Duration::from_secs(2)), &|| None);
+        let w = r.wait(Some(Duration::from_secs(2)), &mut || None);
         assert!(matches!(w, Waited::TimedOut), "{w:?}");
         assert!(
             started.elapsed() >= Duration::from_secs(2),
@@ -539,7 +535,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut r = spawn(&spec(dir.path(), "echo hello; echo oops >&2; exit 3")).unwrap();
         r.release();
-        match r.wait(None, &|| None) {
+        match r.wait(None, &mut || None) {
             Waited::Exited(s) => assert_eq!(describe(&s), "exit status 3"),
             other => panic!("{other:?}"),
         }
@@ -580,7 +576,7 @@ mod tests {
         let mut r = spawn(&spec(dir.path(), "sleep 30")).unwrap();
         r.release();
         let pid = r.pid;
-        let w = r.wait(None, &|| Some(Stop::Cancelled));
+        let w = r.wait(None, &mut || Some(Stop::Cancelled));
         assert!(matches!(w, Waited::Stopped(Stop::Cancelled)), "{w:?}");
         // `wait` returns only once the group is dead (or SIGKILLed).
         wait_gone(pid, "the stopped process");

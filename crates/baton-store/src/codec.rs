@@ -29,6 +29,8 @@ pub(crate) struct HeaderRef<'a> {
     agent: &'a Option<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     handoff_pending: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    imported: &'a Option<baton_core::state::AgentSession>,
 }
 
 #[derive(Deserialize)]
@@ -51,6 +53,8 @@ pub(crate) struct Header {
     agent: Option<String>,
     #[serde(default)]
     handoff_pending: bool,
+    #[serde(default)]
+    imported: Option<baton_core::state::AgentSession>,
 }
 
 pub(crate) fn header_json(s: &TaskState) -> String {
@@ -71,6 +75,7 @@ pub(crate) fn header_json(s: &TaskState) -> String {
         failure: &s.failure,
         agent: &s.agent,
         handoff_pending: s.handoff_pending,
+        imported: &s.imported,
     })
     .expect("header serializes")
 }
@@ -118,6 +123,7 @@ impl Header {
             failure: self.failure,
             agent: self.agent,
             handoff_pending: self.handoff_pending,
+            imported: self.imported,
             last_seq,
         }
     }

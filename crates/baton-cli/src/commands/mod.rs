@@ -25,6 +25,7 @@ pub fn dispatch(cli: Cli, printer: &Arc<Printer>) -> Result<Exit> {
         Command::Run(a) => run::run(&project_of(project)?, a, printer),
         Command::Resume(a) => run::resume(&project_of(project)?, a, printer),
         Command::Handoff(a) => run::handoff(&project_of(project)?, a, printer),
+        Command::Import(a) => run::import(&project_of(project)?, a, printer),
         Command::Fork(a) => run::fork(&project_of(project)?, a, printer),
         Command::Ls(a) => query::ls(&project_of(project)?, a, printer),
         Command::Show(a) => query::show(&project_of(project)?, a, printer),

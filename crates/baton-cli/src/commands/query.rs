@@ -198,7 +198,13 @@ pub fn show(project: &Project, args: ShowArgs, printer: &Arc<Printer>) -> Result
     if history.len() > 1 || st.agent.is_some() {
         let names: Vec<String> = history
             .iter()
-            .map(|h| format!("{} ({})", h["agent"].as_str().unwrap_or(""), h["cli"].as_str().unwrap_or("")))
+            .map(|h| {
+                format!(
+                    "{} ({})",
+                    h["agent"].as_str().unwrap_or(""),
+                    h["cli"].as_str().unwrap_or("")
+                )
+            })
             .collect();
         if !names.is_empty() {
             out.push(format!("agents    {}", names.join(" → ")));
@@ -376,6 +382,15 @@ fn describe(e: &baton_core::Event) -> String {
         } => format!(
             "{phase}: the agent exited {}",
             exit_code.map_or("on a signal".to_string(), |c| c.to_string())
+        ),
+        Imported {
+            session, events, ..
+        } => format!(
+            "{} session {} from {} ({} event(s))",
+            session.cli,
+            session.native_id,
+            session.cwd,
+            events.len()
         ),
         AgentSwitched { from, to, reason } => format!(
             "{} → {to} ({reason})",

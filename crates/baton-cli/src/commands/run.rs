@@ -2,7 +2,7 @@
 //! ended into an exit code.
 
 use super::{Result, driving_engine, task_id};
-use crate::cli::{ForkArgs, HandoffArgs, ResumeArgs, RunArgs};
+use crate::cli::{ForkArgs, HandoffArgs, ImportArgs, ResumeArgs, RunArgs};
 use crate::printer::Printer;
 use baton_core::Exit;
 use baton_core::lease::DisplayStatus;
@@ -55,6 +55,7 @@ pub fn run(project: &Project, args: RunArgs, printer: &Arc<Printer>) -> Result<E
         agent: args.agent,
         create_only: args.detach,
         queue: args.queue,
+        imported: None,
     };
     let (id, outcome) = eng.run(opts)?;
     if outcome == Outcome::Queued {
@@ -150,7 +151,13 @@ pub fn handoff(project: &Project, args: HandoffArgs, printer: &Arc<Printer>) -> 
     let id = task_id(project, args.id.as_deref())?;
     let snap = eng.load(&id)?;
     if !eng.project.config.agents.contains_key(&args.to) {
-        let known: Vec<&str> = eng.project.config.agents.keys().map(String::as_str).collect();
+        let known: Vec<&str> = eng
+            .project
+            .config
+            .agents
+            .keys()
+            .map(String::as_str)
+            .collect();
         return Err(Error::bad_input(format!(
             "no agent {:?} in .baton/config.toml",
             args.to
@@ -182,6 +189,112 @@ pub fn handoff(project: &Project, args: HandoffArgs, printer: &Arc<Printer>) -> 
             ..ResumeOptions::default()
         },
     )?;
+    Ok(report(&eng, &id, outcome, printer))
+}
+
+pub fn import(project: &Project, args: ImportArgs, printer: &Arc<Printer>) -> Result<Exit> {
+    use baton_core::agent_stream::Cli;
+    use baton_engine::native_files;
+    let cli: Cli =
+        serde_json::from_value(serde_json::Value::String(args.cli.clone())).map_err(|_| {
+            Error::bad_input(format!("baton cannot import sessions of {:?}", args.cli)).hint(
+                "name the CLI that wrote the session: claude, codex, gemini, qwen or opencode",
+            )
+        })?;
+    let eng = driving_engine(project, printer)?;
+    // The user's environment, with that of an agent on this CLI (its
+    // config home) on top.
+    let agent_env = eng
+        .project
+        .config
+        .agents
+        .values()
+        .find(|a| a.cli == Some(cli))
+        .map(|a| a.env.clone())
+        .unwrap_or_default();
+    let env = |k: &str| agent_env.get(k).cloned().or_else(|| std::env::var(k).ok());
+    let bad = |e: String| {
+        Error::bad_input(e).hint(format!(
+            "pass the session file, or the session's full id; `baton import {} --help` says where each CLI keeps them",
+            cli.as_str()
+        ))
+    };
+    let text = match native_files::opencode_session_id(&args.session)
+        .filter(|_| cli == Cli::Opencode)
+    {
+        Some(id) => {
+            let out = std::process::Command::new("opencode")
+                .args(["export", id])
+                .envs(agent_env.iter())
+                .stdin(std::process::Stdio::null())
+                .output()
+                .map_err(|e| {
+                    Error::bad_input(format!("cannot run `opencode export {id}`: {e}"))
+                        .hint(format!("install OpenCode (npm install -g {}), or pass a file holding the export", cli.package()))
+                })?;
+            if !out.status.success() {
+                return Err(bad(format!(
+                    "`opencode export {id}` failed: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                )));
+            }
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        }
+        None => {
+            let path = native_files::locate(cli, &args.session, &env).map_err(bad)?;
+            fs_err::read_to_string(&path).map_err(|e| bad(e.to_string()))?
+        }
+    };
+    let t = baton_core::native::parse_transcript(cli, &text).map_err(bad)?;
+    let Some(native_id) = t.native_id.clone() else {
+        return Err(bad(format!(
+            "the session file names no session id; is it {}?",
+            baton_core::native::expected_file(cli)
+        )));
+    };
+    if t.warnings > 0 {
+        printer.info(&format!(
+            "{} line(s) of the session could not be read and were left out",
+            t.warnings
+        ));
+    }
+    let cwd = t
+        .cwd
+        .clone()
+        .unwrap_or_else(|| eng.project.root.display().to_string());
+    let description = t
+        .first_prompt
+        .as_deref()
+        .map(|p| baton_core::agent_stream::shorten(p.trim().trim_matches('"'), 200))
+        .unwrap_or_else(|| format!("{} session {native_id}", cli.as_str()));
+    printer.info(&format!(
+        "importing {} session {native_id} ({} event(s), from {cwd})",
+        cli.as_str(),
+        t.events.len()
+    ));
+    let opts = RunOptions {
+        workflow: args.workflow,
+        description,
+        id: args.id,
+        flags: Vec::new(),
+        labels: vec![format!("imported-from={}", cli.as_str())],
+        agent: args.agent,
+        create_only: false,
+        queue: false,
+        imported: Some(baton_engine::Imported {
+            session: baton_core::state::AgentSession {
+                agent: cli.as_str().into(),
+                cli: cli.as_str().into(),
+                native_id,
+                cwd,
+                version: None,
+                start: baton_core::state::SessionStart::New,
+            },
+            first_prompt: t.first_prompt,
+            events: t.events,
+        }),
+    };
+    let (id, outcome) = eng.run(opts)?;
     Ok(report(&eng, &id, outcome, printer))
 }
 

@@ -229,6 +229,20 @@ impl Engine {
         )
     }
 
+    /// What the session the task was imported from did.
+    pub(super) fn imported_events(&self, held: &Held) -> Vec<AgentEvent> {
+        let Ok(records) = self.store.events(&held.state.task_id, 0, 64) else {
+            return Vec::new();
+        };
+        records
+            .into_iter()
+            .find_map(|r| match r.event {
+                Event::Imported { events, .. } => Some(events),
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+
     /// What the interrupted run(s) of `ps` did, from the journal: the
     /// activity of every attempt in its chain of continued sessions.
     pub(super) fn interrupted_progress(&self, held: &Held, ps: &PhaseState) -> Vec<AgentEvent> {
@@ -370,10 +384,7 @@ pub(super) fn judge(
                 FailureKind::StaleSession => "has no such session".into(),
                 FailureKind::Other => "failed".into(),
             };
-            Err((
-                format!("{} {exited}: {what}: {why}", cli.as_str()),
-                kind,
-            ))
+            Err((format!("{} {exited}: {what}: {why}", cli.as_str()), kind))
         }
     }
 }
@@ -387,11 +398,7 @@ pub(super) fn resumed_prompt(prompt: &str) -> String {
 
 /// `prompt` with the handoff brief: in place of `{{brief}}` when the
 /// template asks for it (`rendered_with`), else before it.
-pub(super) fn with_brief(
-    prompt: &str,
-    brief: &str,
-    rendered_with: Option<String>,
-) -> String {
+pub(super) fn with_brief(prompt: &str, brief: &str, rendered_with: Option<String>) -> String {
     match rendered_with {
         Some(p) => p,
         None => format!("{brief}\n---\n\n{prompt}"),
@@ -423,6 +430,9 @@ pub(super) fn argv_for(
     let pf = prompt_file.display().to_string();
     adapter::argv(agent, how)
         .iter()
-        .map(|a| a.replace("{{prompt_file}}", &pf).replace("{{prompt}}", prompt))
+        .map(|a| {
+            a.replace("{{prompt_file}}", &pf)
+                .replace("{{prompt}}", prompt)
+        })
         .collect()
 }
