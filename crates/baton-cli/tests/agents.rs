@@ -67,6 +67,25 @@ fn a_prompt_phase_runs_on(agent: Agent) {
         "{recorded}"
     );
     assert_eq!(recorded["cwd"], p.root().display().to_string());
+    // With the CLI's version (an update can orphan old sessions) and the
+    // tokens the scripted server reported.
+    let pinned = baton_testkit::agents::PINNED
+        .iter()
+        .find(|(pkg, _)| pkg.contains(agent.program()))
+        .map(|(_, v)| *v)
+        .unwrap();
+    let version = doc["phases"][0]["agent_runs"][0]["session"]["version"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(version.contains(pinned), "{}: {version:?}", agent.program());
+    let tokens = &doc["completed_phases"][0]["tokens"];
+    assert!(tokens["input"].as_u64().unwrap() > 0, "{tokens}");
+    assert!(tokens["output"].as_u64().unwrap() > 0, "{tokens}");
+    assert_eq!(doc["tokens"], *tokens, "the task's total");
+    // `baton log` shows what the agent did.
+    let (_, log, _) = p.run(&["log", "t"]);
+    assert!(log.contains("→ "), "{log}");
+    assert!(log.contains("hello.txt"), "{log}");
     assert!(
         server.model_requests()[0]
             .body

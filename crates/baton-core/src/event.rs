@@ -139,6 +139,9 @@ pub enum Event {
         phase: PhaseId,
         attempt: u32,
         exit_code: Option<i32>,
+        /// The CLI's version (asked while it ran).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        version: Option<String>,
     },
     /// The task's prompt phases run on another agent from here on
     /// (`run --agent`, `resume --agent`, `handoff --to`).

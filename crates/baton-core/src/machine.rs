@@ -65,6 +65,7 @@ pub enum Input {
     AgentEnded {
         phase: PhaseId,
         exit_code: Option<i32>,
+        version: Option<String>,
     },
     /// Prompt phases run on `to` from now on.
     SwitchAgent {
@@ -381,7 +382,11 @@ pub fn decide(
                 events,
             }])
         }
-        Input::AgentEnded { phase, exit_code } => {
+        Input::AgentEnded {
+            phase,
+            exit_code,
+            version,
+        } => {
             let ps = phase_state(&phase)?;
             if ps.status != PhaseStatus::InProgress {
                 return refuse(format!("phase {phase} is not in progress"));
@@ -390,6 +395,7 @@ pub fn decide(
                 attempt: ps.attempt,
                 phase,
                 exit_code,
+                version,
             }])
         }
         Input::SwitchAgent { to, reason } => {
@@ -873,9 +879,20 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
             }
         }
         Event::AgentEnded {
-            phase, exit_code, ..
+            phase,
+            exit_code,
+            version,
+            ..
         } => {
             if let Some(p) = state.phase_mut(phase.as_str()) {
+                if let Some(run) = p.agent_runs.last_mut().filter(|r| r.ended_at.is_none())
+                    && run.session.version.is_none()
+                {
+                    run.session.version = version.clone();
+                }
+                if let Some(s) = p.agent_session.as_mut().filter(|s| s.version.is_none()) {
+                    s.version = version.clone();
+                }
                 end_run(p, ts, "exited", *exit_code);
             }
         }

@@ -208,14 +208,21 @@ ttl = "30s"
 # Agent for prompt phases whose workflow names none.
 agent = "claude"
 
-# Agents: any CLI that takes a prompt. {{prompt_file}} is the path of a file
-# holding the rendered prompt, {{prompt}} the prompt itself.
+# Agents. Built in (cli = ...): claude, codex, gemini, qwen, opencode, run
+# headless with your own environment; baton reads their stream, journals
+# their native session and continues it after a crash. Add model = "...",
+# args = [...], permission = "edit" | "read-only" | "full", and [agents.NAME.env].
 [agents.claude]
-command = ["claude", "-p", "{{prompt}}"]
+cli = "claude"
 
 [agents.codex]
-command = ["codex", "exec", "{{prompt}}"]
+cli = "codex"
 
 [agents.gemini]
-command = ["gemini", "-p", "{{prompt}}"]
+cli = "gemini"
+
+# Any other CLI that takes a prompt: {{prompt_file}} is the path of a file
+# holding the rendered prompt, {{prompt}} the prompt itself.
+# [agents.aider]
+# command = ["aider", "--yes-always", "--message-file", "{{prompt_file}}"]
 "#;

@@ -1692,9 +1692,11 @@ impl Engine {
                     session: None,
                     agent: String::new(),
                     start: SessionStart::New,
-                    version: None,
                 };
-                (self.launch(held, phase, &l, timeout)?, l)
+                (
+                    self.launch(held, phase, &l, timeout, &mut agent::VersionProbe::none())?,
+                    l,
+                )
             }
             PhaseKind::Prompt { template: t, .. } => {
                 let prompt = template::render(t, vars);
@@ -1719,8 +1721,14 @@ impl Engine {
                 env.push(("BATON_AGENT".into(), name.clone()));
                 let cli = agent.cli;
                 let cwd = held.ws.cwd.clone();
-                let version =
-                    cli.and_then(|_| crate::adapter::version(&agent.argv()[0], &env, &cwd));
+                let mut version = match cli {
+                    Some(_) => agent::VersionProbe::start(
+                        agent.argv()[0].clone(),
+                        env.clone(),
+                        cwd.clone(),
+                    ),
+                    None => agent::VersionProbe::none(),
+                };
                 // The interrupted session of this phase, if there is one.
                 let interrupted = ps.agent_session.clone().filter(|_| ps.interrupted);
                 // The session the task was imported from, until an agent ran.
@@ -1835,7 +1843,7 @@ impl Engine {
                             cli: c.as_str().into(),
                             native_id,
                             cwd: cwd.display().to_string(),
-                            version: version.clone(),
+                            version: None,
                             start,
                         })
                     });
@@ -1849,10 +1857,9 @@ impl Engine {
                         session,
                         agent: name.clone(),
                         start,
-                        version: version.clone(),
                     };
                     let left = timeout.map(|t| t.saturating_sub(started.elapsed()));
-                    let launched = self.launch(held, phase, &l, left)?;
+                    let launched = self.launch(held, phase, &l, left, &mut version)?;
                     // A continued session the CLI cannot find, or rejects:
                     // a new one, told what the interrupted one did.
                     if start == SessionStart::Resumed

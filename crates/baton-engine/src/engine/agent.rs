@@ -39,7 +39,36 @@ pub(super) struct Launch {
     /// in the stream.
     pub agent: String,
     pub start: SessionStart,
-    pub version: Option<String>,
+}
+
+/// The CLI's `--version`, asked in the background while the phase runs
+/// (a CLI's start-up can take a second; the phase should not wait for it).
+pub(super) struct VersionProbe {
+    handle: Option<std::thread::JoinHandle<Option<String>>>,
+    value: Option<String>,
+}
+
+impl VersionProbe {
+    pub fn start(program: String, env: Vec<(String, String)>, cwd: PathBuf) -> VersionProbe {
+        VersionProbe {
+            handle: Some(std::thread::spawn(move || {
+                adapter::version(&program, &env, &cwd)
+            })),
+            value: None,
+        }
+    }
+    pub fn none() -> VersionProbe {
+        VersionProbe {
+            handle: None,
+            value: None,
+        }
+    }
+    fn get(&mut self) -> Option<String> {
+        if let Some(h) = self.handle.take() {
+            self.value = h.join().ok().flatten();
+        }
+        self.value.clone()
+    }
 }
 
 /// How a launch ended.
@@ -60,6 +89,7 @@ impl Engine {
         phase: &PhaseId,
         l: &Launch,
         timeout: Option<Duration>,
+        version: &mut VersionProbe,
     ) -> Result<Launched> {
         if let Some(session) = l.session.clone() {
             // Before the CLI starts: a crash from here on still knows which
@@ -167,6 +197,7 @@ impl Engine {
                 Input::AgentEnded {
                     phase: phase.clone(),
                     exit_code: status.code(),
+                    version: version.get(),
                 },
             )?;
         }
@@ -202,7 +233,7 @@ impl Engine {
                         cli: l.cli.map(|c| c.as_str()).unwrap_or_default().into(),
                         native_id,
                         cwd: held.ws.cwd.display().to_string(),
-                        version: l.version.clone(),
+                        version: None,
                         start: l.start,
                     },
                 },
