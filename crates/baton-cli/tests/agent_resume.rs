@@ -81,6 +81,19 @@ fn crash_mid_phase(p: &TestProject, server: &ModelServer) -> String {
         Duration::from_secs(120),
         || server.turns_taken() >= 2,
     );
+    // What baton journaled of the first turn is what a later brief can say.
+    wait_until(
+        "the tool's result in the journal",
+        Duration::from_secs(30),
+        || {
+            p.journal("t").iter().any(|e| {
+                e["kind"] == "agent_activity"
+                    && e["events"]
+                        .as_array()
+                        .is_some_and(|a| a.iter().any(|x| x["kind"] == "tool_result"))
+            })
+        },
+    );
     // The session id is in the journal before anything is lost.
     let session = p
         .journal("t")

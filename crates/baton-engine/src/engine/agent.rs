@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 /// What the agent said, at most this long in the journal (the phase's
 /// summary keeps the final message whole).
 const JOURNAL_TEXT_CHARS: usize = 2_000;
-/// Activity is journaled at most this often (a session id at once).
+/// Activity is journaled at most this often (a session id, a tool call or
+/// result at once).
 const FLUSH_EVERY: Duration = Duration::from_millis(250);
 
 /// One process to run for a phase.
@@ -239,7 +240,15 @@ impl Engine {
                 },
             )?;
         }
-        if stream.pending.is_empty() || (!last && stream.flushed.elapsed() < FLUSH_EVERY) {
+        // A tool's call and result are the agent's steps: journaled at
+        // once, so a crash never loses one; the rest in batches.
+        let step = stream.pending.iter().any(|e| {
+            matches!(
+                e,
+                AgentEvent::ToolCall { .. } | AgentEvent::ToolResult { .. }
+            )
+        });
+        if stream.pending.is_empty() || (!last && !step && stream.flushed.elapsed() < FLUSH_EVERY) {
             return Ok(());
         }
         let events: Vec<AgentEvent> = std::mem::take(&mut stream.pending)
