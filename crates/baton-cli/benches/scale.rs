@@ -521,16 +521,7 @@ impl WorkerProject {
     }
 
     fn git(&self, args: &[&str]) {
-        let out = self
-            .env(&mut Command::new("git"))
-            .args(args)
-            .output()
-            .expect("spawn git");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::git_ok(self.env(&mut Command::new("git")).args(args), args);
     }
 
     fn baton(&self, args: &[&str]) -> Command {

@@ -250,3 +250,13 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
+
+/// Runs a git command set up by the caller; panics with its stderr if it fails.
+pub fn git_ok(cmd: &mut std::process::Command, args: &[&str]) {
+    let out = cmd.output().expect("spawn git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
