@@ -271,13 +271,9 @@ fn handoff(from: Agent, to: Agent) {
     add_agent(&p, "first", from, &s1, h1.path());
     add_agent(&p, "second", to, &s2, h2.path());
     // The user's own memory file, which baton must leave as it is.
-    let memory = baton_engine::adapter::memory_file(match to {
-        Agent::Codex => baton_core::agent_stream::Cli::Codex,
-        Agent::Gemini => baton_core::agent_stream::Cli::Gemini,
-        Agent::Claude => baton_core::agent_stream::Cli::Claude,
-        Agent::Qwen => baton_core::agent_stream::Cli::Qwen,
-        Agent::Opencode => baton_core::agent_stream::Cli::Opencode,
-    });
+    let memory = baton_agents::by_name(to.program())
+        .expect("a built-in adapter of that name")
+        .memory_file();
     fs_err::write(p.root().join(memory), "# House rules\n\nUse tabs.\n").unwrap();
     p.workflow(
         "w",
@@ -290,22 +286,27 @@ fn handoff(from: Agent, to: Agent) {
     let (code, _, err) = p.run(&["handoff", "t", "--to", "second"]);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("handed off to second"), "{err}");
-    // The memory file: the user's text kept, baton's fenced brief after it.
+    // The memory file is the user's own again once the phase is over:
+    // baton's fenced brief was there only while the new CLI ran.
     let text = fs_err::read_to_string(p.root().join(memory)).unwrap();
-    assert!(text.starts_with("# House rules\n\nUse tabs.\n"), "{text}");
-    assert!(text.contains("<!-- baton:handoff-brief begin"), "{text}");
-    assert!(
-        text.contains("analysis: the greeting goes in hello.txt"),
-        "{text}"
-    );
+    assert_eq!(text, "# House rules\n\nUse tabs.\n");
     // The new CLI got the brief from its memory file (the fence is only
-    // there) and in its prompt (which names the task's phases).
+    // there), after the user's text, and in its prompt (which names the
+    // task's phases).
     let first = s2.model_requests()[0].body.to_string();
     assert!(
         first.contains("baton:handoff-brief begin"),
         "memory file not read: {first}"
     );
     assert!(first.contains("House rules"), "{first}");
+    assert!(
+        first.find("House rules") < first.find("baton:handoff-brief begin"),
+        "{first}"
+    );
+    assert!(
+        first.contains("analysis: the greeting goes in hello.txt"),
+        "{first}"
+    );
     assert!(first.contains("Handoff brief: t"), "{first}");
     assert_eq!(
         fs_err::read_to_string(p.root().join("hello.txt"))
@@ -360,6 +361,57 @@ fn handoff(from: Agent, to: Agent) {
     let (code, _, err) = p.run(&["handoff", "t", "--to", "first"]);
     assert_eq!(code, 2, "a complete task has nothing to hand off: {err}");
     assert!(err.contains("no phases left"), "{err}");
+}
+
+/// A queued task handed off to another CLI: the brief reaches the new CLI
+/// through its memory file, but never the task's branch.
+#[test]
+fn a_queued_tasks_branch_never_carries_the_handoff_brief() {
+    let p = TestProject::new();
+    let (h1, h2) = (home(), home());
+    let s1 = ModelServer::start(vec![Reply::text("analysis: greet in hello.txt")]);
+    let (tool, args) =
+        Agent::Codex.write_tool(&p.root().join(".baton/worktrees/t/hello.txt"), "hi");
+    let s2 = ModelServer::start(vec![Reply::tool(tool, args), Reply::text("written")]);
+    add_agent(&p, "first", Agent::Claude, &s1, h1.path());
+    add_agent(&p, "second", Agent::Codex, &s2, h2.path());
+    // The user's AGENTS.md is in the repository; CLAUDE.md is not.
+    fs_err::write(p.root().join("AGENTS.md"), "# House rules\n").unwrap();
+    p.workflow(
+        "w",
+        "name = \"w\"\n[[phase]]\nid = \"analyze\"\nprompt = \"Analyze {{task}}\"\n[[phase]]\nid = \"gate\"\nrun = \"test -f \\\"$BATON_PROJECT/go\\\"\"\nmax_attempts = 1\n[[phase]]\nid = \"write\"\nprompt = \"Write the greeting\"\n",
+    );
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-qm", "house rules and workflow"]);
+    let (code, _, err) = p.run(&[
+        "run", "w", "greet", "--id", "t", "--agent", "first", "--queue",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let out = p.baton(&["worker", "--until-idle"]).output().unwrap();
+    assert_eq!(p.state("t")["status"], "FAILED", "the gate fails: {out:?}");
+    fs_err::write(p.root().join("go"), "").unwrap();
+
+    let (code, _, err) = p.run(&["handoff", "t", "--to", "second"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(p.state("t")["status"], "COMPLETE");
+    let first = s2.model_requests()[0].body.to_string();
+    assert!(first.contains("baton:handoff-brief begin"), "{first}");
+    assert!(first.contains("analysis: greet in hello.txt"), "{first}");
+    // Every commit on the branch, and its tip: the user's AGENTS.md only.
+    let history = p.git(&["log", "-p", "baton/t"]);
+    assert!(
+        history.contains("hello.txt"),
+        "the write phase's commit: {history}"
+    );
+    assert!(!history.contains("baton:handoff-brief"), "{history}");
+    assert_eq!(p.git(&["show", "baton/t:AGENTS.md"]), "# House rules\n");
+    let files = p.git(&["ls-tree", "-r", "--name-only", "baton/t"]);
+    assert!(!files.contains("CLAUDE.md"), "{files}");
+    let wt = p.root().join(".baton/worktrees/t");
+    assert_eq!(
+        fs_err::read_to_string(wt.join("AGENTS.md")).unwrap(),
+        "# House rules\n"
+    );
 }
 
 #[test]
@@ -476,12 +528,22 @@ fn import_mistakes_are_refused_with_a_hint() {
     let h = home();
     let server = ModelServer::start(vec![]);
     add_agent(&p, "cc", Agent::Claude, &server, h.path());
-    let (code, _, err) = p.run(&["import", "copilot", "x"]);
+    let (code, _, err) = p.run(&["import", "crush", "x"]);
     assert_eq!(code, 2, "{err}");
     assert!(
-        err.contains("claude, codex, gemini, qwen or opencode"),
+        err.contains("baton cannot import sessions of \"crush\""),
         "{err}"
     );
+    assert!(
+        err.contains(&format!(
+            "name the CLI that wrote the session: {}",
+            baton_agents::clis::listed()
+        )),
+        "{err}"
+    );
+    for cli in baton_agents::clis::NAMES {
+        assert!(err.contains(cli), "{err}");
+    }
     // An id Claude has no session for: the folder searched is named.
     let (code, _, err) = p.run(&["import", "claude", "6f1e2d3c-0000-4987-8c6d-5e4f3a2b1c0d"]);
     assert_eq!(code, 2, "{err}");

@@ -184,7 +184,7 @@ fn agent_config_mistakes_are_refused_with_a_hint() {
             "[agents.x]\ncommand = [\"a\"]\nmodel = \"m\"\n",
             "model, args and permission go with a built-in cli",
         ),
-        ("[agents.x]\ncli = \"copilot\"\n", "unknown variant"),
+        ("[agents.x]\ncli = \"crush\"\n", "unknown variant `crush`"),
         (
             "[agents.x]\ncli = \"codex\"\npermission = \"root\"\n",
             "unknown variant `root`, expected one of `edit`, `read-only`, `full`",

@@ -15,7 +15,6 @@ pub mod event;
 pub mod ids;
 pub mod lease;
 pub mod machine;
-pub mod native;
 pub mod state;
 pub mod template;
 pub mod time;

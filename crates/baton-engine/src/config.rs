@@ -81,9 +81,10 @@ pub struct AgentConfig {
     /// Generic: argv; `{{prompt_file}}` and `{{prompt}}` are substituted.
     #[serde(default)]
     pub command: Vec<String>,
-    /// Built-in: claude, codex, gemini, qwen or opencode, run headless with
-    /// its JSON stream, which baton reads (summary, failures).
-    pub cli: Option<baton_core::agent_stream::Cli>,
+    /// Built-in: one of `baton_agents::clis::NAMES`, run headless with its
+    /// JSON stream, which baton reads (summary, failures).
+    #[serde(default, deserialize_with = "built_in")]
+    pub cli: Option<baton_agents::Cli>,
     /// Built-in only: the model to ask for.
     pub model: Option<String>,
     /// Built-in only: more arguments, after baton's.
@@ -97,24 +98,46 @@ pub struct AgentConfig {
     pub permission: Option<Permission>,
 }
 
+fn built_in<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<baton_agents::Cli>, D::Error> {
+    Ok(Some(baton_agents::BuiltIn::deserialize(d)?.0))
+}
+
+pub use baton_agents::Permission;
+
 impl AgentConfig {
     /// The argv template of a new session (`{{prompt}}` still in it).
     pub fn argv(&self) -> Vec<String> {
-        crate::adapter::argv(self, crate::adapter::Invocation::New { session: None })
+        self.argv_for(baton_agents::Invocation::New { session: None })
     }
-}
 
-/// What a built-in CLI may do. Default: edit files in its working folder
-/// (the task's worktree), nothing beyond it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Permission {
-    #[default]
-    Edit,
-    /// Read and plan only: no edits, no commands that change anything.
-    ReadOnly,
-    /// Everything, without asking (the CLI's own "yolo"/bypass mode).
-    Full,
+    /// The argv template for `how`: the built-in adapter's, or the generic
+    /// command as written (whatever `how` is).
+    pub fn argv_for(&self, how: baton_agents::Invocation<'_>) -> Vec<String> {
+        match self.cli {
+            Some(cli) => cli.argv(&self.options(), how),
+            None => self.command.clone(),
+        }
+    }
+
+    /// The environment the built-in adapter needs, where the agent's own
+    /// `env` does not set it.
+    pub fn cli_env(&self) -> Vec<(String, String)> {
+        let Some(cli) = self.cli else {
+            return Vec::new();
+        };
+        cli.env(&self.options())
+            .into_iter()
+            .filter(|(k, _)| !self.env.contains_key(k))
+            .collect()
+    }
+
+    fn options(&self) -> baton_agents::Options<'_> {
+        baton_agents::Options {
+            model: self.model.as_deref(),
+            args: &self.args,
+            permission: self.permission.unwrap_or_default(),
+        }
+    }
 }
 
 impl Config {
@@ -143,7 +166,8 @@ impl Config {
                     "{file}: [agents.{name}] model, args and permission go with a built-in cli"
                 ))
                 .hint(format!(
-                    "in {file}, put them in command = [...], or set cli = \"claude\" (or codex, gemini, qwen, opencode) under [agents.{name}]"
+                    "in {file}, put them in command = [...], or set cli = \"NAME\" ({}) under [agents.{name}]",
+                    baton_agents::clis::listed()
                 )));
             }
             if a.cli.is_none() && a.command.is_empty() {

@@ -1580,6 +1580,9 @@ impl Engine {
         let stem = document::output_file_name(idx, phase.as_str());
         let stem = stem.trim_end_matches(".md");
         let label = format!("{stem}.i{}.a{attempt}", ps.iteration);
+        // A brief a crashed run left in a memory file never enters the
+        // snapshot (nor, later, a commit).
+        baton_agents::memory::remove_briefs(&held.ws.cwd)?;
         let checkpoint = held.ws.git.as_ref().and_then(|g| {
             match g.checkpoint(
                 &format!("refs/baton/{id}/{label}/start"),
@@ -1712,7 +1715,7 @@ impl Engine {
                         "agent {name:?} is not defined in .baton/config.toml"
                     ))
                 })?;
-                for (k, v) in crate::adapter::env(agent) {
+                for (k, v) in agent.cli_env() {
                     env.push((k, v));
                 }
                 for (k, v) in &agent.env {
@@ -1742,9 +1745,9 @@ impl Engine {
                     .cloned()
                     .or_else(|| {
                         let c = cli?;
-                        imported.clone().filter(|s| {
-                            s.cli == c.as_str() && crate::adapter::resumes_from(c, &s.cwd, &cwd)
-                        })
+                        imported
+                            .clone()
+                            .filter(|s| s.cli == c.name() && c.resumes_from(&s.cwd, &cwd))
                     });
                 let handoff = held.state.handoff_pending;
                 // With {{brief}} in the template, a fuller brief goes there.
@@ -1789,7 +1792,7 @@ impl Engine {
                     _ => (SessionStart::New, prompt.clone()),
                 };
                 if handoff && let Some(c) = cli {
-                    let memory = crate::adapter::write_memory_file(c, &cwd, &brief_text)?;
+                    let memory = baton_agents::memory::write_brief(c, &cwd, &brief_text)?;
                     self.observer.info(&format!(
                         "handed off to {name}: the brief is in {} and in the prompt",
                         memory.display()
@@ -1812,13 +1815,15 @@ impl Engine {
                         "BATON_PROMPT_FILE".into(),
                         prompt_file.display().to_string(),
                     ));
-                    let new_id = cli.filter(|c| c.chooses_session_id()).map(|_| new_uuid());
+                    let new_id = cli
+                        .filter(|c| c.session_ids() == baton_agents::SessionIds::Chosen)
+                        .map(|_| new_uuid());
                     let how = match (&resumable, start) {
-                        (Some(s), SessionStart::Resumed) => crate::adapter::Invocation::Resume {
+                        (Some(s), SessionStart::Resumed) => baton_agents::Invocation::Resume {
                             native_id: &s.native_id,
                             dir: (s.cwd != cwd.display().to_string()).then_some(s.cwd.as_str()),
                         },
-                        _ => crate::adapter::Invocation::New {
+                        _ => baton_agents::Invocation::New {
                             session: new_id.as_deref(),
                         },
                     };
@@ -1840,7 +1845,7 @@ impl Engine {
                         };
                         Some(AgentSession {
                             agent: name.clone(),
-                            cli: c.as_str().into(),
+                            cli: c.name().into(),
                             native_id,
                             cwd: cwd.display().to_string(),
                             version: None,
@@ -1874,7 +1879,7 @@ impl Engine {
                     {
                         self.observer.info(&format!(
                             "could not continue the {} session of phase {phase} ({why}); starting a new one with the brief",
-                            c.as_str()
+                            c.name()
                         ));
                         self.decide_commit(
                             held,
@@ -1896,6 +1901,9 @@ impl Engine {
             }
             PhaseKind::Wait(_) => unreachable!("wait phases are not started"),
         };
+        // baton's brief leaves the memory files when the phase ends, before
+        // its end is snapshotted or committed on a task branch.
+        baton_agents::memory::remove_briefs(&held.ws.cwd)?;
         let stderr = l.stderr.clone();
         let stdout = l.stdout.clone();
         let judged = l.cli.and_then(|c| match &launched.waited {

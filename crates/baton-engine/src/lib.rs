@@ -5,14 +5,12 @@
 //! checkpoints, and the files rendered from the store. It never talks to the
 //! user directly; it reports through an [`Observer`].
 
-pub mod adapter;
 pub mod config;
 pub mod doctor;
 pub mod engine;
 pub mod error;
 pub mod git;
 pub mod host;
-pub mod native_files;
 pub mod process;
 pub mod project;
 pub mod render;

@@ -4,7 +4,7 @@
 //! successful end. (The CLIs are installed by ./scripts/test; a missing
 //! one fails the test.)
 
-use baton_core::agent_stream::{AgentEvent, Cli, StreamParser};
+use baton_agents::{AgentEvent, Cli, StreamParser};
 use baton_testkit::agents::{Agent, Run};
 use baton_testkit::model_server::{ModelServer, Reply};
 use std::path::PathBuf;
@@ -28,13 +28,7 @@ fn uuid() -> String {
 }
 
 fn cli_of(a: Agent) -> Cli {
-    match a {
-        Agent::Claude => Cli::Claude,
-        Agent::Codex => Cli::Codex,
-        Agent::Gemini => Cli::Gemini,
-        Agent::Qwen => Cli::Qwen,
-        Agent::Opencode => Cli::Opencode,
-    }
+    baton_agents::by_name(a.program()).expect("a built-in adapter of that name")
 }
 
 /// Runs the CLI once and returns its parsed stream and its stderr; panics

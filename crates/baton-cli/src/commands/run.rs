@@ -193,14 +193,13 @@ pub fn handoff(project: &Project, args: HandoffArgs, printer: &Arc<Printer>) -> 
 }
 
 pub fn import(project: &Project, args: ImportArgs, printer: &Arc<Printer>) -> Result<Exit> {
-    use baton_core::agent_stream::Cli;
-    use baton_engine::native_files;
-    let cli: Cli =
-        serde_json::from_value(serde_json::Value::String(args.cli.clone())).map_err(|_| {
-            Error::bad_input(format!("baton cannot import sessions of {:?}", args.cli)).hint(
-                "name the CLI that wrote the session: claude, codex, gemini, qwen or opencode",
-            )
-        })?;
+    use baton_agents::{Cli, locate, native};
+    let cli: Cli = baton_agents::by_name(&args.cli).ok_or_else(|| {
+        Error::bad_input(format!("baton cannot import sessions of {:?}", args.cli)).hint(format!(
+            "name the CLI that wrote the session: {}",
+            baton_agents::clis::listed()
+        ))
+    })?;
     let eng = driving_engine(project, printer)?;
     // The user's environment, with that of an agent on this CLI (its
     // config home) on top.
@@ -209,47 +208,50 @@ pub fn import(project: &Project, args: ImportArgs, printer: &Arc<Printer>) -> Re
         .config
         .agents
         .values()
-        .find(|a| a.cli == Some(cli))
+        .find(|a| a.cli.is_some_and(|c| c.name() == cli.name()))
         .map(|a| a.env.clone())
         .unwrap_or_default();
     let env = |k: &str| agent_env.get(k).cloned().or_else(|| std::env::var(k).ok());
     let bad = |e: String| {
         Error::bad_input(e).hint(format!(
             "pass the session file, or the session's full id; `baton import {} --help` says where each CLI keeps them",
-            cli.as_str()
+            cli.name()
         ))
     };
-    let text = match native_files::opencode_session_id(&args.session)
-        .filter(|_| cli == Cli::Opencode)
-    {
-        Some(id) => {
-            let out = std::process::Command::new("opencode")
-                .args(["export", id])
+    let text = match cli.export_command(&args.session) {
+        // A CLI that keeps no file per session prints it on request.
+        Some(argv) => {
+            let shown = argv.join(" ");
+            let out = std::process::Command::new(&argv[0])
+                .args(&argv[1..])
                 .envs(agent_env.iter())
                 .stdin(std::process::Stdio::null())
                 .output()
                 .map_err(|e| {
-                    Error::bad_input(format!("cannot run `opencode export {id}`: {e}"))
-                        .hint(format!("install OpenCode (npm install -g {}), or pass a file holding the export", cli.package()))
+                    Error::bad_input(format!("cannot run `{shown}`: {e}")).hint(format!(
+                        "install {} (npm install -g {}), or pass a file holding the export",
+                        cli.title(),
+                        cli.package().name
+                    ))
                 })?;
             if !out.status.success() {
                 return Err(bad(format!(
-                    "`opencode export {id}` failed: {}",
+                    "`{shown}` failed: {}",
                     String::from_utf8_lossy(&out.stderr).trim()
                 )));
             }
             String::from_utf8_lossy(&out.stdout).into_owned()
         }
         None => {
-            let path = native_files::locate(cli, &args.session, &env).map_err(bad)?;
+            let path = locate::locate(cli, &args.session, &env).map_err(bad)?;
             fs_err::read_to_string(&path).map_err(|e| bad(e.to_string()))?
         }
     };
-    let t = baton_core::native::parse_transcript(cli, &text).map_err(bad)?;
+    let t = native::parse_transcript(cli, &text).map_err(bad)?;
     let Some(native_id) = t.native_id.clone() else {
         return Err(bad(format!(
             "the session file names no session id; is it {}?",
-            baton_core::native::expected_file(cli)
+            cli.native_file()
         )));
     };
     if t.warnings > 0 {
@@ -266,10 +268,10 @@ pub fn import(project: &Project, args: ImportArgs, printer: &Arc<Printer>) -> Re
         .first_prompt
         .as_deref()
         .map(|p| baton_core::agent_stream::shorten(p.trim().trim_matches('"'), 200))
-        .unwrap_or_else(|| format!("{} session {native_id}", cli.as_str()));
+        .unwrap_or_else(|| format!("{} session {native_id}", cli.name()));
     printer.info(&format!(
         "importing {} session {native_id} ({} event(s), from {cwd})",
-        cli.as_str(),
+        cli.name(),
         t.events.len()
     ));
     let opts = RunOptions {
@@ -277,14 +279,14 @@ pub fn import(project: &Project, args: ImportArgs, printer: &Arc<Printer>) -> Re
         description,
         id: args.id,
         flags: Vec::new(),
-        labels: vec![format!("imported-from={}", cli.as_str())],
+        labels: vec![format!("imported-from={}", cli.name())],
         agent: args.agent,
         create_only: false,
         queue: false,
         imported: Some(baton_engine::Imported {
             session: baton_core::state::AgentSession {
-                agent: cli.as_str().into(),
-                cli: cli.as_str().into(),
+                agent: cli.name().into(),
+                cli: cli.name().into(),
                 native_id,
                 cwd,
                 version: None,

@@ -5,11 +5,11 @@
 //! a new one seeded with the brief when that cannot be done.
 
 use super::{Engine, Held};
-use crate::adapter::{self, Invocation};
 use crate::error::Result;
 use crate::process::{self, Spec, Stop, Waited};
+use baton_agents::{AgentEvent, Cli, Invocation, generic, tail::Tail};
 use baton_core::PhaseId;
-use baton_core::agent_stream::{AgentEvent, Cli, FailureKind, classify_failure, shorten};
+use baton_core::agent_stream::shorten;
 use baton_core::event::Event;
 use baton_core::machine::Input;
 use baton_core::state::{AgentSession, PhaseState, SessionStart};
@@ -53,7 +53,7 @@ impl VersionProbe {
     pub fn start(program: String, env: Vec<(String, String)>, cwd: PathBuf) -> VersionProbe {
         VersionProbe {
             handle: Some(std::thread::spawn(move || {
-                adapter::version(&program, &env, &cwd)
+                baton_agents::version::version(&program, &env, &cwd)
             })),
             value: None,
         }
@@ -147,7 +147,7 @@ impl Engine {
         let lost = held.hb.lost.clone();
         let cancel = held.hb.cancel.clone();
         let mut stream = Stream {
-            tail: l.cli.map(|c| adapter::Tail::new(c, &l.stdout)),
+            tail: l.cli.map(|c| Tail::new(c, &l.stdout)),
             session_known: l.session.is_some(),
             pending: Vec::new(),
             all: Vec::new(),
@@ -231,7 +231,7 @@ impl Engine {
                     phase: phase.clone(),
                     session: AgentSession {
                         agent: l.agent.clone(),
-                        cli: l.cli.map(|c| c.as_str()).unwrap_or_default().into(),
+                        cli: l.cli.map(|c| c.name()).unwrap_or_default().into(),
                         native_id,
                         cwd: held.ws.cwd.display().to_string(),
                         version: None,
@@ -327,7 +327,7 @@ impl Engine {
 
 /// The stream of one launch, between flushes.
 struct Stream {
-    tail: Option<adapter::Tail>,
+    tail: Option<Tail>,
     session_known: bool,
     pending: Vec<AgentEvent>,
     all: Vec<AgentEvent>,
@@ -366,68 +366,8 @@ fn shorten_keep_lines(text: &str) -> String {
     }
 }
 
-/// A built-in CLI's finished run read from its stream: its last message
-/// and a readable transcript, or why it failed (and what kind of failure)
-/// even though it may have exited 0.
-pub(super) fn judge(
-    cli: Cli,
-    exit_code: Option<i32>,
-    events: &[AgentEvent],
-    stderr_tail: &str,
-) -> std::result::Result<(String, String), (String, FailureKind)> {
-    let mut transcript = Vec::new();
-    let mut errors = Vec::new();
-    let mut last: Option<(bool, String)> = None;
-    for e in events {
-        match e {
-            AgentEvent::AssistantText { text } => transcript.push(text.clone()),
-            AgentEvent::ToolCall { name, summary, .. } => {
-                transcript.push(format!("→ {name} {summary}"))
-            }
-            AgentEvent::ToolResult {
-                ok: false, summary, ..
-            } => transcript.push(format!("  ✗ {summary}")),
-            AgentEvent::Error { message } => errors.push(message.clone()),
-            AgentEvent::Final { ok, text } => last = Some((*ok, text.clone())),
-            _ => {}
-        }
-    }
-    match last {
-        Some((true, final_text)) if errors.is_empty() && exit_code == Some(0) => {
-            Ok((final_text, transcript.join("\n")))
-        }
-        _ => {
-            let kind = classify_failure(cli, exit_code, stderr_tail, events);
-            let why = errors
-                .first()
-                .cloned()
-                .or_else(|| {
-                    stderr_tail
-                        .lines()
-                        .rev()
-                        .find(|l| !l.trim().is_empty())
-                        .map(|l| shorten(l, 300))
-                })
-                .unwrap_or_else(|| "its stream did not end with a successful result".into());
-            let exited = match exit_code {
-                Some(0) => "exited 0 but failed".to_string(),
-                Some(c) => format!("exited {c}"),
-                None => "was killed".to_string(),
-            };
-            let what = match kind {
-                FailureKind::NotInstalled => format!(
-                    "is not installed (install it with `npm install -g {}`)",
-                    cli.package()
-                ),
-                FailureKind::Authentication => "could not authenticate".into(),
-                FailureKind::RateLimit => "was rate limited".into(),
-                FailureKind::StaleSession => "has no such session".into(),
-                FailureKind::Other => "failed".into(),
-            };
-            Err((format!("{} {exited}: {what}: {why}", cli.as_str()), kind))
-        }
-    }
-}
+/// A built-in CLI's finished run judged from its stream.
+pub(super) use baton_agents::failure::judge;
 
 /// The prompt for a run that continues the CLI's own session.
 pub(super) fn resumed_prompt(prompt: &str) -> String {
@@ -456,8 +396,8 @@ pub(super) fn invocation_for<'a>(
     ps.agent_session
         .as_ref()
         .filter(|_| ps.interrupted)
-        .filter(|s| s.agent == agent && s.cli == cli.as_str())
-        .filter(|s| adapter::resumes_from(cli, &s.cwd, cwd))
+        .filter(|s| s.agent == agent && s.cli == cli.name())
+        .filter(|s| cli.resumes_from(&s.cwd, cwd))
 }
 
 /// The argv (prompt filled in) of `agent` for `how`.
@@ -467,12 +407,5 @@ pub(super) fn argv_for(
     prompt: &str,
     prompt_file: &std::path::Path,
 ) -> Vec<String> {
-    let pf = prompt_file.display().to_string();
-    adapter::argv(agent, how)
-        .iter()
-        .map(|a| {
-            a.replace("{{prompt_file}}", &pf)
-                .replace("{{prompt}}", prompt)
-        })
-        .collect()
+    generic::fill(&agent.argv_for(how), prompt, prompt_file)
 }

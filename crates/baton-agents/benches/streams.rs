@@ -4,7 +4,14 @@
 //!
 //! `cargo bench -p baton-core --bench streams`
 
-use baton_core::agent_stream::{Cli, StreamParser};
+use baton_agents::clis::{Claude, Codex, Gemini, Opencode, Qwen};
+use baton_agents::{Cli, StreamParser};
+
+const CLAUDE_: Cli = &Claude;
+const CODEX_: Cli = &Codex;
+const GEMINI_: Cli = &Gemini;
+const QWEN_: Cli = &Qwen;
+const OPENCODE_: Cli = &Opencode;
 use std::time::Instant;
 
 const TARGET_BYTES: usize = 100 << 20;
@@ -57,11 +64,11 @@ fn main() {
     let started = Instant::now();
     println!("baton stream parsing benchmark (same machine, same run; best of 3)");
     for (cli, file) in [
-        (Cli::Claude, "claude-2.1.330-write.jsonl"),
-        (Cli::Codex, "codex-0.169.0-write.jsonl"),
-        (Cli::Gemini, "gemini-0.61.0-write.jsonl"),
-        (Cli::Qwen, "qwen-0.15.10-write.jsonl"),
-        (Cli::Opencode, "opencode-1.18.33-write.jsonl"),
+        (CLAUDE_, "claude-2.1.330-write.jsonl"),
+        (CODEX_, "codex-0.169.0-write.jsonl"),
+        (GEMINI_, "gemini-0.61.0-write.jsonl"),
+        (QWEN_, "qwen-0.15.10-write.jsonl"),
+        (OPENCODE_, "opencode-1.18.33-write.jsonl"),
     ] {
         let text = stream(file);
         let (baton, events) = mb_per_s(text.len(), || {
@@ -76,7 +83,7 @@ fn main() {
         let ratio = baton / plain;
         println!(
             "{:<8} {:>5.1} MB: baton {:>6.1} MB/s ({events} events)   serde_json Value {:>6.1} MB/s ({values} lines)   ratio {:.2} (goal >= 0.7: {})",
-            cli.as_str(),
+            cli.name(),
             text.len() as f64 / (1 << 20) as f64,
             baton,
             plain,

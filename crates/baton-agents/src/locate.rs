@@ -1,45 +1,20 @@
 //! Finding an agent CLI's own session file on disk, for `baton import`.
 //!
 //! The user names either the file itself or the CLI's session id; an id is
-//! looked up in that CLI's session folder, honouring the variables the CLI
-//! itself honours (verified in the pinned versions, docs/dev/agent-clis.md):
-//!
-//! * Claude Code: `$CLAUDE_CONFIG_DIR` (default `~/.claude`)
-//!   `/projects/<project>/<id>.jsonl`.
-//! * Codex: `$CODEX_HOME` (default `~/.codex`)
-//!   `/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl`, or the same under
-//!   `archived_sessions/`.
-//! * Gemini CLI: `$GEMINI_CLI_HOME` (default `$HOME`)
-//!   `/.gemini/tmp/<project>/chats/session-<time>-<first 8 of id>.jsonl`
-//!   (older versions: `.json`): the file name holds only part of the id, so
-//!   the session id inside the file decides.
-//! * Qwen Code: `$QWEN_RUNTIME_DIR`, else `$QWEN_HOME` (default `~/.qwen`)
-//!   `/projects/<project>/chats/<id>.jsonl`.
-//! * OpenCode keeps sessions in SQLite (`$XDG_DATA_HOME/opencode/opencode.db`,
-//!   default `~/.local/share`): there is no file per session. An id is
-//!   refused with [`OPENCODE_EXPORT`] in the message: the caller runs
-//!   `opencode export <id>` and parses what it prints (see
-//!   [`opencode_session_id`]).
-//!
-//! Only an exact id match is ever taken, never "the newest session".
+//! looked up in that CLI's session folder by its adapter
+//! ([`AgentCli::locate_native`]), honouring the variables the CLI itself
+//! honours. Only an exact id match is ever taken, never "the newest
+//! session". A CLI that keeps no file per session names the command that
+//! prints a session instead ([`AgentCli::export_command`]).
 
-use baton_core::agent_stream::Cli;
+use crate::{AgentCli, Cli, Env};
 use std::path::{Path, PathBuf};
-
-/// Said in the error for an OpenCode session id: the command that gives
-/// its transcript.
-pub const OPENCODE_EXPORT: &str = "opencode export";
 
 /// The session file `file_or_id` names for `cli`: an existing path as it
 /// is, else the file of the session with exactly that id in the CLI's
-/// session folder. `env` reads environment variables (`HOME`,
-/// `CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `GEMINI_CLI_HOME`, `QWEN_HOME`,
-/// `QWEN_RUNTIME_DIR`, `XDG_DATA_HOME`).
-pub fn locate(
-    cli: Cli,
-    file_or_id: &str,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<PathBuf, String> {
+/// session folder. `env` reads environment variables (`HOME` and the
+/// CLI's own).
+pub fn locate(cli: Cli, file_or_id: &str, env: Env<'_>) -> Result<PathBuf, String> {
     let given = Path::new(file_or_id);
     if given.is_file() {
         return Ok(given.to_path_buf());
@@ -55,123 +30,37 @@ pub fn locate(
             "there is no file {file_or_id}; pass an existing session file or a session id"
         ));
     }
-    let var = |k: &str| env(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-    let home = || var("HOME");
-    let under_home = |rel: &str| -> Result<PathBuf, String> {
-        home().map(|h| h.join(rel)).ok_or_else(|| {
-            "HOME is not set, so the session folder is unknown; pass the session file instead"
-                .to_string()
-        })
-    };
-    match cli {
-        Cli::Claude => {
-            let root = match var("CLAUDE_CONFIG_DIR") {
-                Some(d) => d,
-                None => under_home(".claude")?,
-            };
-            let projects = root.join("projects");
-            let name = format!("{id}.jsonl");
-            let found = in_subfolders(&projects, &[], &|f| file_name(f) == name);
-            one_of(
-                cli,
-                id,
-                &projects,
-                found,
-                "every project's <session-id>.jsonl",
-                "the session id `claude --resume` shows",
-            )
-        }
-        Cli::Codex => {
-            let root = match var("CODEX_HOME") {
-                Some(d) => d,
-                None => under_home(".codex")?,
-            };
-            let suffix = format!("-{id}.jsonl");
-            let is_it = |f: &Path| {
-                let n = file_name(f);
-                n.starts_with("rollout-") && n.ends_with(&suffix)
-            };
-            let sessions = root.join("sessions");
-            let mut found = in_subfolders(&sessions, &["*", "*", "*"], &is_it);
-            found.extend(in_subfolders(&root.join("archived_sessions"), &[], &is_it));
-            one_of(
-                cli,
-                id,
-                &sessions,
-                found,
-                "YYYY/MM/DD/rollout-<time>-<thread-id>.jsonl and archived_sessions/",
-                "the thread id (the `thread.started` id of `codex exec --json`)",
-            )
-        }
-        Cli::Gemini => {
-            let base = match var("GEMINI_CLI_HOME").or_else(home) {
-                Some(h) => h.join(".gemini").join("tmp"),
-                None => under_home(".gemini/tmp")?,
-            };
-            let short: String = id.chars().take(8).collect();
-            let found = in_subfolders(&base, &["*", "chats"], &|f| {
-                let n = file_name(f);
-                n.starts_with("session-")
-                    && (n.ends_with(&format!("-{short}.jsonl"))
-                        || n.ends_with(&format!("-{short}.json")))
-                    && gemini_session_id(f).as_deref() == Some(id)
-            });
-            one_of(
-                cli,
-                id,
-                &base,
-                found,
-                "<project>/chats/session-*.jsonl holding that sessionId",
-                "the full session id (`gemini --list-sessions` shows them)",
-            )
-        }
-        Cli::Qwen => {
-            let root = match var("QWEN_RUNTIME_DIR").or_else(|| var("QWEN_HOME")) {
-                Some(d) => d,
-                None => under_home(".qwen")?,
-            };
-            let projects = root.join("projects");
-            let name = format!("{id}.jsonl");
-            let found = in_subfolders(&projects, &["*", "chats"], &|f| file_name(f) == name);
-            one_of(
-                cli,
-                id,
-                &projects,
-                found,
-                "<project>/chats/<session-id>.jsonl",
-                "the session id (`qwen --resume` lists them)",
-            )
-        }
-        Cli::Opencode => {
-            let data = match var("XDG_DATA_HOME") {
-                Some(d) => d,
-                None => under_home(".local/share")?,
-            };
-            let db = data.join("opencode").join("opencode.db");
-            Err(format!(
-                "OpenCode keeps its sessions in a database ({}{}), not one file per session: \
-                 run `{OPENCODE_EXPORT} {id}` and import what it prints, or pass a file holding that export",
-                db.display(),
-                if db.is_file() { "" } else { ", not found" }
-            ))
-        }
+    cli.locate_native(id, env)
+}
+
+/// `$VAR` when set and not empty, else `rel` under `$HOME`.
+pub(crate) fn dir_from(env: Env<'_>, var: &str, rel: &str) -> Result<PathBuf, String> {
+    match env(var).filter(|v| !v.is_empty()) {
+        Some(d) => Ok(PathBuf::from(d)),
+        None => under_home(env, rel),
     }
 }
 
-/// The OpenCode session id `file_or_id` names when it is not a file: the
-/// caller gets its transcript with `opencode export <id>` (which prints the
-/// JSON [`baton_core::native::parse_transcript`] reads for OpenCode).
-pub fn opencode_session_id(file_or_id: &str) -> Option<&str> {
-    let id = file_or_id.trim();
-    (!Path::new(file_or_id).exists()
-        && !id.is_empty()
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
-    .then_some(id)
+/// `rel` under `$HOME`.
+pub(crate) fn under_home(env: Env<'_>, rel: &str) -> Result<PathBuf, String> {
+    env("HOME")
+        .filter(|v| !v.is_empty())
+        .map(|h| PathBuf::from(h).join(rel))
+        .ok_or_else(|| {
+            "HOME is not set, so the session folder is unknown; pass the session file instead"
+                .to_string()
+        })
 }
 
-fn file_name(p: &Path) -> String {
+/// Whether `id` can be a session id (no path, nothing odd).
+pub(crate) fn plain_id(id: &str) -> bool {
+    !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+pub(crate) fn file_name(p: &Path) -> String {
     p.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
@@ -180,7 +69,11 @@ fn file_name(p: &Path) -> String {
 /// The files matching `is_it` in `dir`, going down through one folder per
 /// element of `levels` (`"*"`: every folder, else that name). With no
 /// levels, every subfolder at any depth is searched.
-fn in_subfolders(dir: &Path, levels: &[&str], is_it: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
+pub(crate) fn in_subfolders(
+    dir: &Path,
+    levels: &[&str],
+    is_it: &dyn Fn(&Path) -> bool,
+) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let Ok(rd) = std::fs::read_dir(dir) else {
         return out;
@@ -203,22 +96,8 @@ fn in_subfolders(dir: &Path, levels: &[&str], is_it: &dyn Fn(&Path) -> bool) -> 
     out
 }
 
-/// The `sessionId` of a Gemini CLI session file (its first line, or the
-/// whole document in the older `.json` form).
-fn gemini_session_id(f: &Path) -> Option<String> {
-    use std::io::BufRead;
-    let file = std::fs::File::open(f).ok()?;
-    let mut first = String::new();
-    std::io::BufReader::new(file).read_line(&mut first).ok()?;
-    let v: serde_json::Value = match serde_json::from_str(first.trim()) {
-        Ok(v) => v,
-        Err(_) => serde_json::from_str(&std::fs::read_to_string(f).ok()?).ok()?,
-    };
-    v.get("sessionId")?.as_str().map(String::from)
-}
-
-fn one_of(
-    cli: Cli,
+pub(crate) fn one_of(
+    cli: &dyn AgentCli,
     id: &str,
     searched: &Path,
     mut found: Vec<PathBuf>,
@@ -229,13 +108,13 @@ fn one_of(
         1 => Ok(found.remove(0)),
         0 => Err(format!(
             "no {} session {id} in {} (searched {pattern}); pass the session file's path instead, or {what_id}",
-            cli.as_str(),
+            cli.name(),
             searched.display(),
         )),
         _ => Err(format!(
             "{} {} sessions have the id {id}: {}; pass the one to import by its path",
             found.len(),
-            cli.as_str(),
+            cli.name(),
             found
                 .iter()
                 .map(|p| p.display().to_string())
@@ -248,6 +127,8 @@ fn one_of(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::AgentCli;
+    use crate::clis::{Claude, Codex, Gemini, Opencode, Qwen};
     use std::collections::HashMap;
 
     const ID: &str = "5e551011-0000-4000-8000-00000000beef";
@@ -272,18 +153,12 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let f = put(&tmp.path().join("anything.jsonl"), "{}");
         let env = env_of(&[]);
-        for cli in [
-            Cli::Claude,
-            Cli::Codex,
-            Cli::Gemini,
-            Cli::Qwen,
-            Cli::Opencode,
-        ] {
+        for cli in crate::all().iter().copied() {
             assert_eq!(locate(cli, f.to_str().unwrap(), &env).unwrap(), f);
         }
-        let err = locate(Cli::Claude, tmp.path().to_str().unwrap(), &env).unwrap_err();
+        let err = locate(&Claude, tmp.path().to_str().unwrap(), &env).unwrap_err();
         assert!(err.contains("is a folder"), "{err}");
-        let err = locate(Cli::Claude, "/no/such/file.jsonl", &env).unwrap_err();
+        let err = locate(&Claude, "/no/such/file.jsonl", &env).unwrap_err();
         assert!(
             err.contains("there is no file /no/such/file.jsonl"),
             "{err}"
@@ -300,15 +175,15 @@ mod tests {
         let home = tmp.path().join("home");
         put(&home.join(format!(".claude/projects/-x/{ID}.jsonl")), "{}");
         let env = env_of(&[("CLAUDE_CONFIG_DIR", &cfg), ("HOME", &home)]);
-        assert_eq!(locate(Cli::Claude, ID, &env).unwrap(), want);
+        assert_eq!(locate(&Claude, ID, &env).unwrap(), want);
         let env = env_of(&[("HOME", &home)]);
         assert_eq!(
-            locate(Cli::Claude, ID, &env).unwrap(),
+            locate(&Claude, ID, &env).unwrap(),
             home.join(format!(".claude/projects/-x/{ID}.jsonl"))
         );
         // Never a prefix, never the newest: an unknown id is an error
         // naming the folder and what to pass.
-        let err = locate(Cli::Claude, "5e551011", &env).unwrap_err();
+        let err = locate(&Claude, "5e551011", &env).unwrap_err();
         assert!(
             err.contains(&home.join(".claude/projects").display().to_string())
                 && err.contains("pass the session file's path"),
@@ -332,16 +207,16 @@ mod tests {
             "{}",
         );
         let env = env_of(&[("CODEX_HOME", &ch)]);
-        assert_eq!(locate(Cli::Codex, id, &env).unwrap(), want);
+        assert_eq!(locate(&Codex, id, &env).unwrap(), want);
         let archived = put(
             &ch.join("archived_sessions/rollout-2026-01-01T00-00-00-01a20000-aaaa-7f41-ba43-d3198e740954.jsonl"),
             "{}",
         );
         assert_eq!(
-            locate(Cli::Codex, "01a20000-aaaa-7f41-ba43-d3198e740954", &env).unwrap(),
+            locate(&Codex, "01a20000-aaaa-7f41-ba43-d3198e740954", &env).unwrap(),
             archived
         );
-        let err = locate(Cli::Codex, "d3198e740954", &env).unwrap_err();
+        let err = locate(&Codex, "d3198e740954", &env).unwrap_err();
         assert!(
             err.contains(&ch.join("sessions").display().to_string()),
             "{err}"
@@ -362,7 +237,7 @@ mod tests {
             &format!("{{\"sessionId\":\"{ID}\",\"projectHash\":\"x\"}}\n{{\"$set\":{{}}}}\n"),
         );
         let env = env_of(&[("HOME", &home)]);
-        assert_eq!(locate(Cli::Gemini, ID, &env).unwrap(), want);
+        assert_eq!(locate(&Gemini, ID, &env).unwrap(), want);
         // GEMINI_CLI_HOME stands for HOME.
         let gh = tmp.path().join("gh");
         let old = put(
@@ -370,8 +245,8 @@ mod tests {
             &format!("{{\n  \"sessionId\": \"{ID}\",\n  \"messages\": []\n}}"),
         );
         let env = env_of(&[("HOME", &home), ("GEMINI_CLI_HOME", &gh)]);
-        assert_eq!(locate(Cli::Gemini, ID, &env).unwrap(), old);
-        let err = locate(Cli::Gemini, "5e551011", &env).unwrap_err();
+        assert_eq!(locate(&Gemini, ID, &env).unwrap(), old);
+        let err = locate(&Gemini, "5e551011", &env).unwrap_err();
         assert!(
             err.contains(&gh.join(".gemini/tmp").display().to_string()),
             "{err}"
@@ -387,10 +262,10 @@ mod tests {
             "{}",
         );
         let env = env_of(&[("HOME", &home)]);
-        assert_eq!(locate(Cli::Qwen, ID, &env).unwrap(), want);
+        assert_eq!(locate(&Qwen, ID, &env).unwrap(), want);
         let qh = tmp.path().join("qh");
         let env = env_of(&[("HOME", &home), ("QWEN_HOME", &qh)]);
-        let err = locate(Cli::Qwen, ID, &env).unwrap_err();
+        let err = locate(&Qwen, ID, &env).unwrap_err();
         assert!(
             err.contains(&qh.join("projects").display().to_string()),
             "{err}"
@@ -398,7 +273,7 @@ mod tests {
         let rt = tmp.path().join("rt");
         let in_rt = put(&rt.join(format!("projects/-w/chats/{ID}.jsonl")), "{}");
         let env = env_of(&[("QWEN_HOME", &qh), ("QWEN_RUNTIME_DIR", &rt)]);
-        assert_eq!(locate(Cli::Qwen, ID, &env).unwrap(), in_rt);
+        assert_eq!(locate(&Qwen, ID, &env).unwrap(), in_rt);
     }
 
     #[test]
@@ -408,7 +283,7 @@ mod tests {
         put(&cfg.join(format!("projects/-a/{ID}.jsonl")), "{}");
         put(&cfg.join(format!("projects/-b/{ID}.jsonl")), "{}");
         let env = env_of(&[("CLAUDE_CONFIG_DIR", &cfg)]);
-        let err = locate(Cli::Claude, ID, &env).unwrap_err();
+        let err = locate(&Claude, ID, &env).unwrap_err();
         assert!(err.starts_with("2 claude sessions have the id"), "{err}");
     }
 
@@ -418,22 +293,26 @@ mod tests {
         let data = tmp.path().join("data");
         put(&data.join("opencode/opencode.db"), "");
         let env = env_of(&[("XDG_DATA_HOME", &data)]);
-        let err = locate(Cli::Opencode, "ses_dfea60f4fffebEcbJsStaHiMbx", &env).unwrap_err();
+        let err = locate(&Opencode, "ses_dfea60f4fffebEcbJsStaHiMbx", &env).unwrap_err();
         assert!(
             err.contains("run `opencode export ses_dfea60f4fffebEcbJsStaHiMbx`")
                 && err.contains(&data.join("opencode/opencode.db").display().to_string()),
             "{err}"
         );
         assert_eq!(
-            opencode_session_id("ses_dfea60f4fffebEcbJsStaHiMbx"),
-            Some("ses_dfea60f4fffebEcbJsStaHiMbx")
+            Opencode.export_command("ses_dfea60f4fffebEcbJsStaHiMbx"),
+            Some(vec![
+                "opencode".to_string(),
+                "export".into(),
+                "ses_dfea60f4fffebEcbJsStaHiMbx".into()
+            ])
         );
-        assert_eq!(opencode_session_id("../x.json"), None);
+        assert_eq!(Opencode.export_command("../x.json"), None);
     }
 
     #[test]
     fn no_home_means_no_folder_to_search() {
-        let err = locate(Cli::Qwen, ID, &env_of(&[])).unwrap_err();
+        let err = locate(&Qwen, ID, &env_of(&[])).unwrap_err();
         assert!(err.contains("HOME is not set"), "{err}");
     }
 }

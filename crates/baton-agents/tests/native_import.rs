@@ -3,62 +3,67 @@
 //! write-file tool call, then "done") read as a user would expect to see
 //! them imported.
 
-use baton_core::agent_stream::{AgentEvent, Cli};
-use baton_core::native::{NativeTranscript, detect, parse_transcript};
+use baton_agents::clis::{Claude, Codex, Gemini, Opencode, Qwen};
+use baton_agents::native::{detect, parse_transcript};
+use baton_agents::{AgentEvent, Cli, NativeTranscript};
 
-const CLIS: [Cli; 5] = [
-    Cli::Claude,
-    Cli::Codex,
-    Cli::Gemini,
-    Cli::Qwen,
-    Cli::Opencode,
-];
+const CLAUDE_: Cli = &Claude;
+const CODEX_: Cli = &Codex;
+const GEMINI_: Cli = &Gemini;
+const QWEN_: Cli = &Qwen;
+const OPENCODE_: Cli = &Opencode;
+
+const CLIS: [Cli; 5] = [CLAUDE_, CODEX_, GEMINI_, QWEN_, OPENCODE_];
 
 /// The recorded file, built into the test.
 fn fixture(cli: Cli) -> &'static str {
-    match cli {
-        Cli::Claude => include_str!("fixtures/native/claude.jsonl"),
-        Cli::Codex => include_str!("fixtures/native/codex.jsonl"),
-        Cli::Gemini => include_str!("fixtures/native/gemini.jsonl"),
-        Cli::Qwen => include_str!("fixtures/native/qwen.jsonl"),
-        Cli::Opencode => include_str!("fixtures/native/opencode.json"),
+    match cli.name() {
+        "claude" => include_str!("fixtures/native/claude.jsonl"),
+        "codex" => include_str!("fixtures/native/codex.jsonl"),
+        "gemini" => include_str!("fixtures/native/gemini.jsonl"),
+        "qwen" => include_str!("fixtures/native/qwen.jsonl"),
+        "opencode" => include_str!("fixtures/native/opencode.json"),
+        other => panic!(
+            "no recorded native session for {other}: record one with the record_native example"
+        ),
     }
 }
 
 /// What the recording did, per CLI: its session id, its folder, and the
 /// name of the tool it wrote the file with.
 fn expected(cli: Cli) -> (&'static str, &'static str, &'static str) {
-    match cli {
-        Cli::Claude => (
+    match cli.name() {
+        "claude" => (
             "5e551011-0000-4000-8000-00000000beef",
             "/tmp/baton-native-record/claude/repo",
             "Write",
         ),
-        Cli::Codex => (
+        "codex" => (
             "01a20159-bb6a-7f41-ba43-d3198e740954",
             "/tmp/baton-native-record/codex/repo",
             "exec_command",
         ),
-        Cli::Gemini => (
+        "gemini" => (
             "5e551011-0000-4000-8000-00000000beef",
             "/tmp/baton-native-record/gemini/repo",
             "write_file",
         ),
-        Cli::Qwen => (
+        "qwen" => (
             "5e551011-0000-4000-8000-00000000beef",
             "/tmp/baton-native-record/qwen/repo",
             "write_file",
         ),
-        Cli::Opencode => (
+        "opencode" => (
             "ses_dfea60f4fffebEcbJsStaHiMbx",
             "/tmp/baton-native-record/opencode/repo",
             "write",
         ),
+        other => panic!("no expectations for {other}"),
     }
 }
 
 fn parse(cli: Cli) -> NativeTranscript {
-    parse_transcript(cli, fixture(cli)).unwrap_or_else(|e| panic!("{}: {e}", cli.as_str()))
+    parse_transcript(cli, fixture(cli)).unwrap_or_else(|e| panic!("{}: {e}", cli.name()))
 }
 
 /// The tool call that wrote hello.txt and its result.
@@ -90,8 +95,8 @@ fn reads_as_the_session_it_was(cli: Cli) {
     assert_eq!(t.cwd.as_deref(), Some(cwd), "{t:#?}");
     // `opencode run` quotes a message argument that holds spaces, and keeps
     // it so in its session.
-    let prompt = match cli {
-        Cli::Opencode => "\"write hello please\"",
+    let prompt = match cli.name() {
+        "opencode" => "\"write hello please\"",
         _ => "write hello please",
     };
     assert_eq!(t.first_prompt.as_deref(), Some(prompt), "{t:#?}");
@@ -129,27 +134,27 @@ fn reads_as_the_session_it_was(cli: Cli) {
 
 #[test]
 fn a_claude_code_session_reads_as_it_was() {
-    reads_as_the_session_it_was(Cli::Claude);
+    reads_as_the_session_it_was(CLAUDE_);
 }
 
 #[test]
 fn a_codex_rollout_reads_as_it_was() {
-    reads_as_the_session_it_was(Cli::Codex);
+    reads_as_the_session_it_was(CODEX_);
 }
 
 #[test]
 fn a_gemini_cli_session_reads_as_it_was() {
-    reads_as_the_session_it_was(Cli::Gemini);
+    reads_as_the_session_it_was(GEMINI_);
 }
 
 #[test]
 fn a_qwen_code_session_reads_as_it_was() {
-    reads_as_the_session_it_was(Cli::Qwen);
+    reads_as_the_session_it_was(QWEN_);
 }
 
 #[test]
 fn an_opencode_export_reads_as_it_was() {
-    reads_as_the_session_it_was(Cli::Opencode);
+    reads_as_the_session_it_was(OPENCODE_);
 }
 
 /// A session file cut off mid-line (the CLI was killed while writing it)
@@ -157,7 +162,7 @@ fn an_opencode_export_reads_as_it_was() {
 /// line is one warning.
 #[test]
 fn a_file_cut_mid_line_still_imports_with_a_warning() {
-    for cli in [Cli::Claude, Cli::Codex, Cli::Gemini, Cli::Qwen] {
+    for cli in [CLAUDE_, CODEX_, GEMINI_, QWEN_] {
         let text = fixture(cli);
         // Cut inside the line holding the final answer: keep the lines
         // before it and half of it.
@@ -166,10 +171,10 @@ fn a_file_cut_mid_line_still_imports_with_a_warning() {
             .map_or(0, |i| i + 1);
         let line_end = line_start + text[line_start..].find('\n').unwrap();
         let cut = &text[..(line_start + line_end) / 2];
-        let t = parse_transcript(cli, cut).unwrap_or_else(|e| panic!("{}: {e}", cli.as_str()));
-        assert_eq!(t.warnings, 1, "{}: {t:#?}", cli.as_str());
+        let t = parse_transcript(cli, cut).unwrap_or_else(|e| panic!("{}: {e}", cli.name()));
+        assert_eq!(t.warnings, 1, "{}: {t:#?}", cli.name());
         assert_eq!(t.native_id.as_deref(), Some(expected(cli).0));
-        assert!(write_call(&t).is_some(), "{}: {t:#?}", cli.as_str());
+        assert!(write_call(&t).is_some(), "{}: {t:#?}", cli.name());
     }
 }
 
@@ -177,15 +182,15 @@ fn a_file_cut_mid_line_still_imports_with_a_warning() {
 /// session is all there.
 #[test]
 fn a_broken_line_in_the_middle_is_skipped_and_counted() {
-    for cli in [Cli::Claude, Cli::Codex, Cli::Gemini, Cli::Qwen] {
+    for cli in [CLAUDE_, CODEX_, GEMINI_, QWEN_] {
         let text = fixture(cli);
         let mut lines: Vec<&str> = text.lines().collect();
         lines.insert(lines.len() / 2, "{\"type\": \"assistant\", \"mess");
         lines.insert(lines.len() / 2, "[1, 2, 3]");
         let t = parse_transcript(cli, &lines.join("\n")).unwrap();
-        assert_eq!(t.warnings, 2, "{}", cli.as_str());
-        assert_eq!(last_text(&t), Some("done"), "{}", cli.as_str());
-        assert!(write_call(&t).is_some(), "{}", cli.as_str());
+        assert_eq!(t.warnings, 2, "{}", cli.name());
+        assert_eq!(last_text(&t), Some("done"), "{}", cli.name());
+        assert!(write_call(&t).is_some(), "{}", cli.name());
     }
 }
 
@@ -193,8 +198,8 @@ fn a_broken_line_in_the_middle_is_skipped_and_counted() {
 /// saying what it should have been.
 #[test]
 fn a_cut_off_opencode_export_is_refused() {
-    let text = fixture(Cli::Opencode);
-    let err = parse_transcript(Cli::Opencode, &text[..text.len() / 2]).unwrap_err();
+    let text = fixture(OPENCODE_);
+    let err = parse_transcript(OPENCODE_, &text[..text.len() / 2]).unwrap_err();
     assert!(err.contains("opencode export <sessionID>"), "{err}");
     assert!(err.contains("not"), "{err}");
 }
@@ -205,24 +210,22 @@ fn a_cut_off_opencode_export_is_refused() {
 fn an_opencode_export_captured_with_its_stderr_line_still_reads() {
     let text = format!(
         "Exporting session: ses_dfea60f4fffebEcbJsStaHiMbx\n{}",
-        fixture(Cli::Opencode)
+        fixture(OPENCODE_)
     );
-    assert_eq!(
-        parse_transcript(Cli::Opencode, &text),
-        Ok(parse(Cli::Opencode))
-    );
+    assert_eq!(parse_transcript(OPENCODE_, &text), Ok(parse(OPENCODE_)));
 }
 
 /// Another CLI's session file is refused, naming the file expected and the
 /// CLI it came from.
 #[test]
 fn another_clis_file_is_refused_naming_both() {
-    let names = |cli: Cli| match cli {
-        Cli::Claude => ("Claude Code session file", "~/.claude"),
-        Cli::Codex => ("Codex session file", "~/.codex"),
-        Cli::Gemini => ("Gemini CLI session file", "~/.gemini/tmp/"),
-        Cli::Qwen => ("Qwen Code session file", "~/.qwen/projects/"),
-        Cli::Opencode => ("OpenCode session export", "opencode export"),
+    let names = |cli: Cli| match cli.name() {
+        "claude" => ("Claude Code session file", "~/.claude"),
+        "codex" => ("Codex session file", "~/.codex"),
+        "gemini" => ("Gemini CLI session file", "~/.gemini/tmp/"),
+        "qwen" => ("Qwen Code session file", "~/.qwen/projects/"),
+        "opencode" => ("OpenCode session export", "opencode export"),
+        other => panic!("no expectations for {other}"),
     };
     for wanted in CLIS {
         for given in CLIS.into_iter().filter(|c| *c != wanted) {
@@ -235,7 +238,7 @@ fn another_clis_file_is_refused_naming_both() {
             );
             assert!(err.contains(place), "{err}");
             assert!(
-                err.contains(&format!("`baton import {}`", given.as_str())),
+                err.contains(&format!("`baton import {}`", given.name())),
                 "{err}"
             );
         }
@@ -244,24 +247,24 @@ fn another_clis_file_is_refused_naming_both() {
 
 #[test]
 fn garbage_is_refused_naming_the_file_expected() {
-    let err = parse_transcript(Cli::Claude, "hello world\nnot json\n").unwrap_err();
+    let err = parse_transcript(CLAUDE_, "hello world\nnot json\n").unwrap_err();
     assert_eq!(
         err,
         "this is not a Claude Code session file ($CLAUDE_CONFIG_DIR/projects/<project>/<session-id>.jsonl, by default under ~/.claude): line 1 is not JSON"
     );
-    let err = parse_transcript(Cli::Qwen, "{\"hello\": 1}\n").unwrap_err();
+    let err = parse_transcript(QWEN_, "{\"hello\": 1}\n").unwrap_err();
     assert!(
         err.contains("Qwen Code session file") && err.ends_with("line 1 has no sessionId"),
         "{err}"
     );
-    let err = parse_transcript(Cli::Codex, "").unwrap_err();
+    let err = parse_transcript(CODEX_, "").unwrap_err();
     assert!(
         err.contains("Codex session file") && err.ends_with("the file is empty"),
         "{err}"
     );
-    let err = parse_transcript(Cli::Opencode, "[]").unwrap_err();
+    let err = parse_transcript(OPENCODE_, "[]").unwrap_err();
     assert!(err.contains("opencode export <sessionID>"), "{err}");
-    let err = parse_transcript(Cli::Gemini, "{\"a\":1}\n{\"b\":2}\n").unwrap_err();
+    let err = parse_transcript(GEMINI_, "{\"a\":1}\n{\"b\":2}\n").unwrap_err();
     assert!(err.contains("~/.gemini/tmp/"), "{err}");
     assert_eq!(detect("hello"), None);
 }

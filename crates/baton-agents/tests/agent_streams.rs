@@ -2,7 +2,14 @@
 //! against baton's scripted model server: one tool call writing a file,
 //! then a final "done").
 
-use baton_core::agent_stream::{AgentEvent, Cli, StreamParser};
+use baton_agents::clis::{Claude, Codex, Gemini, Opencode, Qwen};
+use baton_agents::{AgentCli, AgentEvent, Cli, StreamParser};
+
+const CLAUDE_: Cli = &Claude;
+const CODEX_: Cli = &Codex;
+const GEMINI_: Cli = &Gemini;
+const QWEN_: Cli = &Qwen;
+const OPENCODE_: Cli = &Opencode;
 
 /// A recorded stream, built into the test (so it always matches the
 /// source, wherever the build happened).
@@ -67,7 +74,7 @@ fn calls_and_results(events: &[AgentEvent]) -> Vec<(String, String, bool)> {
 
 #[test]
 fn claude_code_2_1_stream() {
-    let ev = parse(Cli::Claude, "claude-2.1.330-write.jsonl");
+    let ev = parse(CLAUDE_, "claude-2.1.330-write.jsonl");
     assert_eq!(session(&ev), Some("11111111-2222-3333-4444-555555555555"));
     let calls = calls_and_results(&ev);
     assert_eq!(calls.len(), 1);
@@ -101,7 +108,7 @@ fn claude_code_2_1_stream() {
 
 #[test]
 fn codex_0_169_stream() {
-    let ev = parse(Cli::Codex, "codex-0.169.0-write.jsonl");
+    let ev = parse(CODEX_, "codex-0.169.0-write.jsonl");
     assert_eq!(session(&ev), Some("01a2011d-fad8-70f3-945b-a86625740907"));
     let calls = calls_and_results(&ev);
     assert_eq!(calls.len(), 1);
@@ -149,7 +156,7 @@ fn errors(events: &[AgentEvent]) -> Vec<String> {
 
 #[test]
 fn codex_apply_patch_stream() {
-    let ev = parse(Cli::Codex, "codex-0.169.0-apply-patch.jsonl");
+    let ev = parse(CODEX_, "codex-0.169.0-apply-patch.jsonl");
     let calls = calls_and_results(&ev);
     assert_eq!(calls.len(), 1);
     assert_eq!(
@@ -161,7 +168,7 @@ fn codex_apply_patch_stream() {
 
 #[test]
 fn gemini_0_61_stream() {
-    let ev = parse(Cli::Gemini, "gemini-0.61.0-write.jsonl");
+    let ev = parse(GEMINI_, "gemini-0.61.0-write.jsonl");
     assert_eq!(session(&ev), Some("b70585a3-744b-40f2-97c1-f132b184730e"));
     let calls = calls_and_results(&ev);
     assert_eq!(calls.len(), 1);
@@ -179,7 +186,7 @@ fn gemini_0_61_stream() {
 
 #[test]
 fn qwen_0_15_stream() {
-    let ev = parse(Cli::Qwen, "qwen-0.15.10-write.jsonl");
+    let ev = parse(QWEN_, "qwen-0.15.10-write.jsonl");
     assert_eq!(session(&ev), Some("025a22a0-3d6e-4eef-b5a4-017280b8ab59"));
     let calls = calls_and_results(&ev);
     assert_eq!(calls.len(), 1);
@@ -192,7 +199,7 @@ fn qwen_0_15_stream() {
 
 #[test]
 fn opencode_1_18_stream() {
-    let ev = parse(Cli::Opencode, "opencode-1.18.33-write.jsonl");
+    let ev = parse(OPENCODE_, "opencode-1.18.33-write.jsonl");
     // Every event carries the session id; it is reported once.
     let sessions = ev
         .iter()
@@ -218,7 +225,7 @@ fn opencode_1_18_stream() {
 
 #[test]
 fn errors_are_read_from_each_stream() {
-    let ev = parse(Cli::Claude, "claude-2.1.330-missing-session.jsonl");
+    let ev = parse(CLAUDE_, "claude-2.1.330-missing-session.jsonl");
     assert!(
         errors(&ev)
             .iter()
@@ -228,7 +235,7 @@ fn errors_are_read_from_each_stream() {
     assert_eq!(finals(&ev).first().map(|f| f.0), Some(false));
 
     // Claude retries a 401 itself (ten times): each retry is a warning.
-    let ev = parse(Cli::Claude, "claude-2.1.330-401.jsonl");
+    let ev = parse(CLAUDE_, "claude-2.1.330-401.jsonl");
     let retries = ev
         .iter()
         .filter(
@@ -237,11 +244,11 @@ fn errors_are_read_from_each_stream() {
         .count();
     assert_eq!(retries, 7, "{ev:?}");
 
-    let ev = parse(Cli::Codex, "codex-0.169.0-401.jsonl");
+    let ev = parse(CODEX_, "codex-0.169.0-401.jsonl");
     assert!(errors(&ev).iter().any(|m| m.contains("401 Unauthorized")));
     assert_eq!(finals(&ev).last().map(|f| f.0), Some(false));
 
-    let ev = parse(Cli::Gemini, "gemini-0.61.0-401.jsonl");
+    let ev = parse(GEMINI_, "gemini-0.61.0-401.jsonl");
     assert!(
         errors(&ev).iter().any(|m| m.contains("invalid x-api-key")),
         "{ev:?}"
@@ -249,21 +256,22 @@ fn errors_are_read_from_each_stream() {
     assert_eq!(finals(&ev).last().map(|f| f.0), Some(false));
 
     // Qwen exits 0 and says "success"; the text gives the API error away.
-    let ev = parse(Cli::Qwen, "qwen-0.15.10-401.jsonl");
+    let ev = parse(QWEN_, "qwen-0.15.10-401.jsonl");
     assert!(
         errors(&ev).iter().any(|m| m.contains("[API Error: 401")),
         "{ev:?}"
     );
     assert_eq!(finals(&ev).last().map(|f| f.0), Some(false));
 
-    let ev = parse(Cli::Opencode, "opencode-1.18.33-401.jsonl");
+    let ev = parse(OPENCODE_, "opencode-1.18.33-401.jsonl");
     assert!(
         errors(&ev).iter().any(|m| m.contains("invalid x-api-key")),
         "{ev:?}"
     );
 }
 
-use baton_core::agent_stream::{FailureKind, classify_failure};
+use baton_agents::FailureKind;
+use baton_agents::failure::classify_failure;
 
 #[test]
 fn failures_are_classified_per_cli() {
@@ -271,27 +279,27 @@ fn failures_are_classified_per_cli() {
     // Missing native sessions, as each real CLI reports them.
     let stale = [
         (
-            Cli::Claude,
+            CLAUDE_,
             Some(1),
             "No conversation found with session ID: 1111",
         ),
         (
-            Cli::Codex,
+            CODEX_,
             Some(1),
             "Error: no rollout found for thread id 1111 (code -32600)",
         ),
         (
-            Cli::Gemini,
+            GEMINI_,
             Some(42),
             "Error resuming session: No previous sessions found for this project.",
         ),
         (
-            Cli::Qwen,
+            QWEN_,
             Some(1),
             "No saved session found with ID 025a. Run `qwen --resume` without an ID",
         ),
         (
-            Cli::Opencode,
+            OPENCODE_,
             Some(1),
             "\u{1b}[91mError: \u{1b}[0mSession not found",
         ),
@@ -305,11 +313,11 @@ fn failures_are_classified_per_cli() {
     }
     // API errors, from the recorded streams.
     for (cli, file) in [
-        (Cli::Codex, "codex-0.169.0-401.jsonl"),
-        (Cli::Gemini, "gemini-0.61.0-401.jsonl"),
-        (Cli::Qwen, "qwen-0.15.10-401.jsonl"),
-        (Cli::Opencode, "opencode-1.18.33-401.jsonl"),
-        (Cli::Claude, "claude-2.1.330-401.jsonl"),
+        (CODEX_, "codex-0.169.0-401.jsonl"),
+        (GEMINI_, "gemini-0.61.0-401.jsonl"),
+        (QWEN_, "qwen-0.15.10-401.jsonl"),
+        (OPENCODE_, "opencode-1.18.33-401.jsonl"),
+        (CLAUDE_, "claude-2.1.330-401.jsonl"),
     ] {
         assert_eq!(
             classify_failure(cli, Some(1), "", &parse(cli, file)),
@@ -320,19 +328,13 @@ fn failures_are_classified_per_cli() {
     let limited = [AgentEvent::Error {
         message: "exceeded retry limit, last status: 429 Too Many Requests".into(),
     }];
+    assert_eq!(classify_failure(CODEX_, Some(1), "", &limited), RateLimit);
+    assert_eq!(classify_failure(CLAUDE_, Some(127), "", &[]), NotInstalled);
     assert_eq!(
-        classify_failure(Cli::Codex, Some(1), "", &limited),
-        RateLimit
-    );
-    assert_eq!(
-        classify_failure(Cli::Claude, Some(127), "", &[]),
-        NotInstalled
-    );
-    assert_eq!(
-        classify_failure(Cli::Claude, Some(1), "something else broke", &[]),
+        classify_failure(CLAUDE_, Some(1), "something else broke", &[]),
         Other
     );
-    assert_eq!(Cli::Opencode.package(), "opencode-ai");
+    assert_eq!(Opencode.package().name, "opencode-ai");
 }
 
 /// A run killed while its tool ran: the transcript baton builds from it
@@ -343,7 +345,7 @@ fn a_cut_off_tool_call_never_reaches_a_transcript() {
     let text = fixture("claude-2.1.330-write.jsonl");
     // The stream up to the tool call, as a SIGKILL would leave it.
     let cut: Vec<&str> = text.lines().take(2).collect();
-    let mut p = StreamParser::new(Cli::Claude);
+    let mut p = StreamParser::new(CLAUDE_);
     let events: Vec<AgentEvent> = cut.iter().flat_map(|l| p.line(l)).collect();
     assert!(
         events
@@ -361,7 +363,7 @@ fn a_cut_off_tool_call_never_reaches_a_transcript() {
         |e| matches!(e, AgentEvent::Warning { message } if message.contains("got no result"))
     ));
     // A whole run keeps its call and result.
-    let whole = parse(Cli::Claude, "claude-2.1.330-write.jsonl");
+    let whole = parse(CLAUDE_, "claude-2.1.330-write.jsonl");
     assert_eq!(without_dangling_calls(&whole), whole);
     // A result whose call is gone is left out too.
     let orphan = [AgentEvent::ToolResult {

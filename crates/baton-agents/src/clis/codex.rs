@@ -1,0 +1,381 @@
+//! Codex (`@openai/codex`): `codex exec --json -s MODE PROMPT`, the
+//! thread id read from the stream (`thread.started`) and continued with
+//! `codex exec … resume ID`; rollouts kept in
+//! `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread-id>.jsonl`
+//! (default `~/.codex`). Verified: docs/dev/agent-clis.md.
+
+use crate::json::{content_text, first_of, num, objects, set_once, str_of, text_of};
+use crate::locate::{dir_from, file_name, in_subfolders, one_of};
+use crate::{
+    AgentCli, AgentEvent, Env, Invocation, NativeTranscript, Options, Package, Permission,
+    Recognition, SessionIds, words,
+};
+use baton_core::agent_stream::{SUMMARY_CHARS, shorten, summarize_args};
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy)]
+pub struct Codex;
+
+impl AgentCli for Codex {
+    fn name(&self) -> &'static str {
+        "codex"
+    }
+    fn title(&self) -> &'static str {
+        "Codex"
+    }
+    fn package(&self) -> Package {
+        Package {
+            name: "@openai/codex",
+            version: "0.169.0",
+        }
+    }
+    fn session_ids(&self) -> SessionIds {
+        SessionIds::FromStream
+    }
+    fn argv(&self, o: &Options<'_>, how: Invocation<'_>) -> Vec<String> {
+        let mut argv = words(&[
+            "codex",
+            "exec",
+            "--json",
+            "-s",
+            match o.permission {
+                Permission::Edit => "workspace-write",
+                Permission::ReadOnly => "read-only",
+                Permission::Full => "danger-full-access",
+            },
+            "--skip-git-repo-check",
+        ]);
+        if let Some(m) = o.model {
+            argv.extend(words(&["-m", m]));
+        }
+        argv.extend(o.args.iter().cloned());
+        // `exec`'s own flags stay before `resume`.
+        if let Invocation::Resume { native_id, .. } = how {
+            argv.extend(words(&["resume", native_id]));
+        }
+        argv.push("{{prompt}}".into());
+        argv
+    }
+    fn memory_file(&self) -> &'static str {
+        "AGENTS.md"
+    }
+    fn parse_line(&self, v: &Value, last_text: &str) -> Vec<AgentEvent> {
+        parse_line(v, last_text)
+    }
+    fn stale_session(&self, _exit_code: Option<i32>, text: &str) -> bool {
+        text.contains("no rollout found for thread id")
+    }
+    fn native_file(&self) -> &'static str {
+        "a Codex session file ($CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread-id>.jsonl, by default under ~/.codex)"
+    }
+    fn recognizes(&self, o: &Map<String, Value>) -> Recognition {
+        let ty = o.get("type").and_then(Value::as_str).unwrap_or("");
+        let rollout = o.get("payload").is_some_and(|v| !v.is_null())
+            && matches!(
+                ty,
+                "session_meta"
+                    | "response_item"
+                    | "event_msg"
+                    | "turn_context"
+                    | "compacted"
+                    | "world_state"
+                    | "token_usage_record"
+            );
+        if rollout {
+            Recognition::Sure
+        } else {
+            Recognition::No
+        }
+    }
+    fn not_native_because(&self, json: bool) -> &'static str {
+        if json {
+            "line 1 is not a {type, payload} rollout record"
+        } else {
+            "line 1 is not JSON"
+        }
+    }
+    fn parse_native(&self, text: &str, t: &mut NativeTranscript) -> Result<(), String> {
+        parse_native(text, t);
+        Ok(())
+    }
+    fn locate_native(&self, id: &str, env: Env<'_>) -> Result<PathBuf, String> {
+        let root = dir_from(env, "CODEX_HOME", ".codex")?;
+        let suffix = format!("-{id}.jsonl");
+        let is_it = |f: &Path| {
+            let n = file_name(f);
+            n.starts_with("rollout-") && n.ends_with(&suffix)
+        };
+        let sessions = root.join("sessions");
+        let mut found = in_subfolders(&sessions, &["*", "*", "*"], &is_it);
+        found.extend(in_subfolders(&root.join("archived_sessions"), &[], &is_it));
+        one_of(
+            self,
+            id,
+            &sessions,
+            found,
+            "YYYY/MM/DD/rollout-<time>-<thread-id>.jsonl and archived_sessions/",
+            "the thread id (the `thread.started` id of `codex exec --json`)",
+        )
+    }
+}
+
+/// Codex `exec --json`.
+pub(crate) fn parse_line(v: &Value, last_text: &str) -> Vec<AgentEvent> {
+    let mut out = Vec::new();
+    let item = &v["item"];
+    match str_of(v, "type") {
+        "thread.started" => {
+            if let Some(id) = v["thread_id"].as_str() {
+                out.push(AgentEvent::SessionStarted {
+                    native_id: id.into(),
+                });
+            }
+        }
+        "item.started" => match str_of(item, "type") {
+            "command_execution" => out.push(AgentEvent::ToolCall {
+                id: str_of(item, "id").into(),
+                name: "shell".into(),
+                summary: shorten(str_of(item, "command"), SUMMARY_CHARS),
+            }),
+            "mcp_tool_call" => out.push(AgentEvent::ToolCall {
+                id: str_of(item, "id").into(),
+                name: format!("{}.{}", str_of(item, "server"), str_of(item, "tool")),
+                summary: summarize_args(&item["arguments"]),
+            }),
+            _ => {}
+        },
+        "item.completed" => match str_of(item, "type") {
+            "agent_message" => out.push(AgentEvent::AssistantText {
+                text: str_of(item, "text").into(),
+            }),
+            "command_execution" => out.push(AgentEvent::ToolResult {
+                id: str_of(item, "id").into(),
+                ok: item["exit_code"].as_i64() == Some(0) && str_of(item, "status") != "failed",
+                summary: shorten(str_of(item, "aggregated_output").trim(), SUMMARY_CHARS),
+            }),
+            "mcp_tool_call" => out.push(AgentEvent::ToolResult {
+                id: str_of(item, "id").into(),
+                ok: str_of(item, "status") != "failed" && item["error"].is_null(),
+                summary: shorten(&content_text(&item["result"]), SUMMARY_CHARS),
+            }),
+            "file_change" => {
+                let files: Vec<String> = item["changes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|c| format!("{} {}", str_of(c, "kind"), str_of(c, "path")))
+                    .collect();
+                let id = str_of(item, "id").to_string();
+                out.push(AgentEvent::ToolCall {
+                    id: id.clone(),
+                    name: "apply_patch".into(),
+                    summary: shorten(&files.join(", "), SUMMARY_CHARS),
+                });
+                out.push(AgentEvent::ToolResult {
+                    id,
+                    ok: str_of(item, "status") != "failed",
+                    summary: format!("{} file(s)", files.len()),
+                });
+            }
+            // Codex reports non-fatal trouble as an `error` item.
+            "error" => out.push(AgentEvent::Warning {
+                message: str_of(item, "message").into(),
+            }),
+            _ => {}
+        },
+        "turn.completed" => {
+            let u = &v["usage"];
+            out.push(AgentEvent::Usage {
+                input_tokens: num(&u["input_tokens"]),
+                output_tokens: num(&u["output_tokens"]),
+                cost_usd: None,
+            });
+            out.push(AgentEvent::Final {
+                ok: true,
+                text: last_text.to_string(),
+            });
+        }
+        "turn.failed" => {
+            out.push(AgentEvent::Error {
+                message: first_of(&v["error"], &["message"]),
+            });
+            out.push(AgentEvent::Final {
+                ok: false,
+                text: last_text.to_string(),
+            });
+        }
+        "error" => out.push(AgentEvent::Error {
+            message: first_of(v, &["message"]),
+        }),
+        _ => {}
+    }
+    out
+}
+
+/// The user messages Codex adds itself (instructions, environment).
+const CODEX_INJECTED: [&str; 6] = [
+    "<environment_context>",
+    "<user_instructions>",
+    "<skills_instructions>",
+    "# AGENTS.md instructions",
+    "<permissions instructions>",
+    "<turn_aborted>",
+];
+
+/// Codex rollouts: `session_meta` (id, cwd), `response_item`s (messages,
+/// tool calls and outputs, as sent to the model), `event_msg`s (token
+/// counts among them).
+pub(crate) fn parse_native(text: &str, t: &mut NativeTranscript) {
+    for o in objects(text, &mut t.warnings) {
+        let v = Value::Object(o);
+        let p = &v["payload"];
+        match str_of(&v, "type") {
+            "session_meta" => {
+                set_once(&mut t.native_id, &p["id"]);
+                set_once(&mut t.cwd, &p["cwd"]);
+            }
+            "turn_context" => set_once(&mut t.cwd, &p["cwd"]),
+            "response_item" => codex_item(p, t),
+            "event_msg" if str_of(p, "type") == "token_count" => {
+                let u = &p["info"]["last_token_usage"];
+                if u.is_object() {
+                    t.events.push(AgentEvent::Usage {
+                        input_tokens: num(&u["input_tokens"]),
+                        output_tokens: num(&u["output_tokens"]),
+                        cost_usd: None,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn codex_item(p: &Value, t: &mut NativeTranscript) {
+    let call_id = || str_of(p, "call_id").to_string();
+    match str_of(p, "type") {
+        "message" => {
+            let text = text_of(&p["content"]);
+            match str_of(p, "role") {
+                "user" => {
+                    let harness =
+                        p["internal_chat_message_metadata_passthrough"]["content_item_metadata"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .any(|m| m["provenance"]["type"] == "harness");
+                    let injected = CODEX_INJECTED
+                        .iter()
+                        .any(|pre| text.trim_start().starts_with(pre));
+                    if !harness && !injected {
+                        t.user(text);
+                    }
+                }
+                "assistant" => t.assistant(&text),
+                _ => {}
+            }
+        }
+        "function_call" => {
+            let args: Value = serde_json::from_str(str_of(p, "arguments"))
+                .unwrap_or_else(|_| Value::String(str_of(p, "arguments").into()));
+            t.events.push(AgentEvent::ToolCall {
+                id: call_id(),
+                name: str_of(p, "name").into(),
+                summary: summarize_args(&args),
+            });
+        }
+        "custom_tool_call" => t.events.push(AgentEvent::ToolCall {
+            id: call_id(),
+            name: str_of(p, "name").into(),
+            summary: shorten(&patch_files(str_of(p, "input")), SUMMARY_CHARS),
+        }),
+        "local_shell_call" => t.events.push(AgentEvent::ToolCall {
+            id: call_id(),
+            name: "shell".into(),
+            summary: summarize_args(&p["action"]),
+        }),
+        "function_call_output" | "custom_tool_call_output" => {
+            let out = &p["output"];
+            let text = text_of(out);
+            t.events.push(AgentEvent::ToolResult {
+                id: call_id(),
+                ok: out["success"].as_bool().unwrap_or(true) && codex_exit_ok(&text),
+                summary: shorten(&text, SUMMARY_CHARS),
+            });
+        }
+        _ => {}
+    }
+}
+
+/// The files an `apply_patch` input touches ("add a.txt, update b.rs"), or
+/// the input itself when it names none.
+fn patch_files(input: &str) -> String {
+    let files: Vec<String> = input
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            [
+                ("*** Add File: ", "add"),
+                ("*** Update File: ", "update"),
+                ("*** Delete File: ", "delete"),
+            ]
+            .iter()
+            .find_map(|(pre, kind)| l.strip_prefix(pre).map(|f| format!("{kind} {f}")))
+        })
+        .collect();
+    if files.is_empty() {
+        input.to_string()
+    } else {
+        files.join(", ")
+    }
+}
+
+/// Whether a Codex tool output says the command succeeded ("Process exited
+/// with code 0", "Exit code: 0", or no exit code at all).
+fn codex_exit_ok(text: &str) -> bool {
+    for pre in ["Process exited with code ", "Exit code: "] {
+        if let Some(rest) = text.lines().find_map(|l| l.trim().strip_prefix(pre)) {
+            return rest.trim() == "0";
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codex_exit_codes_decide_the_result() {
+        assert!(codex_exit_ok("Process exited with code 0\nOutput:\n"));
+        assert!(!codex_exit_ok("Exit code: 2\nOutput:\nno such file"));
+        assert!(codex_exit_ok("Success. Updated the following files"));
+    }
+
+    #[test]
+    fn an_apply_patch_is_summarized_by_the_files_it_touches() {
+        let patch = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** Update File: src/a.rs\n@@\n*** End Patch";
+        assert_eq!(patch_files(patch), "add hello.txt, update src/a.rs");
+    }
+
+    #[test]
+    fn resume_arguments_keep_execs_flags_first() {
+        let args = vec!["--x".to_string()];
+        let o = Options {
+            model: Some("m"),
+            args: &args,
+            permission: Permission::Edit,
+        };
+        let r = Invocation::Resume {
+            native_id: "S",
+            dir: Some("/w"),
+        };
+        assert_eq!(
+            Codex.argv(&o, r)[5..].join(" "),
+            "--skip-git-repo-check -m m --x resume S {{prompt}}"
+        );
+        let n = Invocation::New { session: Some("U") };
+        assert!(!Codex.argv(&o, n).contains(&"U".to_string()));
+    }
+}

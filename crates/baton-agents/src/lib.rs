@@ -1,0 +1,240 @@
+//! baton's agent CLI adapters: one module per CLI in [`clis`], each an
+//! implementation of [`AgentCli`], plus the generic `command = [...]`
+//! adapter in [`generic`].
+//!
+//! An adapter says how its CLI is invoked headless (a new session, a
+//! session id chosen up front or read from the stream, its own session
+//! continued), what baton's permission modes map to, the environment it
+//! needs, how its JSON Lines stream reads into the common event model
+//! ([`AgentEvent`]), how its failures are told apart, which memory file it
+//! reads, and where and how its own transcripts are kept (for `baton
+//! import`). The parsers are pure; the IO lives in [`tail`] (reading a
+//! growing stream), [`locate`] (finding a transcript on disk),
+//! [`memory`] (the brief section in a memory file) and [`version`].
+//!
+//! The engine and the CLI speak only [`AgentCli`]; adding a CLI is one new
+//! file in `src/clis/` and one line in [`clis::ALL`] (see ARCHITECTURE.md).
+
+pub mod clis;
+pub mod failure;
+pub mod generic;
+mod json;
+pub mod locate;
+pub mod memory;
+pub mod native;
+pub mod stream;
+pub mod tail;
+pub mod version;
+
+pub use baton_core::agent_stream::{AgentEvent, FailureKind};
+pub use native::NativeTranscript;
+pub use stream::StreamParser;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+
+/// A built-in CLI adapter. Every one is a unit struct in [`clis`], so this
+/// is a plain `&'static` reference, cheap to copy and compare by
+/// [`AgentCli::name`].
+pub type Cli = &'static dyn AgentCli;
+
+/// Reads an environment variable (`HOME`, `CLAUDE_CONFIG_DIR`, …): the
+/// caller decides which environment (the process's, an agent's).
+pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// One agent CLI, as baton drives it. See the module docs.
+pub trait AgentCli: Send + Sync {
+    // --- who it is -------------------------------------------------------
+
+    /// Its name in `cli = "…"`, in the journal and on the command line.
+    fn name(&self) -> &'static str;
+    /// Its name for people ("Claude Code").
+    fn title(&self) -> &'static str;
+    /// The npm package that installs it and the version baton is tested
+    /// with (`./scripts/test` installs exactly these).
+    fn package(&self) -> Package;
+
+    // --- how it is run ---------------------------------------------------
+
+    /// Whether baton gives the session id up front or reads it from the
+    /// stream.
+    fn session_ids(&self) -> SessionIds;
+    /// The headless argv for `how` (`{{prompt}}` still in it, where the CLI
+    /// takes the prompt), permission mode, model and extra arguments
+    /// included.
+    fn argv(&self, o: &Options<'_>, how: Invocation<'_>) -> Vec<String>;
+    /// Environment the CLI needs to run headless in `o`'s permission mode;
+    /// set only where the agent's own `env` does not set it.
+    fn env(&self, _o: &Options<'_>) -> Vec<(String, String)> {
+        Vec::new()
+    }
+    /// Whether a session that ran in `ran_in` can be continued from `cwd`
+    /// (some CLIs keep sessions per folder).
+    fn resumes_from(&self, _ran_in: &str, _cwd: &Path) -> bool {
+        true
+    }
+    /// Whether the native session `native_id` (run in `cwd`) still exists,
+    /// for the CLIs that silently start a new session for an unknown id;
+    /// `None`: the CLI says so itself when asked to resume it.
+    fn has_session(&self, _native_id: &str, _cwd: &str, _env: Env<'_>) -> Option<bool> {
+        None
+    }
+    /// The memory file it reads from its working folder (where a handoff
+    /// brief goes).
+    fn memory_file(&self) -> &'static str;
+
+    // --- its stream ------------------------------------------------------
+
+    /// The events of one line of its JSON stream. `last_text` is the
+    /// assistant's latest message so far (for a final event that lacks
+    /// it).
+    fn parse_line(&self, v: &Value, last_text: &str) -> Vec<AgentEvent>;
+    /// Whether its assistant text comes in pieces to be joined (Gemini).
+    fn text_in_deltas(&self) -> bool {
+        false
+    }
+
+    // --- its failures ----------------------------------------------------
+
+    /// Whether `text` (stderr tail and stream errors) or the exit code says
+    /// the session to continue is unknown to it.
+    fn stale_session(&self, exit_code: Option<i32>, text: &str) -> bool;
+    /// Whether the exit code alone says authentication failed.
+    fn authentication_exit(&self, _exit_code: Option<i32>) -> bool {
+        false
+    }
+
+    // --- its own transcripts, for `baton import` -------------------------
+
+    /// What its session file is and where it is, for messages.
+    fn native_file(&self) -> &'static str;
+    /// Whether one JSON record (a line, or a whole-file document) looks
+    /// like its session file.
+    fn recognizes(&self, record: &Map<String, Value>) -> Recognition;
+    /// Why a text whose first line is (`json`) or is not JSON is not its
+    /// session file.
+    fn not_native_because(&self, json: bool) -> &'static str {
+        if json {
+            "line 1 has no sessionId"
+        } else {
+            "line 1 is not JSON"
+        }
+    }
+    /// The command that prints the transcript of session `id`, for a CLI
+    /// that keeps no file per session; `None`: look for its file.
+    fn export_command(&self, _id: &str) -> Option<Vec<String>> {
+        None
+    }
+    /// Reads its session file into `t` (pure).
+    fn parse_native(&self, text: &str, t: &mut NativeTranscript) -> Result<(), String>;
+    /// The session file of the session with exactly the id `id`, searched
+    /// in the CLI's own folders (IO).
+    fn locate_native(&self, id: &str, env: Env<'_>) -> Result<PathBuf, String>;
+}
+
+impl std::fmt::Debug for dyn AgentCli {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Two adapters are the same CLI when they have the same name.
+impl PartialEq for dyn AgentCli {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+    }
+}
+
+/// How sure an adapter is that a record is from its CLI's session file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recognition {
+    No,
+    /// It could be (a field many CLIs write): taken when no adapter is sure.
+    Loose,
+    Sure,
+}
+
+/// An npm package and the pinned version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Package {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+/// Who names a new session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionIds {
+    /// baton gives a fresh UUID (`--session-id`), known before it starts.
+    Chosen,
+    /// The CLI names it in its stream.
+    FromStream,
+}
+
+/// How one run of a built-in CLI begins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Invocation<'a> {
+    /// A new session; `session` is its id where the CLI lets baton choose.
+    New { session: Option<&'a str> },
+    /// The CLI's own session `native_id`, continued. `dir` is the folder it
+    /// ran in, for the CLIs that need it named when resumed elsewhere.
+    Resume {
+        native_id: &'a str,
+        dir: Option<&'a str>,
+    },
+}
+
+/// What an agent's configuration says about one run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options<'a> {
+    pub model: Option<&'a str>,
+    pub args: &'a [String],
+    pub permission: Permission,
+}
+
+/// What a built-in CLI may do. Default: edit files in its working folder
+/// (the task's worktree), nothing beyond it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Permission {
+    #[default]
+    Edit,
+    /// Read and plan only: no edits, no commands that change anything.
+    ReadOnly,
+    /// Everything, without asking (the CLI's own "yolo"/bypass mode).
+    Full,
+}
+
+/// `words` as owned strings (argv pieces).
+pub(crate) fn words(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| w.to_string()).collect()
+}
+
+/// The built-in CLI called `name`.
+pub fn by_name(name: &str) -> Option<Cli> {
+    clis::ALL.iter().copied().find(|c| c.name() == name)
+}
+
+/// Every built-in CLI, in the order they are listed to users.
+pub fn all() -> &'static [Cli] {
+    clis::ALL
+}
+
+/// `cli = "…"` in a configuration: one of [`clis::NAMES`].
+#[derive(Clone, Copy)]
+pub struct BuiltIn(pub Cli);
+
+impl std::fmt::Debug for BuiltIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<'de> Deserialize<'de> for BuiltIn {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<BuiltIn, D::Error> {
+        let name = String::deserialize(d)?;
+        by_name(&name)
+            .map(BuiltIn)
+            .ok_or_else(|| serde::de::Error::unknown_variant(&name, clis::NAMES))
+    }
+}

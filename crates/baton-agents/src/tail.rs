@@ -1,0 +1,94 @@
+//! A CLI's JSON stream read while it is written: complete lines only,
+//! the last partial line once the CLI has ended.
+
+use crate::Cli;
+use std::path::Path;
+
+/// A CLI's JSON stream read while it is written: complete lines only,
+/// the last partial line when the CLI has ended.
+pub struct Tail {
+    path: std::path::PathBuf,
+    offset: u64,
+    partial: Vec<u8>,
+    parser: crate::StreamParser,
+}
+
+impl Tail {
+    pub fn new(cli: Cli, path: &Path) -> Tail {
+        Tail {
+            path: path.to_path_buf(),
+            offset: 0,
+            partial: Vec::new(),
+            parser: crate::StreamParser::new(cli),
+        }
+    }
+
+    /// The events of the lines written since the last call.
+    pub fn poll(&mut self) -> Vec<crate::AgentEvent> {
+        use std::io::{Read, Seek, SeekFrom};
+        let Ok(mut f) = std::fs::File::open(&self.path) else {
+            return Vec::new();
+        };
+        if f.seek(SeekFrom::Start(self.offset)).is_err() {
+            return Vec::new();
+        }
+        let mut buf = Vec::new();
+        let Ok(n) = f.read_to_end(&mut buf) else {
+            return Vec::new();
+        };
+        self.offset += n as u64;
+        self.partial.extend_from_slice(&buf);
+        let mut out = Vec::new();
+        while let Some(nl) = self.partial.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.partial.drain(..=nl).collect();
+            out.extend(self.parser.line(&String::from_utf8_lossy(&line[..nl])));
+        }
+        out
+    }
+
+    /// The rest, the CLI having ended: a last line without its newline too.
+    pub fn finish(&mut self) -> Vec<crate::AgentEvent> {
+        let mut out = self.poll();
+        if !self.partial.is_empty() {
+            let line = std::mem::take(&mut self.partial);
+            out.extend(self.parser.line(&String::from_utf8_lossy(&line)));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_is_read_line_by_line_as_it_grows() {
+        use crate::AgentEvent;
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("out");
+        let mut t = Tail::new(&crate::clis::Codex, &f);
+        assert!(t.poll().is_empty(), "no file yet");
+        std::fs::write(
+            &f,
+            "{\"type\":\"thread.started\",\"thread_id\":\"th-1\"}\n{\"type\":\"tu",
+        )
+        .unwrap();
+        assert_eq!(
+            t.poll(),
+            vec![AgentEvent::SessionStarted {
+                native_id: "th-1".into()
+            }]
+        );
+        assert!(t.poll().is_empty(), "the partial line waits");
+        let mut all = std::fs::read(&f).unwrap();
+        all.extend_from_slice(b"rn.started\"}");
+        std::fs::write(&f, all).unwrap();
+        // The CLI ended without a last newline: that line still counts.
+        let rest = t.finish();
+        assert!(
+            rest.iter()
+                .all(|e| !matches!(e, AgentEvent::Warning { .. })),
+            "{rest:?}"
+        );
+    }
+}
