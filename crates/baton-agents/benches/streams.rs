@@ -2,7 +2,7 @@
 //! ~100 MB stream built from output recorded from the real CLI, next to
 //! plain `serde_json` line parsing (`Value`) of the same bytes.
 //!
-//! `cargo bench -p baton-core --bench streams`
+//! `cargo bench -p baton-agents --bench streams`
 
 use baton_agents::clis::{Claude, Codex, Gemini, Opencode, Qwen};
 use baton_agents::{Cli, StreamParser};
