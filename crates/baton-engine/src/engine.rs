@@ -32,6 +32,11 @@ use std::time::Duration;
 /// error that repeats on every attempt.
 const MAX_ARG_BYTES: usize = 100_000;
 
+/// The marker `baton clean` leaves in the folder of a task whose record it
+/// deleted on purpose: `doctor` does not rebuild that task from its files,
+/// and a new task under its id removes it.
+pub const CLEANED: &str = "cleaned";
+
 /// How a drive of a task ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -499,7 +504,7 @@ impl Engine {
         self.store
             .create_task(&state, &records, Holder::Lease(&lease))?;
         // A new task under the id of a cleaned one is a live record again.
-        let _ = std::fs::remove_file(self.project.task_dir(id).join(crate::doctor::CLEANED));
+        let _ = std::fs::remove_file(self.project.task_dir(id).join(CLEANED));
         let held = self.hold(state, wf, lease, Workspace::project(&self.project))?;
         self.observer.task_started(id, &held.wf.name);
         Ok(held)
@@ -2306,7 +2311,7 @@ impl Engine {
             let dir = self.project.task_dir(id);
             if dir.is_dir() {
                 let stamp = format!("record deleted by `baton clean` at {}\n", self.now());
-                render::atomic_write(&dir.join(crate::doctor::CLEANED), stamp.as_bytes())?;
+                render::atomic_write(&dir.join(CLEANED), stamp.as_bytes())?;
             }
             if self.store.delete_task(id)? {
                 n += 1;
