@@ -3,7 +3,7 @@
 //! store itself is lost, it is rebuilt from the rendered `state.json` files
 //! and phase outputs instead of starting blank.
 
-use crate::engine::{Engine, Observer, Silent, SystemClock};
+use crate::engine::{CLEANED, Engine, Observer, Silent, SystemClock};
 use crate::error::Result;
 use crate::project::Project;
 use crate::{process, render};
@@ -400,10 +400,6 @@ fn rebuild_missing(eng: &Engine, fix: bool) -> Result<Vec<Finding>> {
     }
     Ok(out)
 }
-
-/// The marker `baton clean` leaves in the folder of a task whose record it
-/// deleted on purpose.
-pub const CLEANED: &str = "cleaned";
 
 fn rebuild_one(eng: &Engine, path: &std::path::Path) -> Result<(TaskId, String), String> {
     let doc: serde_json::Value =

@@ -1,0 +1,285 @@
+//! Starting a task: `baton run` (here, detached or queued for workers), a
+//! new task id, the first journal records, and the check that every agent
+//! phase still to run names an agent that can be run.
+
+use super::{Engine, Held, Outcome, RunOptions};
+use crate::error::{Error, Result};
+use crate::workspace::Workspace;
+use crate::{process, render};
+use baton_core::machine::{self, NewTask};
+use baton_core::workflow::{PhaseKind, Workflow};
+use baton_core::{Event, EventRecord, TaskId, TaskState};
+use baton_store::{Holder, StoredDefinition};
+use std::collections::BTreeMap;
+
+impl Engine {
+    /// `baton run`: creates a task and drives it.
+    pub fn run(&self, opts: RunOptions) -> Result<(TaskId, Outcome)> {
+        let wf = self.load_workflow(&opts.workflow)?;
+        // Given as text: `machine::create` converts each value to the type
+        // of the declared flag, or refuses it.
+        let flags = parse_pairs(&opts.flags, "--flag", "tests=false")?
+            .into_iter()
+            .map(|(k, v)| (k, serde_json::Value::String(v)))
+            .collect();
+        let labels = parse_pairs(&opts.labels, "--label", "issue=42")?;
+        let id = match &opts.id {
+            Some(id) => TaskId::parse(id).map_err(|e| {
+                Error::bad_input(e.to_string())
+                    .hint("task ids use letters, digits, '-', '_' and '.'")
+            })?,
+            None => self.new_task_id(&opts.description, opts.queue)?,
+        };
+        let created = machine::create(
+            &wf,
+            NewTask {
+                task_id: id.clone(),
+                description: opts.description.clone(),
+                project_name: self.project.name(),
+                flags,
+                labels,
+                tech_stack: crate::techstack::detect(&self.project.root),
+            },
+        )
+        .map_err(|e| {
+            let declared: Vec<String> = wf
+                .flags
+                .iter()
+                .map(|(k, v)| format!("{k} ({}, default {v})", machine::flag_type(v)))
+                .collect();
+            Error::from(e).hint(if declared.is_empty() {
+                format!("workflow {:?} declares no flags", wf.name)
+            } else {
+                format!(
+                    "the flags of workflow {:?} are: {}; pass them as --flag NAME=VALUE",
+                    wf.name,
+                    declared.join(", ")
+                )
+            })
+        })?;
+        if let Event::TaskCreated { flags, .. } = &created {
+            self.check_agents(&wf, flags, None, opts.agent.as_deref())?;
+        }
+        let mut first = vec![created];
+        if let Some(to) = &opts.agent {
+            first.push(Event::AgentSwitched {
+                from: None,
+                to: to.clone(),
+                reason: "baton run --agent".into(),
+            });
+        }
+        if let Some(i) = opts.imported.clone() {
+            first.push(Event::Imported {
+                session: i.session,
+                first_prompt: i.first_prompt,
+                events: i.events,
+            });
+        }
+        if opts.queue {
+            self.enqueue(&id, &wf, first)?;
+            return Ok((id, Outcome::Queued));
+        }
+        let mut held = self.create(&id, wf, first)?;
+        if opts.create_only {
+            // Stop renewing but keep the lease: the background process
+            // replaces us as owner, so the task never looks CRASHED between.
+            drop(held.hb);
+            return Ok((id, Outcome::Waiting("detached".into())));
+        }
+        let outcome = self.drive(&mut held);
+        self.release(held);
+        Ok((id, outcome?))
+    }
+
+    /// `run --queue`: stores the task for the workers, with no lease, on a
+    /// new branch `baton/<id>` (pushed to the remote).
+    fn enqueue(&self, id: &TaskId, wf: &Workflow, first: Vec<Event>) -> Result<()> {
+        if self.store.load(id)?.is_some() {
+            return Err(
+                Error::bad_input(format!("a task {id} already exists")).hint(format!(
+                    "continue it with `baton resume {id}`, or pick another --id"
+                )),
+            );
+        }
+        let base = Workspace::enqueue(&self.project, id)?;
+        let (state, records) = self.first_records(id, wf, first)?;
+        if let Err(e) = self.store.create_task(&state, &records, Holder::Queue) {
+            if let Some(g) = &self.git {
+                let _ = g.run(
+                    &["update-ref", "-d", &format!("refs/heads/baton/{id}")],
+                    &[],
+                );
+            }
+            return Err(e.into());
+        }
+        self.observer.info(&format!(
+            "queued task {id} on branch baton/{id} from {}",
+            &base[..base.len().min(12)]
+        ));
+        if let Ok(Some(snap)) = self.store.load(id) {
+            let _ = render::state_json(&self.project.task_dir(id), &self.document(&snap)?);
+        }
+        Ok(())
+    }
+
+    fn new_task_id(&self, description: &str, queue: bool) -> Result<TaskId> {
+        let mut existing: std::collections::HashSet<String> = self
+            .store
+            .list()?
+            .into_iter()
+            .map(|t| t.id.to_string())
+            .collect();
+        // A queued task's branch goes to the remote, where another clone's
+        // removed task may have left one of the same name.
+        if queue
+            && let Some(g) = &self.git
+            && let Ok(Some(r)) = crate::workspace::remote(&self.project, g)
+            && let Ok(out) = g.run(&["ls-remote", "--heads", &r, "refs/heads/baton/*"], &[])
+        {
+            existing.extend(
+                out.lines()
+                    .filter_map(|l| l.split_once("refs/heads/baton/"))
+                    .map(|(_, name)| name.trim().to_string()),
+            );
+        }
+        let mut seq = self.store.list()?.len() as u32 + 1;
+        loop {
+            let slug = baton_core::ids::slugify(seq, description);
+            // A removed queued task may have left its branch (it keeps the
+            // commits): never reuse that name.
+            let branch_taken = self.git.as_ref().is_some_and(|g| {
+                g.resolve(&format!(
+                    "refs/heads/{}",
+                    crate::workspace::branch_name_str(&slug)
+                ))
+                .is_some()
+            });
+            if !existing.contains(&slug) && !branch_taken {
+                return TaskId::parse(&slug).map_err(|e| Error::op(e.to_string()));
+            }
+            seq += 1;
+        }
+    }
+
+    /// Stores a new task (its first events) holding its lease.
+    pub(super) fn create(&self, id: &TaskId, wf: Workflow, first: Vec<Event>) -> Result<Held> {
+        let (state, records) = self.first_records(id, &wf, first)?;
+        let lease = self.new_lease();
+        self.store
+            .create_task(&state, &records, Holder::Lease(&lease))?;
+        // A new task under the id of a cleaned one is a live record again.
+        let _ = std::fs::remove_file(self.project.task_dir(id).join(super::CLEANED));
+        let held = self.hold(state, wf, lease, Workspace::project(&self.project))?;
+        self.observer.task_started(id, &held.wf.name);
+        Ok(held)
+    }
+
+    /// Stores the definition and builds a new task's first journal records.
+    pub(super) fn first_records(
+        &self,
+        id: &TaskId,
+        wf: &Workflow,
+        first: Vec<Event>,
+    ) -> Result<(TaskState, Vec<EventRecord>)> {
+        let json = serde_json::to_string(wf).expect("workflow serializes");
+        self.store.put_definition(&StoredDefinition {
+            hash: wf.hash(),
+            name: wf.name.clone(),
+            json,
+        })?;
+        let now = self.now();
+        let mut records = Vec::new();
+        let mut state: Option<TaskState> = None;
+        for (i, ev) in first.into_iter().enumerate() {
+            let rec = EventRecord {
+                seq: i as u64 + 1,
+                ts: now,
+                event: ev,
+            };
+            match &mut state {
+                None => state = machine::initial(id.clone(), &rec),
+                Some(s) => machine::apply(s, &rec),
+            }
+            records.push(rec);
+        }
+        let state = state.ok_or_else(|| Error::op("a task must start with task_created"))?;
+        Ok((state, records))
+    }
+
+    /// Every agent phase still to run (not done, `when` not false) must
+    /// name a configured agent whose program can be run.
+    pub(super) fn check_agents(
+        &self,
+        wf: &Workflow,
+        flags: &BTreeMap<String, serde_json::Value>,
+        state: Option<&TaskState>,
+        agent: Option<&str>,
+    ) -> Result<()> {
+        for p in &wf.phases {
+            if !matches!(p.kind, PhaseKind::Prompt { .. }) {
+                continue;
+            }
+            if p.when.as_ref().is_some_and(|c| !c.eval(flags)) {
+                continue;
+            }
+            if state
+                .and_then(|s| s.phase(p.id.as_str()))
+                .is_some_and(|s| s.status.is_done())
+            {
+                continue;
+            }
+            let name = agent
+                .map(str::to_string)
+                .or_else(|| p.agent.clone())
+                .or_else(|| self.project.config.defaults.agent.clone());
+            match name {
+                None => {
+                    return Err(Error::bad_input(format!("phase {} is an agent phase but names no agent", p.id))
+                        .hint("set `agent` on the phase or under [defaults] in the workflow, or pass --agent NAME"));
+                }
+                Some(n) if !self.project.config.agents.contains_key(&n) => {
+                    return Err(Error::bad_input(format!(
+                        "phase {} uses agent {n:?}, which .baton/config.toml does not define",
+                        p.id
+                    ))
+                    .hint(format!("add [agents.{n}] with command = [\"{n}\", \"-p\", \"{{{{prompt}}}}\"] to .baton/config.toml")));
+                }
+                Some(n) => {
+                    let cfg = &self.project.config.agents[&n];
+                    let argv = cfg.argv();
+                    let program = &argv[0];
+                    let path = cfg.env.get("PATH").map(String::as_str);
+                    if let Err(e) = process::resolve(program, &self.project.root, path) {
+                        return Err(Error::bad_input(format!(
+                            "phase {} uses agent {n:?}, whose program `{program}` cannot be run: {e}",
+                            p.id
+                        ))
+                        .hint(format!(
+                            "install `{program}`, fix [agents.{n}] command in .baton/config.toml, or pick another agent with --agent NAME"
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Parses `K=V` pairs; `example` is a valid one, for the hint.
+fn parse_pairs(items: &[String], flag: &str, example: &str) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for item in items {
+        match item.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => {
+                out.insert(k.trim().to_string(), v.to_string());
+            }
+            _ => {
+                return Err(Error::bad_input(format!(
+                    "{flag} {item:?} is not of the form KEY=VALUE"
+                ))
+                .hint(format!("write e.g. {flag} {example}")));
+            }
+        }
+    }
+    Ok(out)
+}

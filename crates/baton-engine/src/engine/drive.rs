@@ -1,0 +1,120 @@
+//! The phase loop: asks the state machine what comes next and does it
+//! (start a phase, skip, wait, complete) until the task stops, waits, or
+//! is stopped (its lease lost, a cancel asked, a signal).
+
+use super::{Engine, Held, Outcome};
+use crate::error::{Error, Result};
+use crate::render;
+use baton_core::machine::{self, Input, Next};
+use baton_core::state::{PhaseStatus, TaskStatus};
+use std::sync::atomic::Ordering;
+
+impl Engine {
+    /// Drives a held task: one step of the state machine after another,
+    /// until the task completes, fails, waits or is stopped.
+    pub(super) fn drive(&self, held: &mut Held) -> Result<Outcome> {
+        let dir = self.project.task_dir(&held.state.task_id);
+        render::phase_outputs(&dir, &held.state)?;
+        loop {
+            if let Some(outcome) = self.stopped_between_phases(held)? {
+                return Ok(outcome);
+            }
+            match machine::next(&held.state, &held.wf) {
+                Next::Start(p) => {
+                    if let Some(outcome) = self.run_phase(held, &p)? {
+                        return Ok(outcome);
+                    }
+                }
+                Next::Skip(p, reason) => {
+                    self.decide_commit(held, Input::Skip { phase: p.clone() })?;
+                    self.observer.phase_finished(
+                        &held.state.task_id,
+                        p.as_str(),
+                        PhaseStatus::Skipped,
+                        0,
+                        &reason,
+                    );
+                }
+                Next::Wait(p) => {
+                    self.decide_commit(held, Input::Wait { phase: p.clone() })?;
+                    self.observer.phase_finished(
+                        &held.state.task_id,
+                        p.as_str(),
+                        PhaseStatus::Waiting,
+                        0,
+                        "",
+                    );
+                }
+                Next::Waiting(p) => match self.wait_not_due(&held.state) {
+                    None => self.decide_commit(held, Input::TimerDue { phase: p })?,
+                    Some(w) => return Ok(Outcome::Waiting(w)),
+                },
+                Next::Complete => {
+                    self.decide_commit(held, Input::Complete)?;
+                    return Ok(Outcome::Complete);
+                }
+                Next::InProgress(p) => {
+                    return Err(Error::op(format!("phase {p} is unexpectedly in progress")));
+                }
+                Next::Stopped(TaskStatus::Waiting) => {
+                    match (self.wait_not_due(&held.state), held.state.waiting_phase()) {
+                        // A durable timer that is due: TimerDue resumes the task.
+                        (None, Some(p))
+                            if p.waiting.as_ref().is_some_and(|w| w.due_at.is_some()) =>
+                        {
+                            let p = p.id.clone();
+                            self.decide_commit(held, Input::TimerDue { phase: p })?;
+                        }
+                        (w, _) => {
+                            return Ok(Outcome::Waiting(w.unwrap_or_else(|| "an event".into())));
+                        }
+                    }
+                }
+                Next::Stopped(TaskStatus::Failed) => {
+                    return Ok(Outcome::Failed(
+                        held.state
+                            .failure
+                            .clone()
+                            .unwrap_or_else(|| "failed".into()),
+                    ));
+                }
+                Next::Stopped(TaskStatus::Cancelled) => return Ok(Outcome::Cancelled),
+                Next::Stopped(_) => return Ok(Outcome::Complete),
+            }
+        }
+    }
+
+    /// Between phases: a lost lease ends the drive with an error, a cancel
+    /// asked or a signal with their outcome.
+    fn stopped_between_phases(&self, held: &mut Held) -> Result<Option<Outcome>> {
+        if held.hb.lost.load(Ordering::SeqCst) {
+            return Err(Error::busy(format!(
+                "lost the lease of task {} to another process",
+                held.state.task_id
+            )));
+        }
+        if held.hb.cancel.load(Ordering::SeqCst) {
+            self.decide_commit(
+                held,
+                Input::Cancel {
+                    reason: "cancelled by `baton cancel`".into(),
+                },
+            )?;
+            return Ok(Some(Outcome::Cancelled));
+        }
+        if self.interrupt.load(Ordering::SeqCst) {
+            self.decide_commit(
+                held,
+                Input::Note {
+                    phase: None,
+                    text: "stopped by a signal between phases".into(),
+                },
+            )?;
+            return Ok(Some(Outcome::Interrupted(format!(
+                "stopped by a signal between phases; `baton resume {}` goes on",
+                held.state.task_id
+            ))));
+        }
+        Ok(None)
+    }
+}

@@ -1,0 +1,207 @@
+//! Stopping and cleaning up: `baton cancel`, handing a task back to the
+//! workers (`resume --queue`), `baton rm` and `baton clean`.
+
+use super::{Engine, Outcome};
+use crate::error::{Error, Result};
+use crate::{process, render};
+use baton_core::TaskId;
+use baton_core::lease::{DisplayStatus, Liveness};
+use baton_core::machine::Input;
+use baton_core::state::TaskStatus;
+use std::time::Duration;
+
+/// The marker `baton clean` leaves in the folder of a task whose record it
+/// deleted on purpose: `doctor` does not rebuild that task from its files,
+/// and a new task under its id removes it.
+pub const CLEANED: &str = "cleaned";
+
+impl Engine {
+    /// `baton cancel`: stops a task (asking its live runner, or directly).
+    pub fn cancel(&self, id: &TaskId) -> Result<()> {
+        let snap = self.load(id)?;
+        if matches!(
+            snap.state.status,
+            TaskStatus::Complete | TaskStatus::Cancelled
+        ) {
+            let hint = if snap.state.status == TaskStatus::Complete {
+                format!("there is nothing to stop; `baton rm {id}` deletes its record")
+            } else {
+                format!(
+                    "it is stopped already; `baton resume {id} --from PHASE` runs phases again, `baton rm {id}` deletes its record"
+                )
+            };
+            return Err(Error::bad_input(format!(
+                "task {id} is already {}",
+                snap.state.status.as_str()
+            ))
+            .hint(hint));
+        }
+        if let (Liveness::Live, Some(l)) = (self.liveness(snap.lease.as_ref()), &snap.lease)
+            && l.owner != self.owner
+        {
+            self.store.request_cancel(id)?;
+            self.observer
+                .info(&format!("asked {} to stop task {id}", l.owner.describe()));
+            let until = std::time::Instant::now() + Duration::from_secs(20);
+            while std::time::Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(100));
+                let s = self.load(id)?;
+                if s.state.status == TaskStatus::Cancelled {
+                    return Ok(());
+                }
+                if !self.liveness(s.lease.as_ref()).is_live() {
+                    break;
+                }
+            }
+            let s = self.load(id)?;
+            if s.state.status == TaskStatus::Cancelled {
+                return Ok(());
+            }
+            if self.liveness(s.lease.as_ref()).is_live() {
+                return Err(Error::op(format!("task {id} did not stop within 20s"))
+                    .hint("try again, or kill the runner's process"));
+            }
+        }
+        let snap = self.load(id)?;
+        let mut held = self.take(id, &snap, None)?;
+        if let Some(p) = held.state.in_progress().and_then(|p| p.process.clone())
+            && self.ran_here(&snap)
+        {
+            process::kill_orphan(&p);
+        }
+        let r = self.decide_commit(
+            &mut held,
+            Input::Cancel {
+                reason: "cancelled by `baton cancel`".into(),
+            },
+        );
+        self.release(held);
+        r
+    }
+
+    /// `baton resume ID --queue`: hands a queued task that failed (or whose
+    /// timer is due) back to the workers instead of running it here.
+    pub fn requeue(&self, id: &TaskId) -> Result<Outcome> {
+        let snap = self.load(id)?;
+        if !snap.queued {
+            return Err(Error::bad_input(format!(
+                "task {id} was not queued, so it has no branch for workers to run it on"
+            ))
+            .hint(format!("run it here with `baton resume {id}`")));
+        }
+        match self.status_of(&snap) {
+            DisplayStatus::Queued => {
+                self.observer
+                    .info(&format!("task {id} is already QUEUED for the workers"));
+                return Ok(Outcome::Queued);
+            }
+            DisplayStatus::Running => {
+                let l = snap.lease.as_ref().expect("running has a lease");
+                return Err(self.busy(id, l));
+            }
+            DisplayStatus::Complete | DisplayStatus::Cancelled => {
+                return Err(Error::bad_input(format!(
+                    "task {id} is {}; there is nothing left to run",
+                    snap.state.status.as_str()
+                ))
+                .hint(format!(
+                    "run phases again here with `baton resume {id} --from PHASE`"
+                )));
+            }
+            DisplayStatus::Waiting => {
+                if let Some(w) = self.wait_not_due(&snap.state) {
+                    return Ok(Outcome::Waiting(w));
+                }
+            }
+            DisplayStatus::Failed | DisplayStatus::Crashed => {}
+        }
+        let mut held = self.take(id, &snap, None)?;
+        let result = (|| {
+            match held.state.waiting_phase().map(|p| p.id.clone()) {
+                Some(p) if held.state.status == TaskStatus::Waiting => {
+                    self.decide_commit(&mut held, Input::TimerDue { phase: p })?
+                }
+                _ if held.state.status == TaskStatus::Failed => {
+                    self.decide_commit(&mut held, Input::Resume { crashed: false })?
+                }
+                _ => {}
+            }
+            self.decide_commit(
+                &mut held,
+                Input::Note {
+                    phase: None,
+                    text: "handed back to the workers (`baton resume --queue`)".into(),
+                },
+            )
+        })();
+        // Releasing a queued task wakes idle workers.
+        self.release(held);
+        result?;
+        self.observer
+            .info(&format!("task {id} is handed back to the workers"));
+        Ok(Outcome::Queued)
+    }
+
+    /// `baton rm`: deletes a task's record, rendered files and hidden refs.
+    pub fn remove(&self, id: &TaskId) -> Result<()> {
+        let snap = self.load(id)?;
+        if let (Liveness::Live, Some(l)) = (self.liveness(snap.lease.as_ref()), &snap.lease) {
+            return Err(self.busy(id, l));
+        }
+        if let Some(p) = snap.state.in_progress().and_then(|p| p.process.clone())
+            && self.ran_here(&snap)
+        {
+            process::kill_orphan(&p);
+        }
+        self.store.delete_task(id)?;
+        let dir = self.project.task_dir(id);
+        if dir.exists() {
+            fs_err::remove_dir_all(&dir)?;
+        }
+        if let Some(g) = &self.git {
+            let _ = g.delete_refs(&format!("refs/baton/{id}/"));
+            let wt = self.project.baton_dir().join("worktrees").join(id.as_str());
+            if wt.exists() {
+                // Without --force: git refuses when the worktree holds changes
+                // not committed; its branch baton/<id> keeps every commit.
+                let path = wt.display().to_string();
+                if let Err(e) = g.run(&["worktree", "remove", &path], &[]) {
+                    self.observer.info(&format!(
+                        "kept the worktree {path}: {e} (branch baton/{id} keeps its commits)"
+                    ));
+                }
+            }
+        }
+        if self.project.current_task().as_ref() == Some(id) {
+            let _ = std::fs::remove_file(self.project.current_file());
+        }
+        Ok(())
+    }
+
+    /// `baton clean`: the completed tasks whose records would be deleted.
+    pub fn clean_candidates(&self) -> Result<Vec<TaskId>> {
+        Ok(self
+            .list()?
+            .into_iter()
+            .filter(|(_, d)| *d == DisplayStatus::Complete)
+            .map(|(t, _)| t.id)
+            .collect())
+    }
+
+    /// Deletes the records of completed tasks, keeping their rendered files
+    /// (marked as cleaned, so `doctor` does not rebuild them).
+    pub fn clean(&self, ids: &[TaskId]) -> Result<usize> {
+        let mut n = 0;
+        for id in ids {
+            let dir = self.project.task_dir(id);
+            if dir.is_dir() {
+                let stamp = format!("record deleted by `baton clean` at {}\n", self.now());
+                render::atomic_write(&dir.join(CLEANED), stamp.as_bytes())?;
+            }
+            if self.store.delete_task(id)? {
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+}

@@ -1,0 +1,112 @@
+//! One attempt of a phase, from its start to its journaled end: started in
+//! `phase/start.rs`, its process launched by `phase/command.rs` (a `run`
+//! command) or `phase/prompt.rs` (an agent CLI; the process itself is run
+//! by `agent.rs`), and its end judged and journaled in `phase/end.rs`.
+
+use super::{Engine, Held, Outcome};
+use crate::error::Result;
+use baton_core::machine::{self, Failure, Input};
+use baton_core::state::{PhaseState, PhaseStatus};
+use baton_core::workflow::{self, PhaseKind};
+use baton_core::{PhaseId, TaskId, TaskState};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+mod command;
+mod end;
+mod prompt;
+mod start;
+
+/// The largest argument (or environment value) baton passes to a phase
+/// process. Linux refuses any single one over 128 KiB (E2BIG, "Argument
+/// list too long"); failing below that with a clear message beats a spawn
+/// error that repeats on every attempt.
+const MAX_ARG_BYTES: usize = 100_000;
+
+/// An attempt of a phase, started: which one, where its files go and what
+/// its process is given.
+struct Attempt {
+    id: TaskId,
+    phase: PhaseId,
+    /// The phase's place in the task.
+    idx: usize,
+    def: workflow::Phase,
+    /// The phase as it was before this attempt started.
+    ps: PhaseState,
+    attempt: u32,
+    /// Names the attempt's logs, prompts and git refs (`NN-phase.iI.aA`).
+    label: String,
+    /// The task's folder.
+    dir: PathBuf,
+    started: Instant,
+    brief_text: String,
+    summary_file: PathBuf,
+    stdout: PathBuf,
+    stderr: PathBuf,
+    /// The `BATON_*` variables each of its processes gets.
+    env: Vec<(String, String)>,
+    timeout: Option<Duration>,
+}
+
+/// The value of template variable `v` in attempt `at`.
+fn attempt_var(state: &TaskState, at: &Attempt, v: &str) -> Option<String> {
+    match v {
+        "brief" => Some(at.brief_text.clone()),
+        _ => machine::value_of(state, &at.phase, v),
+    }
+}
+
+impl Engine {
+    /// Runs one attempt of a phase. `Some(outcome)` ends the drive.
+    pub(super) fn run_phase(&self, held: &mut Held, phase: &PhaseId) -> Result<Option<Outcome>> {
+        let at = self.start_attempt(held, phase)?;
+        // The process: a command, or an agent CLI (whose run may be
+        // followed by a second one, when its session could not be continued).
+        let launched = match &at.def.kind {
+            PhaseKind::Run { command } => self.launch_command(held, &at, command)?,
+            PhaseKind::Prompt { template: t, .. } => self.launch_prompt(held, &at, t)?,
+            PhaseKind::Wait(_) => unreachable!("wait phases are not started"),
+        };
+        // baton's brief leaves the memory files when the phase ends, before
+        // its end is snapshotted or committed on a task branch.
+        baton_agents::memory::remove_briefs(&held.ws.cwd)?;
+        match launched {
+            Some((launched, l)) => self.end_attempt(held, &at, launched, &l),
+            // It failed before its process could start (journaled).
+            None => Ok(None),
+        }
+    }
+
+    /// Fails the started attempt of `phase` before its process could be
+    /// spawned (what it would be given is unusable).
+    fn fail_unstarted<T>(
+        &self,
+        held: &mut Held,
+        phase: &baton_core::PhaseId,
+        started: std::time::Instant,
+        message: String,
+    ) -> Result<Option<T>> {
+        let failure = Failure {
+            message: message.clone(),
+            exit_code: None,
+            timed_out: false,
+            stderr_tail: String::new(),
+            files_changed: Vec::new(),
+        };
+        self.decide_commit(
+            held,
+            Input::Fail {
+                phase: phase.clone(),
+                failure,
+            },
+        )?;
+        self.observer.phase_finished(
+            &held.state.task_id,
+            phase.as_str(),
+            PhaseStatus::Failed,
+            started.elapsed().as_millis() as i64,
+            &message,
+        );
+        Ok(None)
+    }
+}

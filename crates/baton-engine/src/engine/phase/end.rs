@@ -1,0 +1,278 @@
+//! How an attempt ends: its process's end judged (passed, failed, timed
+//! out, cancelled, interrupted), a passing phase's summary and output
+//! gathered and its work published, and the end journaled.
+
+use super::Attempt;
+use crate::engine::agent::{self, Launch, Launched};
+use crate::engine::{Engine, Held, Outcome};
+use crate::error::{Error, Result};
+use crate::process::{self, Stop, Waited};
+use crate::render;
+use baton_core::TaskId;
+use baton_core::machine::{Failure, Input};
+use baton_core::state::PhaseStatus;
+use std::path::Path;
+
+/// A passing attempt's summary, output and changed files.
+type Passed = (String, String, Vec<String>);
+
+impl Engine {
+    /// Judges how the process of an attempt ended and journals it.
+    /// `Some(outcome)` ends the drive (cancelled, interrupted).
+    pub(super) fn end_attempt(
+        &self,
+        held: &mut Held,
+        at: &Attempt,
+        launched: Launched,
+        l: &Launch,
+    ) -> Result<Option<Outcome>> {
+        let Attempt {
+            id,
+            phase,
+            def,
+            started,
+            ..
+        } = at;
+        let stderr = l.stderr.clone();
+        let stdout = l.stdout.clone();
+        let judged = l.cli.and_then(|c| match &launched.waited {
+            Ok(Waited::Exited(st)) => Some(agent::judge(
+                c,
+                st.code(),
+                &launched.events,
+                &process::read_tail(&stderr, 4000),
+            )),
+            _ => None,
+        });
+        let waited = launched
+            .waited
+            .map_err(|message| failure(message, None, false, &stderr));
+        let elapsed = started.elapsed().as_millis() as i64;
+        let result = match waited {
+            // A built-in CLI may fail and still exit 0 (a refused write, an
+            // API error): its stream says.
+            Ok(Waited::Exited(status)) if matches!(judged, Some(Err(_))) => {
+                let Some(Err((why, _))) = judged else {
+                    unreachable!()
+                };
+                Err(failure(why, status.code(), false, &stderr))
+            }
+            Ok(Waited::Exited(status)) if status.success() => {
+                self.passed(held, at, judged.and_then(|j| j.ok()), &stdout, &stderr)?
+            }
+            Ok(Waited::Exited(status)) => Err(failure(
+                process::describe(&status),
+                status.code(),
+                false,
+                &stderr,
+            )),
+            Ok(Waited::TimedOut) => Err(failure(
+                format!(
+                    "timed out after {}",
+                    baton_core::time::human_millis(def.timeout_ms.unwrap_or(0) as i64)
+                ),
+                None,
+                true,
+                &stderr,
+            )),
+            Ok(Waited::Stopped(Stop::Cancelled)) => {
+                self.decide_commit(
+                    held,
+                    Input::Cancel {
+                        reason: "cancelled by `baton cancel`".into(),
+                    },
+                )?;
+                self.observer.phase_finished(
+                    id,
+                    phase.as_str(),
+                    PhaseStatus::Pending,
+                    elapsed,
+                    "cancelled",
+                );
+                return Ok(Some(Outcome::Cancelled));
+            }
+            Ok(Waited::Stopped(Stop::Interrupted)) => {
+                let why = "baton was stopped by a signal while the phase ran".to_string();
+                self.decide_commit(held, Input::Interrupt { reason: why })?;
+                self.observer.phase_finished(
+                    id,
+                    phase.as_str(),
+                    PhaseStatus::Pending,
+                    elapsed,
+                    "interrupted",
+                );
+                return Ok(Some(Outcome::Interrupted(format!(
+                    "phase {phase} was interrupted; `baton resume {id}` runs it again from its start"
+                ))));
+            }
+            Ok(Waited::Stopped(Stop::LeaseLost)) => {
+                return Err(Error::busy(format!(
+                    "lost the lease of task {id} to another process"
+                )));
+            }
+            Ok(Waited::WaitFailed(e)) => Err(failure(
+                format!("lost track of the process: {e}"),
+                None,
+                false,
+                &stderr,
+            )),
+            Err(f) => Err(f),
+        };
+        self.record_end(held, at, result, elapsed)?;
+        Ok(None)
+    }
+
+    /// A process that exited 0: the phase's summary and output, the files
+    /// it changed and, for a queued task, its work published (`Err` when
+    /// that fails).
+    fn passed(
+        &self,
+        held: &mut Held,
+        at: &Attempt,
+        judged: Option<(String, String)>,
+        stdout: &Path,
+        stderr: &Path,
+    ) -> Result<std::result::Result<Passed, Failure>> {
+        let Attempt {
+            id,
+            phase,
+            idx,
+            label,
+            summary_file,
+            ..
+        } = at;
+        let output = match &judged {
+            Some((_, transcript)) => process::tail(transcript, 16_000).to_string(),
+            None => process::read_tail(stdout, 16_000),
+        };
+        let summary = std::fs::read_to_string(summary_file)
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .or_else(|| judged.map(|(last, _)| last).filter(|s| !s.is_empty()))
+            .unwrap_or_else(|| {
+                output
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("")
+                    .trim()
+                    .to_string()
+            });
+        let summary = process::tail(&summary, 16_000).to_string();
+        let files = files_changed(held, *idx, id, label);
+        // A queued task's work is on its branch (and remote) before
+        // the journal says the phase passed.
+        if held.ws.branch.is_some() {
+            self.still_holding(held)?;
+        }
+        let published = match held.ws.publish(id, phase.as_str()) {
+            Err(crate::workspace::Unpublished::Moved(why)) => {
+                // A runner that lost the task pushed after this one
+                // fetched. Still ours? Then replace what it pushed.
+                self.still_holding(held)?;
+                tracing::debug!(task = %id, %why, "remote branch moved; publishing over it");
+                held.ws
+                    .adopt_remote_tip()
+                    .map_err(crate::workspace::Unpublished::Failed)
+                    .and_then(|()| held.ws.publish(id, phase.as_str()))
+            }
+            other => other,
+        };
+        Ok(match published {
+            Ok(()) => Ok((summary, output, files)),
+            Err(e) => Err(failure(e.message(), None, false, stderr)),
+        })
+    }
+
+    /// Journals the end of an attempt: PASS with its summary and output, or
+    /// FAILED with why.
+    fn record_end(
+        &self,
+        held: &mut Held,
+        at: &Attempt,
+        result: std::result::Result<Passed, Failure>,
+        elapsed: i64,
+    ) -> Result<()> {
+        let Attempt {
+            id,
+            phase,
+            idx,
+            label,
+            dir,
+            ..
+        } = at;
+        match result {
+            Ok((summary, output, files)) => {
+                self.decide_commit(
+                    held,
+                    Input::Pass {
+                        phase: phase.clone(),
+                        summary: summary.clone(),
+                        output,
+                        files_changed: files,
+                    },
+                )?;
+                self.crash_point("after-pass", phase.as_str());
+                render::phase_output(dir, &held.state, *idx)?;
+                self.observer.phase_finished(
+                    id,
+                    phase.as_str(),
+                    PhaseStatus::Pass,
+                    elapsed,
+                    &summary,
+                );
+            }
+            Err(mut f) => {
+                f.files_changed = files_changed(held, *idx, id, label);
+                let detail = match f.stderr_tail.lines().rev().find(|l| !l.trim().is_empty()) {
+                    Some(line) => format!("{}: {}", f.message, line.trim()),
+                    None => f.message.clone(),
+                };
+                self.decide_commit(
+                    held,
+                    Input::Fail {
+                        phase: phase.clone(),
+                        failure: f,
+                    },
+                )?;
+                self.observer.phase_finished(
+                    id,
+                    phase.as_str(),
+                    PhaseStatus::Failed,
+                    elapsed,
+                    &detail,
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why an attempt failed, with the tail of its stderr.
+fn failure(message: String, exit_code: Option<i32>, timed_out: bool, err: &Path) -> Failure {
+    Failure {
+        message,
+        exit_code,
+        timed_out,
+        stderr_tail: process::read_tail(err, 4000),
+        files_changed: Vec::new(),
+    }
+}
+
+/// The files an attempt changed: its work tree snapshotted at its end and
+/// compared with its start checkpoint.
+fn files_changed(held: &Held, idx: usize, id: &TaskId, label: &str) -> Vec<String> {
+    let (Some(git), Some(from)) = (
+        &held.ws.git,
+        held.state.phases[idx]
+            .checkpoint
+            .as_ref()
+            .and_then(|c| c.snapshot.clone()),
+    ) else {
+        return Vec::new();
+    };
+    git.snapshot(&format!("refs/baton/{id}/{label}/end"), "baton: phase end")
+        .and_then(|to| git.changed_files(&from, &to))
+        .unwrap_or_default()
+}

@@ -1,0 +1,305 @@
+//! Launching an agent phase: which agent, which native session to continue
+//! (this phase's interrupted one, or the one the task was imported from),
+//! the brief when that cannot be done or on a handoff, and the runs of the
+//! agent's CLI (a second one, with the brief, when the session it was to
+//! continue is refused).
+
+use super::{Attempt, MAX_ARG_BYTES, attempt_var};
+use crate::config::AgentConfig;
+use crate::engine::agent::{self, Launch, Launched};
+use crate::engine::{Engine, Held};
+use crate::error::{Error, Result};
+use crate::process::{self, Waited};
+use baton_agents::{Cli, FailureKind};
+use baton_core::machine::{self, Input};
+use baton_core::state::{AgentSession, SessionStart};
+use baton_core::{TaskState, brief, template};
+use std::path::PathBuf;
+
+/// What the runs of one agent phase's CLI share.
+struct AgentRun<'a> {
+    name: String,
+    agent: &'a AgentConfig,
+    cli: Option<Cli>,
+    cwd: PathBuf,
+    env: Vec<(String, String)>,
+    version: agent::VersionProbe,
+    /// The session to continue, if one can be.
+    resumable: Option<AgentSession>,
+}
+
+impl Engine {
+    /// Launches the agent CLI of a prompt phase and waits for it. `None`:
+    /// the attempt failed before its process could start (journaled).
+    pub(super) fn launch_prompt(
+        &self,
+        held: &mut Held,
+        at: &Attempt,
+        t: &str,
+    ) -> Result<Option<(Launched, Launch)>> {
+        let Attempt {
+            phase,
+            def,
+            ps,
+            brief_text,
+            ..
+        } = at;
+        let vars = |v: &str| attempt_var(&held.state, at, v);
+        let mut env = at.env.clone();
+        let prompt = template::render(t, vars);
+        let name = held
+            .state
+            .agent
+            .clone()
+            .or(def.agent.clone())
+            .or(self.project.config.defaults.agent.clone())
+            .unwrap_or_default();
+        let agent = self.project.config.agents.get(&name).ok_or_else(|| {
+            Error::bad_input(format!(
+                "agent {name:?} is not defined in .baton/config.toml"
+            ))
+        })?;
+        for (k, v) in agent.cli_env() {
+            env.push((k, v));
+        }
+        for (k, v) in &agent.env {
+            env.push((k.clone(), v.clone()));
+        }
+        env.push(("BATON_AGENT".into(), name.clone()));
+        let cli = agent.cli;
+        let cwd = held.ws.cwd.clone();
+        let version = match cli {
+            Some(_) => {
+                agent::VersionProbe::start(agent.argv()[0].clone(), env.clone(), cwd.clone())
+            }
+            None => agent::VersionProbe::none(),
+        };
+        // The interrupted session of this phase, if there is one.
+        let interrupted = ps.agent_session.clone().filter(|_| ps.interrupted);
+        // The session the task was imported from, until an agent ran.
+        let imported = held
+            .state
+            .imported
+            .clone()
+            .filter(|_| held.state.agent_runs().is_empty());
+        let resumable = cli
+            .and_then(|c| agent::invocation_for(ps, &name, c, &cwd))
+            .cloned()
+            .or_else(|| {
+                let c = cli?;
+                imported
+                    .clone()
+                    .filter(|s| s.cli == c.name() && c.resumes_from(&s.cwd, &cwd))
+            });
+        let handoff = held.state.handoff_pending;
+        // With {{brief}} in the template, a fuller brief goes there.
+        let uses_brief = t.contains("{{brief}}");
+        let brief_prompt = |state: &TaskState, extra: &str| {
+            let full = format!("{brief_text}\n{extra}");
+            let rendered = uses_brief.then(|| {
+                template::render(t, |v| match v {
+                    "brief" => Some(full.clone()),
+                    _ => machine::value_of(state, phase, v),
+                })
+            });
+            agent::with_brief(&prompt, &full, rendered)
+        };
+        let progress = |held: &Held| match (&interrupted, &imported) {
+            (Some(s), _) => {
+                let events = self.interrupted_progress(held, ps);
+                brief::progress_section(&s.cli, &s.native_id, &events)
+            }
+            (None, Some(s)) => {
+                let events = self.imported_events(held);
+                brief::imported_section(&s.cli, &s.native_id, &events)
+            }
+            (None, None) => String::new(),
+        };
+        // The first run: the interrupted session continued, a new
+        // session told what the interrupted one did, or a new one
+        // (with the brief on a handoff).
+        let (start, text) = match (&resumable, &interrupted) {
+            (Some(_), _) => (SessionStart::Resumed, agent::resumed_prompt(&prompt)),
+            (None, Some(_)) if cli.is_some() => (
+                SessionStart::Brief,
+                brief_prompt(&held.state, &progress(held)),
+            ),
+            _ if imported.is_some() => (
+                SessionStart::Brief,
+                brief_prompt(&held.state, &progress(held)),
+            ),
+            _ if handoff && cli.is_some() => (SessionStart::New, brief_prompt(&held.state, "")),
+            _ => (SessionStart::New, prompt.clone()),
+        };
+        if handoff && let Some(c) = cli {
+            let memory = baton_agents::memory::write_brief(c, &cwd, brief_text)?;
+            self.observer.info(&format!(
+                "handed off to {name}: the brief is in {} and in the prompt",
+                memory.display()
+            ));
+        }
+        let run = AgentRun {
+            name,
+            agent,
+            cli,
+            cwd,
+            env,
+            version,
+            resumable,
+        };
+        self.run_agent(held, at, run, (start, text), &brief_prompt, &progress)
+    }
+
+    /// Runs the agent's CLI for the first plan; again, with the brief, if
+    /// the session it was to continue cannot be found or is refused.
+    fn run_agent(
+        &self,
+        held: &mut Held,
+        at: &Attempt,
+        run: AgentRun<'_>,
+        first: (SessionStart, String),
+        brief_prompt: &dyn Fn(&TaskState, &str) -> String,
+        progress: &dyn Fn(&Held) -> String,
+    ) -> Result<Option<(Launched, Launch)>> {
+        let Attempt {
+            phase, dir, label, ..
+        } = at;
+        let (started, timeout) = (at.started, at.timeout);
+        let AgentRun {
+            name,
+            agent,
+            cli,
+            cwd,
+            env,
+            mut version,
+            resumable,
+        } = run;
+        let mut runs = 0;
+        let mut plan = first;
+        let (launched, l) = loop {
+            runs += 1;
+            let (start, text) = plan.clone();
+            let suffix = if runs == 1 {
+                String::new()
+            } else {
+                format!(".r{runs}")
+            };
+            let prompt_file = dir.join("prompts").join(format!("{label}{suffix}.md"));
+            fs_err::write(&prompt_file, &text)?;
+            let mut env = env.clone();
+            env.push((
+                "BATON_PROMPT_FILE".into(),
+                prompt_file.display().to_string(),
+            ));
+            let new_id = cli
+                .filter(|c| c.session_ids() == baton_agents::SessionIds::Chosen)
+                .map(|_| new_uuid());
+            let how = match (&resumable, start) {
+                (Some(s), SessionStart::Resumed) => baton_agents::Invocation::Resume {
+                    native_id: &s.native_id,
+                    dir: (s.cwd != cwd.display().to_string()).then_some(s.cwd.as_str()),
+                },
+                _ => baton_agents::Invocation::New {
+                    session: new_id.as_deref(),
+                },
+            };
+            let argv = agent::argv_for(agent, how, &text, &prompt_file);
+            if let Some(big) = argv.iter().find(|a| a.len() > MAX_ARG_BYTES) {
+                let message = format!(
+                    "an argument of agent {name:?} is {} bytes (the prompt is {}), more than the {MAX_ARG_BYTES} bytes one argument may have; use {{{{prompt_file}}}} instead of {{{{prompt}}}} in [agents.{name}] command in .baton/config.toml",
+                    big.len(),
+                    text.len()
+                );
+                return self.fail_unstarted(held, phase, started, message);
+            }
+            // Known before it starts: the session continued, or the
+            // id baton chose.
+            let session = cli.and_then(|c| {
+                let native_id = match (&resumable, start) {
+                    (Some(s), SessionStart::Resumed) => s.native_id.clone(),
+                    _ => new_id.clone()?,
+                };
+                Some(AgentSession {
+                    agent: name.clone(),
+                    cli: c.name().into(),
+                    native_id,
+                    cwd: cwd.display().to_string(),
+                    version: None,
+                    start,
+                })
+            });
+            let l = agent::Launch {
+                program: argv[0].clone(),
+                args: argv[1..].to_vec(),
+                env,
+                stdout: dir.join("logs").join(format!("{label}{suffix}.out")),
+                stderr: dir.join("logs").join(format!("{label}{suffix}.err")),
+                cli,
+                session,
+                agent: name.clone(),
+                start,
+            };
+            let left = timeout.map(|t| t.saturating_sub(started.elapsed()));
+            let launched = self.launch(held, phase, &l, left, &mut version)?;
+            // A continued session the CLI cannot find, or rejects:
+            // a new one, told what the interrupted one did.
+            if start == SessionStart::Resumed
+                && let (Some(c), Ok(Waited::Exited(st))) = (cli, &launched.waited)
+                && let Err((why, kind)) = agent::judge(
+                    c,
+                    st.code(),
+                    &launched.events,
+                    &process::read_tail(&l.stderr, 4000),
+                )
+                && matches!(kind, FailureKind::StaleSession | FailureKind::Other)
+            {
+                self.observer.info(&format!(
+                    "could not continue the {} session of phase {phase} ({why}); starting a new one with the brief",
+                    c.name()
+                ));
+                self.decide_commit(
+                    held,
+                    Input::Note {
+                        phase: Some(phase.clone()),
+                        text: format!(
+                            "the native session could not be continued ({why}); a new session gets the brief"
+                        ),
+                    },
+                )?;
+                plan = (
+                    SessionStart::Brief,
+                    brief_prompt(&held.state, &progress(held)),
+                );
+                continue;
+            }
+            break (launched, l);
+        };
+        Ok(Some((launched, l)))
+    }
+}
+
+/// A random (version 4) UUID, for the CLIs that take a session id.
+fn new_uuid() -> String {
+    use std::io::Read;
+    let mut b = [0u8; 16];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b));
+    if read.is_err() {
+        let n = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+            ^ u128::from(std::process::id()) << 64;
+        b = n.to_le_bytes();
+    }
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}

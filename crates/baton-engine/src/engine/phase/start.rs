@@ -1,0 +1,124 @@
+//! Where a phase is started: the attempt's git checkpoint, its `Start` in
+//! the journal, its brief and files, and the environment its processes
+//! get.
+
+use super::Attempt;
+use crate::engine::{Engine, Held};
+use crate::error::Result;
+use baton_core::machine::Input;
+use baton_core::{PhaseId, brief, document};
+use std::path::Path;
+use std::time::Duration;
+
+impl Engine {
+    /// Starts the next attempt of `phase`: checkpoints the work tree,
+    /// journals the start and prepares the attempt's files.
+    pub(super) fn start_attempt(&self, held: &mut Held, phase: &PhaseId) -> Result<Attempt> {
+        let id = held.state.task_id.clone();
+        let idx = held
+            .state
+            .phases
+            .iter()
+            .position(|p| &p.id == phase)
+            .expect("phase of state");
+        let def = held
+            .wf
+            .phase(phase.as_str())
+            .expect("phase of workflow")
+            .clone();
+        let ps = held.state.phases[idx].clone();
+        let attempt = ps.attempt + 1;
+        let stem = document::output_file_name(idx, phase.as_str());
+        let stem = stem.trim_end_matches(".md");
+        let label = format!("{stem}.i{}.a{attempt}", ps.iteration);
+        // A brief a crashed run left in a memory file never enters the
+        // snapshot (nor, later, a commit).
+        baton_agents::memory::remove_briefs(&held.ws.cwd)?;
+        let checkpoint = held.ws.git.as_ref().and_then(|g| {
+            match g.checkpoint(
+                &format!("refs/baton/{id}/{label}/start"),
+                &format!("baton: {id} {phase} attempt {attempt} start"),
+            ) {
+                Ok(cp) => Some(cp),
+                Err(e) => {
+                    self.observer
+                        .info(&format!("warning: no git checkpoint for {phase}: {e}"));
+                    None
+                }
+            }
+        });
+        self.decide_commit(
+            held,
+            Input::Start {
+                phase: phase.clone(),
+                checkpoint,
+            },
+        )?;
+        self.observer
+            .phase_started(&id, phase.as_str(), attempt, def.kind_name());
+        let started = std::time::Instant::now();
+        self.crash_point("before-spawn", phase.as_str());
+
+        let dir = self.project.task_dir(&id);
+        for sub in ["logs", "prompts", "run"] {
+            fs_err::create_dir_all(dir.join(sub))?;
+        }
+        let brief_text = brief::render(&held.state, phase.as_str());
+        let brief_file = dir.join("brief.md");
+        fs_err::write(&brief_file, &brief_text)?;
+        let summary_file = dir.join("run").join(format!("{label}.summary"));
+        let _ = std::fs::remove_file(&summary_file);
+        let stdout = dir.join("logs").join(format!("{label}.out"));
+        let stderr = dir.join("logs").join(format!("{label}.err"));
+        let timeout = def.timeout_ms.map(Duration::from_millis);
+        let mut at = Attempt {
+            id,
+            phase: phase.clone(),
+            idx,
+            def,
+            ps,
+            attempt,
+            label,
+            dir,
+            started,
+            brief_text,
+            summary_file,
+            stdout,
+            stderr,
+            env: Vec::new(),
+            timeout,
+        };
+        at.env = self.environment(held, &at, &brief_file);
+        Ok(at)
+    }
+
+    /// The `BATON_*` variables of an attempt's processes.
+    fn environment(&self, held: &Held, at: &Attempt, brief_file: &Path) -> Vec<(String, String)> {
+        let Attempt {
+            id,
+            phase,
+            ps,
+            attempt,
+            dir,
+            summary_file,
+            ..
+        } = at;
+        vec![
+            ("BATON_TASK_ID".into(), id.to_string()),
+            ("BATON_PHASE".into(), phase.to_string()),
+            ("BATON_ATTEMPT".into(), attempt.to_string()),
+            ("BATON_ITERATION".into(), ps.iteration.to_string()),
+            (
+                "BATON_PROJECT".into(),
+                self.project.root.display().to_string(),
+            ),
+            ("BATON_WORKTREE".into(), held.ws.cwd.display().to_string()),
+            ("BATON_STATE_DIR".into(), dir.display().to_string()),
+            (
+                "BATON_SUMMARY_FILE".into(),
+                summary_file.display().to_string(),
+            ),
+            ("BATON_BRIEF_FILE".into(), brief_file.display().to_string()),
+        ]
+    }
+}

@@ -1,0 +1,158 @@
+//! Reading tasks and workflows: status as users see it (CRASHED, QUEUED
+//! included), the task list, a task's document and rendered files, the
+//! pinned and current workflow definitions. Nothing here writes the journal.
+
+use super::{CONTINUE_WORKFLOW, Engine};
+use crate::error::{Error, Result};
+use crate::{host, render};
+use baton_core::lease::{self, DisplayStatus, Lease, Liveness};
+use baton_core::state::TaskStatus;
+use baton_core::workflow::Workflow;
+use baton_core::{EventRecord, TaskId, TaskState, document};
+use baton_store::{TaskSnapshot, TaskSummary};
+
+impl Engine {
+    pub fn liveness(&self, lease: Option<&Lease>) -> Liveness {
+        lease::classify(lease, self.now(), &self.local, host::process_start_time)
+    }
+
+    pub fn display_status(&self, status: TaskStatus, lease: Option<&Lease>) -> DisplayStatus {
+        DisplayStatus::of(status, &self.liveness(lease))
+    }
+
+    /// A task's status as users see it (QUEUED, CRASHED, … included).
+    pub fn status_of(&self, snap: &TaskSnapshot) -> DisplayStatus {
+        DisplayStatus::of_task(
+            snap.state.status,
+            &self.liveness(snap.lease.as_ref()),
+            snap.queued,
+        )
+    }
+
+    pub fn list(&self) -> Result<Vec<(TaskSummary, DisplayStatus)>> {
+        Ok(self
+            .store
+            .list()?
+            .into_iter()
+            .map(|t| {
+                let d =
+                    DisplayStatus::of_task(t.status, &self.liveness(t.lease.as_ref()), t.queued);
+                (t, d)
+            })
+            .collect())
+    }
+
+    pub fn load(&self, id: &TaskId) -> Result<TaskSnapshot> {
+        self.store.load(id)?.ok_or_else(|| {
+            Error::bad_input(format!("no task {id}")).hint("run `baton ls --all` to see the tasks")
+        })
+    }
+
+    /// The definition a task was started with.
+    pub fn pinned(&self, hash: &str) -> Result<Workflow> {
+        let def = self
+            .store
+            .definition(hash)?
+            .ok_or_else(|| Error::op(format!("the store lacks workflow definition {hash}")))?;
+        serde_json::from_str(&def.json)
+            .map_err(|e| Error::op(format!("workflow definition {hash} is damaged: {e}")))
+    }
+
+    /// The state document of a task (what `show --json` prints).
+    pub fn document(&self, snap: &TaskSnapshot) -> Result<serde_json::Value> {
+        let wf = self.pinned(&snap.state.definition_hash)?;
+        let status = self.status_of(snap);
+        Ok(document::render(
+            &snap.state,
+            &wf,
+            status,
+            snap.lease.as_ref(),
+        ))
+    }
+
+    /// Re-renders `state.json` if it is missing or damaged; says so.
+    pub fn repair_rendered(&self, snap: &TaskSnapshot) -> Result<bool> {
+        let dir = self.project.task_dir(&snap.state.task_id);
+        let path = dir.join("state.json");
+        let ok = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .is_some_and(|v| {
+                v.get("last_seq").and_then(|s| s.as_u64()) == Some(snap.state.last_seq)
+            });
+        if !ok {
+            render::state_json(&dir, &self.document(snap)?)?;
+        }
+        let wrote = render::phase_outputs(&dir, &snap.state)?;
+        Ok(!ok || wrote > 0)
+    }
+
+    pub fn events(&self, id: &TaskId, after: u64, limit: usize) -> Result<Vec<EventRecord>> {
+        Ok(self.store.events(id, after, limit)?)
+    }
+
+    /// Loads `.baton/workflows/NAME.toml`.
+    pub fn load_workflow(&self, name: &str) -> Result<Workflow> {
+        let valid = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        let path = self.project.workflows_dir().join(format!("{name}.toml"));
+        if name == "continue" && !path.is_file() {
+            return Workflow::parse(
+                CONTINUE_WORKFLOW,
+                "baton's built-in continue workflow",
+                name,
+                &|p| Err(format!("no file {p}")),
+            )
+            .map_err(|e| Error::op(e.to_string()));
+        }
+        if !valid || !path.is_file() {
+            let mut known: Vec<String> = std::fs::read_dir(self.project.workflows_dir())
+                .map(|d| {
+                    d.filter_map(|e| e.ok())
+                        .filter_map(|e| {
+                            e.file_name()
+                                .to_str()?
+                                .strip_suffix(".toml")
+                                .map(str::to_string)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            known.sort();
+            return Err(
+                Error::bad_input(format!("no workflow {name:?} in .baton/workflows/")).hint(
+                    if known.is_empty() {
+                        "create .baton/workflows/NAME.toml (see `baton init`)".to_string()
+                    } else {
+                        format!("the workflows here are: {}", known.join(", "))
+                    },
+                ),
+            );
+        }
+        let src = fs_err::read_to_string(&path)?;
+        let baton = self.project.baton_dir();
+        let rel = format!(".baton/workflows/{name}.toml");
+        Workflow::parse(&src, &rel, name, &|p| {
+            std::fs::read_to_string(baton.join(p)).map_err(|e| e.to_string())
+        })
+        .map_err(|e| {
+            Error::bad_input(e.to_string()).hint(format!("fix {rel} and run the command again"))
+        })
+    }
+
+    /// The description of a wait that is not over yet, if so.
+    pub(super) fn wait_not_due(&self, state: &TaskState) -> Option<String> {
+        let p = state.waiting_phase()?;
+        let w = p.waiting.as_ref()?;
+        match w.due_at {
+            Some(due) if due <= self.now() => None,
+            Some(due) => Some(format!(
+                "phase {} waits for {}, due at {due}",
+                p.id, w.description
+            )),
+            None => Some(format!("phase {} waits for {}", p.id, w.description)),
+        }
+    }
+}
