@@ -6,7 +6,6 @@
 //! goes. What the engine does lives in one module per capability, declared
 //! below, each opening with what it holds.
 
-mod agent;
 mod claim;
 mod crash;
 mod create;

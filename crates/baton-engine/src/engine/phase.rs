@@ -1,7 +1,8 @@
 //! One attempt of a phase, from its start to its journaled end: started in
-//! `phase/start.rs`, its process launched by `phase/command.rs` (a `run`
-//! command) or `phase/prompt.rs` (an agent CLI; the process itself is run
-//! by `agent.rs`), and its end judged and journaled in `phase/end.rs`.
+//! `phase/start.rs`, its process prepared by `phase/command.rs` (a `run`
+//! command) or `phase/prompt.rs` (an agent CLI), run and watched by
+//! `phase/launch.rs` (held at the gate, journaled, an agent's stream read
+//! as it is written), and its end judged and journaled in `phase/end.rs`.
 
 use super::{Engine, Held, Outcome};
 use crate::error::Result;
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant};
 
 mod command;
 mod end;
+mod launch;
 mod prompt;
 mod start;
 

@@ -1,8 +1,8 @@
 //! Launching a `run` phase's command: `sh -c`, with each template value
 //! passed in an environment variable, never as shell text.
 
+use super::launch::{self, Launch, Launched};
 use super::{Attempt, MAX_ARG_BYTES, attempt_var};
-use crate::engine::agent::{self, Launch, Launched};
 use crate::engine::{Engine, Held};
 use crate::error::Result;
 use baton_core::state::SessionStart;
@@ -52,7 +52,7 @@ impl Engine {
         for (_, name, value) in values {
             env.push((name, value));
         }
-        let l = agent::Launch {
+        let l = launch::Launch {
             program: "sh".into(),
             args: vec!["-c".to_string(), script],
             env,
@@ -63,7 +63,7 @@ impl Engine {
             agent: String::new(),
             start: SessionStart::New,
         };
-        let launched = self.launch(held, phase, &l, timeout, &mut agent::VersionProbe::none())?;
+        let launched = self.launch(held, phase, &l, timeout, &mut launch::VersionProbe::none())?;
         Ok(Some((launched, l)))
     }
 }

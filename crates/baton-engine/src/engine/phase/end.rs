@@ -3,7 +3,7 @@
 //! gathered and its work published, and the end journaled.
 
 use super::Attempt;
-use crate::engine::agent::{self, Launch, Launched};
+use super::launch::{self, Launch, Launched};
 use crate::engine::{Engine, Held, Outcome};
 use crate::error::{Error, Result};
 use crate::process::{self, Stop, Waited};
@@ -36,7 +36,7 @@ impl Engine {
         let stderr = l.stderr.clone();
         let stdout = l.stdout.clone();
         let judged = l.cli.and_then(|c| match &launched.waited {
-            Ok(Waited::Exited(st)) => Some(agent::judge(
+            Ok(Waited::Exited(st)) => Some(launch::judge(
                 c,
                 st.code(),
                 &launched.events,

@@ -4,9 +4,9 @@
 //! agent's CLI (a second one, with the brief, when the session it was to
 //! continue is refused).
 
+use super::launch::{self, Launch, Launched};
 use super::{Attempt, MAX_ARG_BYTES, attempt_var};
 use crate::config::AgentConfig;
-use crate::engine::agent::{self, Launch, Launched};
 use crate::engine::{Engine, Held};
 use crate::error::{Error, Result};
 use crate::process::{self, Waited};
@@ -23,7 +23,7 @@ struct AgentRun<'a> {
     cli: Option<Cli>,
     cwd: PathBuf,
     env: Vec<(String, String)>,
-    version: agent::VersionProbe,
+    version: launch::VersionProbe,
     /// The session to continue, if one can be.
     resumable: Option<AgentSession>,
 }
@@ -70,9 +70,9 @@ impl Engine {
         let cwd = held.ws.cwd.clone();
         let version = match cli {
             Some(_) => {
-                agent::VersionProbe::start(agent.argv()[0].clone(), env.clone(), cwd.clone())
+                launch::VersionProbe::start(agent.argv()[0].clone(), env.clone(), cwd.clone())
             }
-            None => agent::VersionProbe::none(),
+            None => launch::VersionProbe::none(),
         };
         // The interrupted session of this phase, if there is one.
         let interrupted = ps.agent_session.clone().filter(|_| ps.interrupted);
@@ -83,7 +83,7 @@ impl Engine {
             .clone()
             .filter(|_| held.state.agent_runs().is_empty());
         let resumable = cli
-            .and_then(|c| agent::invocation_for(ps, &name, c, &cwd))
+            .and_then(|c| launch::invocation_for(ps, &name, c, &cwd))
             .cloned()
             .or_else(|| {
                 let c = cli?;
@@ -102,7 +102,7 @@ impl Engine {
                     _ => machine::value_of(state, phase, v),
                 })
             });
-            agent::with_brief(&prompt, &full, rendered)
+            launch::with_brief(&prompt, &full, rendered)
         };
         let progress = |held: &Held| match (&interrupted, &imported) {
             (Some(s), _) => {
@@ -119,7 +119,7 @@ impl Engine {
         // session told what the interrupted one did, or a new one
         // (with the brief on a handoff).
         let (start, text) = match (&resumable, &interrupted) {
-            (Some(_), _) => (SessionStart::Resumed, agent::resumed_prompt(&prompt)),
+            (Some(_), _) => (SessionStart::Resumed, launch::resumed_prompt(&prompt)),
             (None, Some(_)) if cli.is_some() => (
                 SessionStart::Brief,
                 brief_prompt(&held.state, &progress(held)),
@@ -203,7 +203,7 @@ impl Engine {
                     session: new_id.as_deref(),
                 },
             };
-            let argv = agent::argv_for(agent, how, &text, &prompt_file);
+            let argv = launch::argv_for(agent, how, &text, &prompt_file);
             if let Some(big) = argv.iter().find(|a| a.len() > MAX_ARG_BYTES) {
                 let message = format!(
                     "an argument of agent {name:?} is {} bytes (the prompt is {}), more than the {MAX_ARG_BYTES} bytes one argument may have; use {{{{prompt_file}}}} instead of {{{{prompt}}}} in [agents.{name}] command in .baton/config.toml",
@@ -228,7 +228,7 @@ impl Engine {
                     start,
                 })
             });
-            let l = agent::Launch {
+            let l = launch::Launch {
                 program: argv[0].clone(),
                 args: argv[1..].to_vec(),
                 env,
@@ -245,7 +245,7 @@ impl Engine {
             // a new one, told what the interrupted one did.
             if start == SessionStart::Resumed
                 && let (Some(c), Ok(Waited::Exited(st))) = (cli, &launched.waited)
-                && let Err((why, kind)) = agent::judge(
+                && let Err((why, kind)) = launch::judge(
                     c,
                     st.code(),
                     &launched.events,

@@ -4,7 +4,7 @@
 //! journaled in batches), its native session continued after a crash, or
 //! a new one seeded with the brief when that cannot be done.
 
-use super::{Engine, Held};
+use crate::engine::{Engine, Held};
 use crate::error::Result;
 use crate::process::{self, Spec, Stop, Waited};
 use baton_agents::{AgentEvent, Cli, Invocation, generic, tail::Tail};
