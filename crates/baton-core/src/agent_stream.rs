@@ -2,7 +2,8 @@
 //!
 //! Each CLI writes its own JSON Lines when run headless (Claude Code
 //! `--output-format stream-json`, Codex `exec --json`, Gemini CLI and Qwen
-//! Code `-o stream-json`, OpenCode `run --format json`). [`StreamParser`]
+//! Code `-o stream-json`, OpenCode `run --format json`, GitHub Copilot CLI
+//! `--output-format json`, Factory droid `exec -o stream-json`). [`StreamParser`]
 //! reads them a line at a time into [`AgentEvent`]s: the session started
 //! (with its native id), assistant text, tool calls and their results,
 //! token usage, the final message, errors. A line that is not JSON, or not
@@ -21,6 +22,10 @@ pub enum Cli {
     Gemini,
     Qwen,
     Opencode,
+    /// GitHub Copilot CLI.
+    Copilot,
+    /// Factory droid.
+    Droid,
 }
 
 impl Cli {
@@ -31,6 +36,8 @@ impl Cli {
             Cli::Gemini => "gemini",
             Cli::Qwen => "qwen",
             Cli::Opencode => "opencode",
+            Cli::Copilot => "copilot",
+            Cli::Droid => "droid",
         }
     }
 }
@@ -87,6 +94,9 @@ pub struct StreamParser {
     /// The assistant's latest message (Gemini streams it in deltas).
     last_text: String,
     session: Option<String>,
+    /// Copilot's tool calls so far (id, "name summary"): its results and
+    /// refusals name only the call's id.
+    calls: Vec<(String, String)>,
 }
 
 impl StreamParser {
@@ -96,6 +106,7 @@ impl StreamParser {
             line_no: 0,
             last_text: String::new(),
             session: None,
+            calls: Vec::new(),
         }
     }
 
@@ -124,6 +135,8 @@ impl StreamParser {
             Cli::Codex => self.codex(&v),
             Cli::Gemini => self.gemini(&v),
             Cli::Opencode => self.opencode(&v),
+            Cli::Copilot => self.copilot(&v),
+            Cli::Droid => self.droid(&v),
         };
         // OpenCode names its session on every event: say it once (again
         // only if it changes, e.g. a resume that started a new one).
@@ -452,6 +465,167 @@ impl StreamParser {
     }
 }
 
+impl StreamParser {
+    /// GitHub Copilot CLI `--output-format json`: `{type, data, id,
+    /// timestamp, parentId}` events, many of them `ephemeral` (deltas,
+    /// model call bookkeeping) and skipped; the session id only on the last
+    /// line (`result`), which has no text and no tokens (those come from
+    /// `--usage-output-file`, see [`copilot_usage`]). A tool the run was not
+    /// allowed to use ends `success:false` with code `denied`, and the run
+    /// still exits 0: that is an error.
+    fn copilot(&mut self, v: &Value) -> Vec<AgentEvent> {
+        let mut out = Vec::new();
+        let d = &v["data"];
+        match str_of(v, "type") {
+            "assistant.message" => {
+                let text = str_of(d, "content");
+                if !text.trim().is_empty() {
+                    out.push(AgentEvent::AssistantText { text: text.into() });
+                }
+                for t in d["toolRequests"].as_array().into_iter().flatten() {
+                    let id = str_of(t, "toolCallId").to_string();
+                    let name = str_of(t, "name").to_string();
+                    let summary = summarize_args(&t["arguments"]);
+                    self.calls.push((id.clone(), format!("{name} {summary}")));
+                    out.push(AgentEvent::ToolCall { id, name, summary });
+                }
+            }
+            "tool.execution_complete" => {
+                let id = str_of(d, "toolCallId").to_string();
+                let ok = d["success"].as_bool().unwrap_or(false);
+                let text = if ok {
+                    content_text(&d["result"]["content"])
+                } else {
+                    first_of(&d["error"], &["message"])
+                };
+                if !ok && str_of(&d["error"], "code") == "denied" {
+                    let call = self
+                        .calls
+                        .iter()
+                        .find(|(c, _)| *c == id)
+                        .map_or("a tool", |(_, what)| what.as_str());
+                    out.push(AgentEvent::Error {
+                        message: format!("permission denied: {call} ({})", shorten(&text, 120)),
+                    });
+                }
+                out.push(AgentEvent::ToolResult {
+                    id,
+                    ok,
+                    summary: shorten(&text, SUMMARY_CHARS),
+                });
+            }
+            "session.error" => out.push(AgentEvent::Error {
+                message: format!("{}: {}", str_of(d, "errorType"), str_of(d, "message")),
+            }),
+            "result" => {
+                if let Some(id) = v["sessionId"].as_str() {
+                    out.push(AgentEvent::SessionStarted {
+                        native_id: id.into(),
+                    });
+                }
+                out.push(AgentEvent::Final {
+                    ok: v["exitCode"].as_i64() == Some(0),
+                    text: self.last_text.clone(),
+                });
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// Factory droid `exec -o stream-json`: Claude's shape flattened, the
+    /// session id on every line (`system/init` first). A tool the autonomy
+    /// level does not allow comes back as an error result ("not permitted
+    /// in this exec session", or "insufficient permission", which also
+    /// ends the run): that is an error.
+    fn droid(&self, v: &Value) -> Vec<AgentEvent> {
+        let mut out = Vec::new();
+        match str_of(v, "type") {
+            "system" if str_of(v, "subtype") == "init" => {
+                if let Some(id) = v["session_id"].as_str() {
+                    out.push(AgentEvent::SessionStarted {
+                        native_id: id.into(),
+                    });
+                }
+            }
+            "message" if str_of(v, "role") == "assistant" => out.push(AgentEvent::AssistantText {
+                text: str_of(v, "text").into(),
+            }),
+            "tool_call" => out.push(AgentEvent::ToolCall {
+                id: str_of(v, "id").into(),
+                name: first_of(v, &["toolName", "toolId"]),
+                summary: summarize_args(&v["parameters"]),
+            }),
+            "tool_result" => {
+                let ok = !v["isError"].as_bool().unwrap_or(false);
+                let text = if ok {
+                    first_of(v, &["value"])
+                } else {
+                    first_of(&v["error"], &["message"])
+                };
+                if !ok
+                    && (text.contains("not permitted in this exec session")
+                        || text.contains("insufficient permission"))
+                {
+                    out.push(AgentEvent::Error {
+                        message: format!(
+                            "permission denied: {} ({})",
+                            str_of(v, "toolId"),
+                            shorten(text.trim_start_matches("Error: "), 120)
+                        ),
+                    });
+                }
+                out.push(AgentEvent::ToolResult {
+                    id: str_of(v, "id").into(),
+                    ok,
+                    summary: shorten(&text, SUMMARY_CHARS),
+                });
+            }
+            "completion" => {
+                let u = &v["usage"];
+                out.push(AgentEvent::Usage {
+                    input_tokens: num(&u["input_tokens"])
+                        + num(&u["cache_read_input_tokens"])
+                        + num(&u["cache_creation_input_tokens"]),
+                    output_tokens: num(&u["output_tokens"]),
+                    cost_usd: None,
+                });
+                out.push(AgentEvent::Final {
+                    ok: true,
+                    text: v["finalText"]
+                        .as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| self.last_text.clone()),
+                });
+            }
+            "error" => out.push(AgentEvent::Error {
+                message: first_of(v, &["message"]),
+            }),
+            _ => {}
+        }
+        out
+    }
+}
+
+/// The tokens of a Copilot run, from the file `--usage-output-file` names
+/// (written when the run ends): `modelMetrics.<model>.usage`, summed over
+/// the models. None when the text holds no usage.
+pub fn copilot_usage(text: &str) -> Option<AgentEvent> {
+    let v: Value = serde_json::from_str(text).ok()?;
+    let models = v["modelMetrics"].as_object()?;
+    let (mut input, mut output) = (0, 0);
+    for m in models.values() {
+        let u = &m["usage"];
+        input += num(&u["inputTokens"]) + num(&u["cacheReadTokens"]) + num(&u["cacheWriteTokens"]);
+        output += num(&u["outputTokens"]) + num(&u["reasoningTokens"]);
+    }
+    Some(AgentEvent::Usage {
+        input_tokens: input,
+        output_tokens: output,
+        cost_usd: None,
+    })
+}
+
 /// The events of a session with every tool call that has no result (the
 /// CLI was killed while the tool ran) left out, with a note of each, and
 /// every result whose call is missing left out too. A transcript built from
@@ -492,7 +666,15 @@ pub fn without_dangling_calls(events: &[AgentEvent]) -> Vec<AgentEvent> {
 impl Cli {
     /// Whether baton can give the session id up front (`--session-id`).
     pub fn chooses_session_id(self) -> bool {
-        matches!(self, Cli::Claude | Cli::Gemini | Cli::Qwen)
+        matches!(self, Cli::Claude | Cli::Gemini | Cli::Qwen | Cli::Copilot)
+    }
+
+    /// Whether continuing a session keeps its id. droid cannot load a
+    /// session offline (`-s ID` needs Factory's service): it forks it
+    /// (`--fork ID`), the conversation going on under a new id read from
+    /// the stream.
+    pub fn resume_keeps_id(self) -> bool {
+        self != Cli::Droid
     }
 
     /// The npm package that installs it.
@@ -503,6 +685,8 @@ impl Cli {
             Cli::Gemini => "@google/gemini-cli",
             Cli::Qwen => "@qwen-code/qwen-code",
             Cli::Opencode => "opencode-ai",
+            Cli::Copilot => "@github/copilot",
+            Cli::Droid => "@factory/cli",
         }
     }
 }
@@ -551,6 +735,15 @@ pub fn classify_failure(
         }
         Cli::Qwen => has(&["No saved session found"]),
         Cli::Opencode => has(&["Session not found"]),
+        Cli::Copilot => has(&[
+            "No session, task, or name matched",
+            "No session or task matched",
+        ]),
+        // droid says nothing of an unknown session: `--fork ID` exits 1
+        // with no output (its log has SessionNotFoundError), `-s ID` starts
+        // an empty session under that id. baton checks that the transcript
+        // is there before it continues one.
+        Cli::Droid => false,
     };
     if stale {
         FailureKind::StaleSession
@@ -562,6 +755,7 @@ pub fn classify_failure(
         "UNAUTHENTICATED",
         "invalid x-api-key",
         "invalid_api_key",
+        "Authentication failed",
     ]) || (cli == Cli::Gemini && exit_code == Some(41))
     {
         FailureKind::Authentication

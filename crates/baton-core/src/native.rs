@@ -18,6 +18,12 @@
 //! * OpenCode: keeps sessions in SQLite (`$XDG_DATA_HOME/opencode/opencode.db`);
 //!   what is read here is the JSON `opencode export <sessionID>` prints
 //!   (`{info, messages: [{info, parts}]}`).
+//! * GitHub Copilot CLI: `$COPILOT_HOME/session-state/<session-id>/events.jsonl`
+//!   (default `~/.copilot`): `{type, data, id, timestamp, parentId}` events,
+//!   `session.start` first.
+//! * Factory droid: `~/.factory/sessions/<cwd, / as ->/<session-id>.jsonl`:
+//!   `session_start`, then Anthropic-style `message` records. Its token
+//!   counts are not in it (they are in `<session-id>.settings.json` beside).
 //!
 //! Pure: the text in, the transcript out. A malformed line is counted in
 //! [`NativeTranscript::warnings`] and skipped; a text that is not the
@@ -94,6 +100,12 @@ pub fn expected_file(cli: Cli) -> &'static str {
         Cli::Opencode => {
             "an OpenCode session export (the JSON `opencode export <sessionID>` prints)"
         }
+        Cli::Copilot => {
+            "a GitHub Copilot CLI session file ($COPILOT_HOME/session-state/<session-id>/events.jsonl, by default under ~/.copilot)"
+        }
+        Cli::Droid => {
+            "a Factory droid session file (~/.factory/sessions/<project>/<session-id>.jsonl)"
+        }
     }
 }
 
@@ -140,6 +152,12 @@ fn classify_document(o: &Map<String, Value>) -> Option<Cli> {
 fn classify_line(o: &Map<String, Value>) -> Option<Cli> {
     let ty = o.get("type").and_then(Value::as_str).unwrap_or("");
     let has = |k: &str| o.get(k).is_some_and(|v| !v.is_null());
+    // Copilot: dotted event types (`session.start`, `user.message`) with
+    // their `data`, chained by `parentId`.
+    if ty.contains('.') && o.get("data").is_some_and(Value::is_object) && o.contains_key("parentId")
+    {
+        return Some(Cli::Copilot);
+    }
     if has("payload")
         && matches!(
             ty,
@@ -168,6 +186,14 @@ fn classify_line(o: &Map<String, Value>) -> Option<Cli> {
     if has("sessionId") || (ty == "summary" && has("leafUuid")) {
         return Some(Cli::Claude);
     }
+    // droid: `session_start` (no sessionId: its `id` is the session's),
+    // then `message` records holding an Anthropic-style `message`.
+    if (ty == "session_start" && has("id") && has("cwd"))
+        || (ty == "message" && o.get("message").is_some_and(|m| m.get("role").is_some()))
+        || ty == "agent_turn_outcome"
+    {
+        return Some(Cli::Droid);
+    }
     None
 }
 
@@ -178,6 +204,8 @@ fn cli_name(cli: Cli) -> &'static str {
         Cli::Gemini => "Gemini CLI",
         Cli::Qwen => "Qwen Code",
         Cli::Opencode => "OpenCode",
+        Cli::Copilot => "GitHub Copilot CLI",
+        Cli::Droid => "Factory droid",
     }
 }
 
@@ -208,6 +236,8 @@ pub fn parse_transcript(cli: Cli, text: &str) -> Result<NativeTranscript, String
                     Cli::Codex => "line 1 is not a {type, payload} rollout record".to_string(),
                     Cli::Gemini => "line 1 has no sessionId and projectHash".to_string(),
                     Cli::Opencode => "it has no info.id and messages".to_string(),
+                    Cli::Copilot => "line 1 is not a {type, data, parentId} event".to_string(),
+                    Cli::Droid => "line 1 is not a session_start or message record".to_string(),
                 },
             };
             return refuse(why);
@@ -220,6 +250,8 @@ pub fn parse_transcript(cli: Cli, text: &str) -> Result<NativeTranscript, String
         Cli::Gemini => gemini(text, &mut t),
         Cli::Qwen => qwen(text, &mut t),
         Cli::Opencode => opencode(text, &mut t)?,
+        Cli::Copilot => copilot(text, &mut t),
+        Cli::Droid => droid(text, &mut t),
     }
     Ok(t)
 }
@@ -758,6 +790,116 @@ fn opencode(text: &str, t: &mut NativeTranscript) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// GitHub Copilot CLI's `events.jsonl`: `session.start` (id, folder), the
+/// user's messages, the assistant's (with its tool requests), each tool's
+/// completion, a `session.usage_record` per model call; system prompts,
+/// turn marks and accounting are skipped. Every run of the session appends
+/// to the same file (`session.resume` marks the next one).
+fn copilot(text: &str, t: &mut NativeTranscript) {
+    for o in objects(text, &mut t.warnings) {
+        let v = Value::Object(o);
+        let d = &v["data"];
+        match str_of(&v, "type") {
+            "session.start" => {
+                set_once(&mut t.native_id, &d["sessionId"]);
+                set_once(&mut t.cwd, &d["context"]["cwd"]);
+            }
+            "user.message" => t.user(str_of(d, "content").to_string()),
+            "assistant.message" => {
+                t.assistant(str_of(d, "content"));
+                for r in d["toolRequests"].as_array().into_iter().flatten() {
+                    t.events.push(AgentEvent::ToolCall {
+                        id: str_of(r, "toolCallId").into(),
+                        name: str_of(r, "name").into(),
+                        summary: summarize_args(&r["arguments"]),
+                    });
+                }
+            }
+            "tool.execution_complete" => {
+                let ok = d["success"].as_bool().unwrap_or(false);
+                let out = if ok {
+                    text_of(&d["result"]["content"])
+                } else {
+                    text_of(&d["error"]["message"])
+                };
+                t.events.push(AgentEvent::ToolResult {
+                    id: str_of(d, "toolCallId").into(),
+                    ok,
+                    summary: shorten(&out, SUMMARY_CHARS),
+                });
+            }
+            "session.usage_record" => {
+                let u = &d["usage"];
+                t.events.push(AgentEvent::Usage {
+                    input_tokens: num(&u["inputTokens"])
+                        + num(&u["cacheReadTokens"])
+                        + num(&u["cacheWriteTokens"]),
+                    output_tokens: num(&u["outputTokens"]) + num(&u["reasoningTokens"]),
+                    cost_usd: None,
+                });
+            }
+            "session.error" => t.events.push(AgentEvent::Error {
+                message: str_of(d, "message").into(),
+            }),
+            _ => {}
+        }
+    }
+}
+
+/// Factory droid's session file: `session_start` (id, folder), then
+/// `message` records in Anthropic's shape (text, `tool_use`, `tool_result`
+/// blocks). The context droid gathers itself (a user message with the id
+/// `context-…`, seen by the model only) is not the user's.
+fn droid(text: &str, t: &mut NativeTranscript) {
+    for o in objects(text, &mut t.warnings) {
+        let v = Value::Object(o);
+        match str_of(&v, "type") {
+            "session_start" => {
+                set_once(&mut t.native_id, &v["id"]);
+                set_once(&mut t.cwd, &v["cwd"]);
+            }
+            "message" => {
+                let msg = &v["message"];
+                let injected = str_of(&v, "id").starts_with("context-")
+                    || str_of(msg, "visibility") == "llm_only";
+                let blocks = msg["content"].as_array();
+                match str_of(msg, "role") {
+                    "user" => {
+                        let mut said = Vec::new();
+                        for b in blocks.into_iter().flatten() {
+                            match str_of(b, "type") {
+                                "text" if !injected => said.push(str_of(b, "text").to_string()),
+                                "tool_result" => t.events.push(AgentEvent::ToolResult {
+                                    id: str_of(b, "tool_use_id").into(),
+                                    ok: !b["is_error"].as_bool().unwrap_or(false),
+                                    summary: shorten(&text_of(&b["content"]), SUMMARY_CHARS),
+                                }),
+                                _ => {}
+                            }
+                        }
+                        t.user(said.join("\n"));
+                    }
+                    "assistant" => {
+                        for b in blocks.into_iter().flatten() {
+                            match str_of(b, "type") {
+                                "text" => t.assistant(str_of(b, "text")),
+                                "tool_use" => t.events.push(AgentEvent::ToolCall {
+                                    id: str_of(b, "id").into(),
+                                    name: str_of(b, "name").into(),
+                                    summary: summarize_args(&b["input"]),
+                                }),
+                                _ => {}
+                            }
+                        }
+                    }
+                    _ => t.warnings += 1,
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 #[cfg(test)]

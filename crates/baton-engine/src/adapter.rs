@@ -77,9 +77,39 @@ pub fn argv(agent: &AgentConfig, how: Invocation<'_>) -> Vec<String> {
             a
         }
         Cli::Opencode => s(&["opencode", "run", "--format", "json"]),
+        // Read-only denies the write and shell tools (reading needs no
+        // permission); edit allows file writes, which Copilot keeps inside
+        // the working folder (and the temp folder); full allows every
+        // tool, path and URL.
+        Cli::Copilot => {
+            let mut a = s(&["copilot", "-p", "{{prompt}}", "--output-format", "json"]);
+            a.extend(s(match permission {
+                Permission::Edit => &["--allow-tool=write"],
+                Permission::ReadOnly => &["--deny-tool=write", "--deny-tool=shell"],
+                Permission::Full => &["--allow-all"],
+            }));
+            a
+        }
+        // droid's autonomy levels. Without `--auto` it withholds its file
+        // tools but runs any command the model itself rates low risk.
+        Cli::Droid => {
+            let mut a = s(&["droid", "exec", "-o", "stream-json"]);
+            a.extend(s(match permission {
+                Permission::Edit => &["--auto", "low"],
+                Permission::ReadOnly => &[],
+                Permission::Full => &["--skip-permissions-unsafe"],
+            }));
+            a
+        }
     };
     if let Some(m) = &agent.model {
-        argv.push(if cli == Cli::Claude { "--model" } else { "-m" }.into());
+        argv.push(
+            match cli {
+                Cli::Claude | Cli::Copilot => "--model",
+                _ => "-m",
+            }
+            .into(),
+        );
         argv.push(m.clone());
     }
     argv.extend(agent.args.iter().cloned());
@@ -92,6 +122,11 @@ pub fn argv(agent: &AgentConfig, how: Invocation<'_>) -> Vec<String> {
             Cli::Claude | Cli::Gemini | Cli::Qwen => {
                 argv.extend(["--resume".to_string(), native_id.to_string()]);
             }
+            // Its value is optional: joined, so nothing else is taken for it.
+            Cli::Copilot => argv.push(format!("--resume={native_id}")),
+            // Offline `-s ID` cannot load a session (it asks Factory's
+            // service first); `--fork ID` continues it under a new id.
+            Cli::Droid => argv.extend(["--fork".to_string(), native_id.to_string()]),
             // `exec`'s own flags stay before `resume`.
             Cli::Codex => argv.extend(["resume".to_string(), native_id.to_string()]),
             Cli::Opencode => {
@@ -105,7 +140,7 @@ pub fn argv(agent: &AgentConfig, how: Invocation<'_>) -> Vec<String> {
         },
     }
     // The prompt as the last word where the CLI takes it positionally.
-    if matches!(cli, Cli::Codex | Cli::Qwen | Cli::Opencode) {
+    if matches!(cli, Cli::Codex | Cli::Qwen | Cli::Opencode | Cli::Droid) {
         argv.push("{{prompt}}".into());
     }
     argv
@@ -132,10 +167,11 @@ pub fn env(agent: &AgentConfig) -> Vec<(String, String)> {
 
 /// Whether the CLI can continue a session that ran in `ran_in` from
 /// `cwd`: Claude Code, Gemini CLI and Qwen Code keep sessions per folder.
+/// (Copilot and droid continue one from anywhere, in its own folder.)
 pub fn resumes_from(cli: Cli, ran_in: &str, cwd: &Path) -> bool {
     match cli {
         Cli::Claude | Cli::Gemini | Cli::Qwen => Path::new(ran_in) == cwd,
-        Cli::Codex | Cli::Opencode => true,
+        Cli::Codex | Cli::Opencode | Cli::Copilot | Cli::Droid => true,
     }
 }
 
@@ -143,9 +179,34 @@ pub fn resumes_from(cli: Cli, ran_in: &str, cwd: &Path) -> bool {
 pub fn memory_file(cli: Cli) -> &'static str {
     match cli {
         Cli::Claude => "CLAUDE.md",
-        Cli::Codex | Cli::Opencode => "AGENTS.md",
+        Cli::Codex | Cli::Opencode | Cli::Copilot | Cli::Droid => "AGENTS.md",
         Cli::Gemini => "GEMINI.md",
         Cli::Qwen => "QWEN.md",
+    }
+}
+
+/// For a CLI whose stream has no token counts, the file it writes them to
+/// when the run ends (beside its stream `stdout`), and the arguments that
+/// ask for it: Copilot's `--usage-output-file`.
+pub fn usage_file(cli: Cli, stdout: &Path) -> Option<(std::path::PathBuf, Vec<String>)> {
+    match cli {
+        Cli::Copilot => {
+            let mut name = stdout.file_name()?.to_os_string();
+            name.push(".usage.json");
+            let file = stdout.with_file_name(name);
+            let args = vec!["--usage-output-file".into(), file.display().to_string()];
+            Some((file, args))
+        }
+        _ => None,
+    }
+}
+
+/// The tokens in the file [`usage_file`] named, once the run ended.
+pub fn read_usage_file(cli: Cli, file: &Path) -> Option<baton_core::agent_stream::AgentEvent> {
+    let text = std::fs::read_to_string(file).ok()?;
+    match cli {
+        Cli::Copilot => baton_core::agent_stream::copilot_usage(&text),
+        _ => None,
     }
 }
 
@@ -363,6 +424,16 @@ mod tests {
                 .join(" ")
                 .ends_with("--session S --dir /w {{prompt}}")
         );
+        assert!(
+            argv(&agent(Cli::Copilot), r)
+                .join(" ")
+                .ends_with("--model m --x --resume=S")
+        );
+        assert!(
+            argv(&agent(Cli::Droid), r)
+                .join(" ")
+                .ends_with("-m m --x --fork S {{prompt}}")
+        );
         let n = Invocation::New { session: Some("U") };
         assert!(
             argv(&agent(Cli::Qwen), n)
@@ -370,5 +441,66 @@ mod tests {
                 .ends_with("--session-id U {{prompt}}")
         );
         assert!(!argv(&agent(Cli::Codex), n).contains(&"U".to_string()));
+        assert_eq!(
+            argv(&agent(Cli::Copilot), n).join(" "),
+            "copilot -p {{prompt}} --output-format json --allow-tool=write --model m --x --session-id U"
+        );
+        assert!(!argv(&agent(Cli::Droid), n).contains(&"U".to_string()));
+    }
+
+    #[test]
+    fn permission_modes_map_per_cli() {
+        let agent = |cli, p| AgentConfig {
+            command: vec![],
+            cli: Some(cli),
+            model: None,
+            args: vec![],
+            env: Default::default(),
+            permission: Some(p),
+        };
+        let new = Invocation::New { session: None };
+        let words = |cli, p| argv(&agent(cli, p), new)[1..].join(" ");
+        assert!(words(Cli::Copilot, Permission::Edit).ends_with("json --allow-tool=write"));
+        assert!(
+            words(Cli::Copilot, Permission::ReadOnly)
+                .ends_with("json --deny-tool=write --deny-tool=shell")
+        );
+        assert!(words(Cli::Copilot, Permission::Full).ends_with("json --allow-all"));
+        assert_eq!(
+            words(Cli::Droid, Permission::Edit),
+            "exec -o stream-json --auto low {{prompt}}"
+        );
+        assert_eq!(
+            words(Cli::Droid, Permission::ReadOnly),
+            "exec -o stream-json {{prompt}}"
+        );
+        assert_eq!(
+            words(Cli::Droid, Permission::Full),
+            "exec -o stream-json --skip-permissions-unsafe {{prompt}}"
+        );
+    }
+
+    #[test]
+    fn copilots_tokens_come_from_a_file_beside_its_stream() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("write.2.out");
+        let (file, args) = usage_file(Cli::Copilot, &out).unwrap();
+        assert_eq!(file, dir.path().join("write.2.out.usage.json"));
+        assert_eq!(args, ["--usage-output-file", file.to_str().unwrap()]);
+        assert!(usage_file(Cli::Droid, &out).is_none());
+        assert_eq!(read_usage_file(Cli::Copilot, &file), None, "not written");
+        std::fs::write(
+            &file,
+            r#"{"modelMetrics":{"m":{"usage":{"inputTokens":3,"outputTokens":2}}}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            read_usage_file(Cli::Copilot, &file),
+            Some(baton_core::agent_stream::AgentEvent::Usage {
+                input_tokens: 3,
+                output_tokens: 2,
+                ..
+            })
+        ));
     }
 }

@@ -81,8 +81,9 @@ pub struct AgentConfig {
     /// Generic: argv; `{{prompt_file}}` and `{{prompt}}` are substituted.
     #[serde(default)]
     pub command: Vec<String>,
-    /// Built-in: claude, codex, gemini, qwen or opencode, run headless with
-    /// its JSON stream, which baton reads (summary, failures).
+    /// Built-in: claude, codex, gemini, qwen, opencode, copilot or droid,
+    /// run headless with its JSON stream, which baton reads (summary,
+    /// failures).
     pub cli: Option<baton_core::agent_stream::Cli>,
     /// Built-in only: the model to ask for.
     pub model: Option<String>,
@@ -143,7 +144,7 @@ impl Config {
                     "{file}: [agents.{name}] model, args and permission go with a built-in cli"
                 ))
                 .hint(format!(
-                    "in {file}, put them in command = [...], or set cli = \"claude\" (or codex, gemini, qwen, opencode) under [agents.{name}]"
+                    "in {file}, put them in command = [...], or set cli = \"claude\" (or codex, gemini, qwen, opencode, copilot, droid) under [agents.{name}]"
                 )));
             }
             if a.cli.is_none() && a.command.is_empty() {
@@ -208,10 +209,11 @@ ttl = "30s"
 # Agent for prompt phases whose workflow names none.
 agent = "claude"
 
-# Agents. Built in (cli = ...): claude, codex, gemini, qwen, opencode, run
-# headless with your own environment; baton reads their stream, journals
-# their native session and continues it after a crash. Add model = "...",
-# args = [...], permission = "edit" | "read-only" | "full", and [agents.NAME.env].
+# Agents. Built in (cli = ...): claude, codex, gemini, qwen, opencode,
+# copilot, droid, run headless with your own environment; baton reads their
+# stream, journals their native session and continues it after a crash.
+# Add model = "...", args = [...], permission = "edit" | "read-only" |
+# "full", and [agents.NAME.env].
 [agents.claude]
 cli = "claude"
 

@@ -1692,6 +1692,7 @@ impl Engine {
                     session: None,
                     agent: String::new(),
                     start: SessionStart::New,
+                    forks: None,
                 };
                 (
                     self.launch(held, phase, &l, timeout, &mut agent::VersionProbe::none())?,
@@ -1746,6 +1747,7 @@ impl Engine {
                             s.cli == c.as_str() && crate::adapter::resumes_from(c, &s.cwd, &cwd)
                         })
                     });
+                let resumable = self.still_resumable(held, phase, resumable, &env)?;
                 let handoff = held.state.handoff_pending;
                 // With {{brief}} in the template, a fuller brief goes there.
                 let uses_brief = t.contains("{{brief}}");
@@ -1835,7 +1837,11 @@ impl Engine {
                     // id baton chose.
                     let session = cli.and_then(|c| {
                         let native_id = match (&resumable, start) {
-                            (Some(s), SessionStart::Resumed) => s.native_id.clone(),
+                            (Some(s), SessionStart::Resumed) if c.resume_keeps_id() => {
+                                s.native_id.clone()
+                            }
+                            // A fork: the new id shows in the stream.
+                            (Some(_), SessionStart::Resumed) => return None,
                             _ => new_id.clone()?,
                         };
                         Some(AgentSession {
@@ -1857,6 +1863,14 @@ impl Engine {
                         session,
                         agent: name.clone(),
                         start,
+                        forks: match (&resumable, start) {
+                            (Some(s), SessionStart::Resumed)
+                                if cli.is_some_and(|c| !c.resume_keeps_id()) =>
+                            {
+                                Some(s.native_id.clone())
+                            }
+                            _ => None,
+                        },
                     };
                     let left = timeout.map(|t| t.saturating_sub(started.elapsed()));
                     let launched = self.launch(held, phase, &l, left, &mut version)?;

@@ -20,6 +20,11 @@
 //!   refused with [`OPENCODE_EXPORT`] in the message: the caller runs
 //!   `opencode export <id>` and parses what it prints (see
 //!   [`opencode_session_id`]).
+//! * GitHub Copilot CLI: `$COPILOT_HOME` (default `~/.copilot`)
+//!   `/session-state/<id>/events.jsonl`.
+//! * Factory droid: `$FACTORY_HOME_OVERRIDE/.factory` (default
+//!   `~/.factory`) `/sessions/<project>/<id>.jsonl`, the project being the
+//!   folder with `/` as `-`.
 //!
 //! Only an exact id match is ever taken, never "the newest session".
 
@@ -34,7 +39,8 @@ pub const OPENCODE_EXPORT: &str = "opencode export";
 /// is, else the file of the session with exactly that id in the CLI's
 /// session folder. `env` reads environment variables (`HOME`,
 /// `CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `GEMINI_CLI_HOME`, `QWEN_HOME`,
-/// `QWEN_RUNTIME_DIR`, `XDG_DATA_HOME`).
+/// `QWEN_RUNTIME_DIR`, `XDG_DATA_HOME`, `COPILOT_HOME`,
+/// `FACTORY_HOME_OVERRIDE`).
 pub fn locate(
     cli: Cli,
     file_or_id: &str,
@@ -142,6 +148,40 @@ pub fn locate(
                 "the session id (`qwen --resume` lists them)",
             )
         }
+        Cli::Copilot => {
+            let root = match var("COPILOT_HOME") {
+                Some(d) => d,
+                None => under_home(".copilot")?,
+            };
+            let states = root.join("session-state");
+            let file = states.join(id).join("events.jsonl");
+            let found = if file.is_file() { vec![file] } else { vec![] };
+            one_of(
+                cli,
+                id,
+                &states,
+                found,
+                "<session-id>/events.jsonl",
+                "the session id (`copilot --resume` lists them)",
+            )
+        }
+        Cli::Droid => {
+            let sessions = droid_sessions(&var("FACTORY_HOME_OVERRIDE"), &home())
+                .ok_or_else(|| {
+                    "HOME is not set, so the session folder is unknown; pass the session file instead"
+                        .to_string()
+                })?;
+            let name = format!("{id}.jsonl");
+            let found = in_subfolders(&sessions, &["*"], &|f| file_name(f) == name);
+            one_of(
+                cli,
+                id,
+                &sessions,
+                found,
+                "<project>/<session-id>.jsonl",
+                "the session id (the `session_id` of `droid exec -o stream-json`)",
+            )
+        }
         Cli::Opencode => {
             let data = match var("XDG_DATA_HOME") {
                 Some(d) => d,
@@ -156,6 +196,35 @@ pub fn locate(
             ))
         }
     }
+}
+
+/// droid's sessions folder: `$FACTORY_HOME_OVERRIDE/.factory/sessions`,
+/// else `$HOME/.factory/sessions`.
+fn droid_sessions(over: &Option<PathBuf>, home: &Option<PathBuf>) -> Option<PathBuf> {
+    Some(
+        over.as_ref()
+            .or(home.as_ref())?
+            .join(".factory")
+            .join("sessions"),
+    )
+}
+
+/// Whether droid still has session `id`'s transcript, which it needs to
+/// continue it (`--fork`): droid keeps it as
+/// `<sessions>/<folder, / as ->/<id>.jsonl`, for the folder the session
+/// ran in. None when it cannot tell (no HOME).
+pub fn droid_transcript(
+    id: &str,
+    ran_in: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<(PathBuf, bool)> {
+    let var = |k: &str| env(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let sessions = droid_sessions(&var("FACTORY_HOME_OVERRIDE"), &var("HOME"))?;
+    let file = sessions
+        .join(ran_in.replace('/', "-"))
+        .join(format!("{id}.jsonl"));
+    let there = file.is_file();
+    Some((file, there))
 }
 
 /// The OpenCode session id `file_or_id` names when it is not a file: the
@@ -278,6 +347,8 @@ mod tests {
             Cli::Gemini,
             Cli::Qwen,
             Cli::Opencode,
+            Cli::Copilot,
+            Cli::Droid,
         ] {
             assert_eq!(locate(cli, f.to_str().unwrap(), &env).unwrap(), f);
         }
@@ -429,6 +500,58 @@ mod tests {
             Some("ses_dfea60f4fffebEcbJsStaHiMbx")
         );
         assert_eq!(opencode_session_id("../x.json"), None);
+    }
+
+    #[test]
+    fn a_copilot_id_is_its_session_state_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let want = put(
+            &home.join(format!(".copilot/session-state/{ID}/events.jsonl")),
+            "{}",
+        );
+        let env = env_of(&[("HOME", &home)]);
+        assert_eq!(locate(Cli::Copilot, ID, &env).unwrap(), want);
+        // COPILOT_HOME wins over HOME.
+        let ch = tmp.path().join("ch");
+        let in_ch = put(&ch.join(format!("session-state/{ID}/events.jsonl")), "{}");
+        let env = env_of(&[("HOME", &home), ("COPILOT_HOME", &ch)]);
+        assert_eq!(locate(Cli::Copilot, ID, &env).unwrap(), in_ch);
+        // A folder without its events is no session.
+        std::fs::create_dir_all(ch.join(format!("session-state/{OTHER}"))).unwrap();
+        let err = locate(Cli::Copilot, OTHER, &env).unwrap_err();
+        assert!(
+            err.contains(&ch.join("session-state").display().to_string()),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_droid_id_is_found_in_any_project_and_checked_in_its_own() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let want = put(
+            &home.join(format!(".factory/sessions/-w-repo.d/{ID}.jsonl")),
+            "{}",
+        );
+        put(
+            &home.join(format!(".factory/sessions/-w-repo.d/{ID}.settings.json")),
+            "{}",
+        );
+        let env = env_of(&[("HOME", &home)]);
+        assert_eq!(locate(Cli::Droid, ID, &env).unwrap(), want);
+        assert_eq!(droid_transcript(ID, "/w/repo.d", &env), Some((want, true)));
+        let (other, there) = droid_transcript(OTHER, "/w/repo.d", &env).unwrap();
+        assert!(!there && other.ends_with(format!("-w-repo.d/{OTHER}.jsonl")));
+        // FACTORY_HOME_OVERRIDE moves the .factory folder.
+        let over = tmp.path().join("over");
+        let env = env_of(&[("HOME", &home), ("FACTORY_HOME_OVERRIDE", &over)]);
+        let err = locate(Cli::Droid, ID, &env).unwrap_err();
+        assert!(
+            err.contains(&over.join(".factory/sessions").display().to_string()),
+            "{err}"
+        );
+        assert_eq!(droid_transcript(ID, "/w", &env_of(&[])), None);
     }
 
     #[test]

@@ -163,7 +163,7 @@ pub fn handoff(project: &Project, args: HandoffArgs, printer: &Arc<Printer>) -> 
             args.to
         ))
         .hint(if known.is_empty() {
-            format!("add [agents.{}] with cli = \"codex\" (or claude, gemini, qwen, opencode) to .baton/config.toml", args.to)
+            format!("add [agents.{}] with cli = \"codex\" (or claude, gemini, qwen, opencode, copilot, droid) to .baton/config.toml", args.to)
         } else {
             format!("its agents are: {}", known.join(", "))
         }));
@@ -198,7 +198,7 @@ pub fn import(project: &Project, args: ImportArgs, printer: &Arc<Printer>) -> Re
     let cli: Cli =
         serde_json::from_value(serde_json::Value::String(args.cli.clone())).map_err(|_| {
             Error::bad_input(format!("baton cannot import sessions of {:?}", args.cli)).hint(
-                "name the CLI that wrote the session: claude, codex, gemini, qwen or opencode",
+                "name the CLI that wrote the session: claude, codex, gemini, qwen, opencode, copilot or droid",
             )
         })?;
     let eng = driving_engine(project, printer)?;

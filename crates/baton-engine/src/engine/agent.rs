@@ -40,6 +40,10 @@ pub(super) struct Launch {
     /// in the stream.
     pub agent: String,
     pub start: SessionStart,
+    /// The native session this run continues under a new id (droid's
+    /// `--fork`): the new one, read from the stream, is journaled as a
+    /// resume, with a note saying which session it continues.
+    pub forks: Option<String>,
 }
 
 /// The CLI's `--version`, asked in the background while the phase runs
@@ -103,9 +107,16 @@ impl Engine {
                 },
             )?;
         }
+        // A CLI whose stream has no token counts writes them to a file.
+        let usage = l.cli.and_then(|c| adapter::usage_file(c, &l.stdout));
+        let mut args = l.args.clone();
+        if let Some((file, more)) = &usage {
+            let _ = std::fs::remove_file(file);
+            args.extend(more.iter().cloned());
+        }
         let spec = Spec {
             program: l.program.clone(),
-            args: l.args.clone(),
+            args,
             env: l.env.clone(),
             cwd: held.ws.cwd.clone(),
             stdout: l.stdout.clone(),
@@ -189,6 +200,9 @@ impl Engine {
         if let Some(new) = stream.tail.as_mut().map(|t| t.finish()) {
             stream.take(new);
         }
+        if let (Some(c), Some((file, _))) = (l.cli, &usage) {
+            stream.take(adapter::read_usage_file(c, file).into_iter().collect());
+        }
         self.flush(held, phase, l, &mut stream, true)?;
         if l.cli.is_some()
             && let Waited::Exited(status) = &waited
@@ -225,13 +239,25 @@ impl Engine {
             })
         {
             stream.session_known = true;
+            let cli = l.cli.map(|c| c.as_str()).unwrap_or_default();
+            if let Some(old) = l.forks.as_ref().filter(|old| **old != native_id) {
+                self.decide_commit(
+                    held,
+                    Input::Note {
+                        phase: Some(phase.clone()),
+                        text: format!(
+                            "the {cli} session {old} was forked into {native_id} to continue it ({cli} cannot load a session in place offline); {native_id} is the session from now on"
+                        ),
+                    },
+                )?;
+            }
             self.decide_commit(
                 held,
                 Input::AgentSession {
                     phase: phase.clone(),
                     session: AgentSession {
                         agent: l.agent.clone(),
-                        cli: l.cli.map(|c| c.as_str()).unwrap_or_default().into(),
+                        cli: cli.into(),
                         native_id,
                         cwd: held.ws.cwd.display().to_string(),
                         version: None,
@@ -458,6 +484,57 @@ pub(super) fn invocation_for<'a>(
         .filter(|_| ps.interrupted)
         .filter(|s| s.agent == agent && s.cli == cli.as_str())
         .filter(|s| adapter::resumes_from(cli, &s.cwd, cwd))
+}
+
+impl Engine {
+    /// `resumable`, unless its CLI would not really continue it: droid
+    /// starts a fresh session (or fails without a word) for a session whose
+    /// transcript is gone, so that is checked first; when it is missing the
+    /// run starts over with the brief, and the journal says why.
+    pub(super) fn still_resumable(
+        &self,
+        held: &mut Held,
+        phase: &PhaseId,
+        resumable: Option<AgentSession>,
+        env: &[(String, String)],
+    ) -> Result<Option<AgentSession>> {
+        let Some(s) = resumable else {
+            return Ok(None);
+        };
+        if s.cli != Cli::Droid.as_str() {
+            return Ok(Some(s));
+        }
+        let var = |k: &str| {
+            env.iter()
+                .rev()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+                .or_else(|| std::env::var(k).ok())
+        };
+        match crate::native_files::droid_transcript(&s.native_id, &s.cwd, &var) {
+            Some((file, false)) => {
+                let why = format!(
+                    "its transcript {} is gone, and droid would start an empty session in its place",
+                    file.display()
+                );
+                self.observer.info(&format!(
+                    "could not continue the droid session {} of phase {phase} ({why}); starting a new one with the brief",
+                    s.native_id
+                ));
+                self.decide_commit(
+                    held,
+                    Input::Note {
+                        phase: Some(phase.clone()),
+                        text: format!(
+                            "the native session could not be continued ({why}); a new session gets the brief"
+                        ),
+                    },
+                )?;
+                Ok(None)
+            }
+            _ => Ok(Some(s)),
+        }
+    }
 }
 
 /// The argv (prompt filled in) of `agent` for `how`.
