@@ -27,6 +27,12 @@ fn stream(file: &str) -> String {
         "opencode-1.18.33-write.jsonl" => {
             include_str!("../tests/fixtures/streams/opencode-1.18.33-write.jsonl")
         }
+        "copilot-1.0.102-write.jsonl" => {
+            include_str!("../tests/fixtures/streams/copilot-1.0.102-write.jsonl")
+        }
+        "droid-0.225.2-write.jsonl" => {
+            include_str!("../tests/fixtures/streams/droid-0.225.2-write.jsonl")
+        }
         other => panic!("no fixture {other}"),
     };
     let mut out = String::with_capacity(TARGET_BYTES + one.len());
@@ -62,6 +68,8 @@ fn main() {
         (Cli::Gemini, "gemini-0.61.0-write.jsonl"),
         (Cli::Qwen, "qwen-0.15.10-write.jsonl"),
         (Cli::Opencode, "opencode-1.18.33-write.jsonl"),
+        (Cli::Copilot, "copilot-1.0.102-write.jsonl"),
+        (Cli::Droid, "droid-0.225.2-write.jsonl"),
     ] {
         let text = stream(file);
         let (baton, events) = mb_per_s(text.len(), || {

@@ -94,8 +94,8 @@ pub struct StreamParser {
     /// The assistant's latest message (Gemini streams it in deltas).
     last_text: String,
     session: Option<String>,
-    /// Copilot's tool calls so far (id, "name summary"): its results and
-    /// refusals name only the call's id.
+    /// Copilot's tool calls still waiting for their result (id, "name
+    /// summary"): its results and refusals name only the call's id.
     calls: Vec<(String, String)>,
 }
 
@@ -498,12 +498,14 @@ impl StreamParser {
                 } else {
                     first_of(&d["error"], &["message"])
                 };
+                // Answered: its call need not be remembered any longer.
+                let call = self
+                    .calls
+                    .iter()
+                    .position(|(c, _)| *c == id)
+                    .map(|at| self.calls.swap_remove(at).1);
                 if !ok && str_of(&d["error"], "code") == "denied" {
-                    let call = self
-                        .calls
-                        .iter()
-                        .find(|(c, _)| *c == id)
-                        .map_or("a tool", |(_, what)| what.as_str());
+                    let call = call.as_deref().unwrap_or("a tool");
                     out.push(AgentEvent::Error {
                         message: format!("permission denied: {call} ({})", shorten(&text, 120)),
                     });
