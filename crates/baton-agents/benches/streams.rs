@@ -4,7 +4,7 @@
 //!
 //! `cargo bench -p baton-agents --bench streams`
 
-use baton_agents::clis::{Claude, Codex, Gemini, Opencode, Qwen};
+use baton_agents::clis::{Claude, Codex, Copilot, Droid, Gemini, Opencode, Qwen};
 use baton_agents::{Cli, StreamParser};
 
 const CLAUDE_: Cli = &Claude;
@@ -12,6 +12,8 @@ const CODEX_: Cli = &Codex;
 const GEMINI_: Cli = &Gemini;
 const QWEN_: Cli = &Qwen;
 const OPENCODE_: Cli = &Opencode;
+const COPILOT_: Cli = &Copilot;
+const DROID_: Cli = &Droid;
 use std::time::Instant;
 
 const TARGET_BYTES: usize = 100 << 20;
@@ -33,6 +35,12 @@ fn stream(file: &str) -> String {
         }
         "opencode-1.18.33-write.jsonl" => {
             include_str!("../tests/fixtures/streams/opencode-1.18.33-write.jsonl")
+        }
+        "copilot-1.0.102-write.jsonl" => {
+            include_str!("../tests/fixtures/streams/copilot-1.0.102-write.jsonl")
+        }
+        "droid-0.225.2-write.jsonl" => {
+            include_str!("../tests/fixtures/streams/droid-0.225.2-write.jsonl")
         }
         other => panic!("no fixture {other}"),
     };
@@ -69,6 +77,8 @@ fn main() {
         (GEMINI_, "gemini-0.61.0-write.jsonl"),
         (QWEN_, "qwen-0.15.10-write.jsonl"),
         (OPENCODE_, "opencode-1.18.33-write.jsonl"),
+        (COPILOT_, "copilot-1.0.102-write.jsonl"),
+        (DROID_, "droid-0.225.2-write.jsonl"),
     ] {
         let text = stream(file);
         let (baton, events) = mb_per_s(text.len(), || {

@@ -37,6 +37,7 @@ pub fn classify_failure(
         "UNAUTHENTICATED",
         "invalid x-api-key",
         "invalid_api_key",
+        "Authentication failed",
     ]) || cli.authentication_exit(exit_code)
     {
         FailureKind::Authentication

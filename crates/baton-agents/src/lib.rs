@@ -74,10 +74,24 @@ pub trait AgentCli: Send + Sync {
     fn resumes_from(&self, _ran_in: &str, _cwd: &Path) -> bool {
         true
     }
-    /// Whether the native session `native_id` (run in `cwd`) still exists,
-    /// for the CLIs that silently start a new session for an unknown id;
-    /// `None`: the CLI says so itself when asked to resume it.
-    fn has_session(&self, _native_id: &str, _cwd: &str, _env: Env<'_>) -> Option<bool> {
+    /// Whether continuing a session keeps its id; `false`: it goes on
+    /// under a new id, read from the stream (a fork).
+    fn resume_keeps_id(&self) -> bool {
+        true
+    }
+    /// Why the native session `native_id` (run in `cwd`) is known to be
+    /// gone, for a CLI that would not say so itself when asked to continue
+    /// it (it silently starts an empty session); `None`: it may be there.
+    fn missing_session(&self, _native_id: &str, _cwd: &str, _env: Env<'_>) -> Option<String> {
+        None
+    }
+    /// For a CLI whose stream carries no token counts: the arguments that
+    /// make it write them to `file` when the run ends.
+    fn usage_file_args(&self, _file: &Path) -> Option<Vec<String>> {
+        None
+    }
+    /// The tokens in that file's text (pure).
+    fn usage_from_file(&self, _text: &str) -> Option<AgentEvent> {
         None
     }
     /// The memory file it reads from its working folder (where a handoff
@@ -86,10 +100,9 @@ pub trait AgentCli: Send + Sync {
 
     // --- its stream ------------------------------------------------------
 
-    /// The events of one line of its JSON stream. `last_text` is the
-    /// assistant's latest message so far (for a final event that lacks
-    /// it).
-    fn parse_line(&self, v: &Value, last_text: &str) -> Vec<AgentEvent>;
+    /// The events of one line of its JSON stream, given what the stream
+    /// said before ([`Seen`]).
+    fn parse_line(&self, v: &Value, seen: &Seen<'_>) -> Vec<AgentEvent>;
     /// Whether its assistant text comes in pieces to be joined (Gemini).
     fn text_in_deltas(&self) -> bool {
         false
@@ -143,6 +156,25 @@ impl std::fmt::Debug for dyn AgentCli {
 impl PartialEq for dyn AgentCli {
     fn eq(&self, other: &Self) -> bool {
         self.name() == other.name()
+    }
+}
+
+/// What a stream said before the line being read.
+#[derive(Debug, Clone, Copy)]
+pub struct Seen<'a> {
+    /// The assistant's latest message (for a final event that lacks it).
+    pub last_text: &'a str,
+    /// The tool calls still without their result: (id, "name summary").
+    pub open_calls: &'a [(String, String)],
+}
+
+impl Seen<'_> {
+    /// "name summary" of the open call `id`.
+    pub fn call(&self, id: &str) -> Option<&str> {
+        self.open_calls
+            .iter()
+            .find(|(c, _)| c == id)
+            .map(|(_, what)| what.as_str())
     }
 }
 

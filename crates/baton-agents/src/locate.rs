@@ -128,7 +128,7 @@ pub(crate) fn one_of(
 mod tests {
     use super::*;
     use crate::AgentCli;
-    use crate::clis::{Claude, Codex, Gemini, Opencode, Qwen};
+    use crate::clis::{Claude, Codex, Copilot, Droid, Gemini, Opencode, Qwen};
     use std::collections::HashMap;
 
     const ID: &str = "5e551011-0000-4000-8000-00000000beef";
@@ -308,6 +308,58 @@ mod tests {
             ])
         );
         assert_eq!(Opencode.export_command("../x.json"), None);
+    }
+
+    #[test]
+    fn a_copilot_id_is_its_session_state_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let want = put(
+            &home.join(format!(".copilot/session-state/{ID}/events.jsonl")),
+            "{}",
+        );
+        let env = env_of(&[("HOME", &home)]);
+        assert_eq!(locate(&Copilot, ID, &env).unwrap(), want);
+        // COPILOT_HOME wins over HOME.
+        let ch = tmp.path().join("ch");
+        let in_ch = put(&ch.join(format!("session-state/{ID}/events.jsonl")), "{}");
+        let env = env_of(&[("HOME", &home), ("COPILOT_HOME", &ch)]);
+        assert_eq!(locate(&Copilot, ID, &env).unwrap(), in_ch);
+        // A folder without its events is no session.
+        std::fs::create_dir_all(ch.join(format!("session-state/{OTHER}"))).unwrap();
+        let err = locate(&Copilot, OTHER, &env).unwrap_err();
+        assert!(
+            err.contains(&ch.join("session-state").display().to_string()),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_droid_id_is_found_in_any_project_and_checked_in_its_own() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let want = put(
+            &home.join(format!(".factory/sessions/-w-repo.d/{ID}.jsonl")),
+            "{}",
+        );
+        put(
+            &home.join(format!(".factory/sessions/-w-repo.d/{ID}.settings.json")),
+            "{}",
+        );
+        let env = env_of(&[("HOME", &home)]);
+        assert_eq!(locate(&Droid, ID, &env).unwrap(), want);
+        assert_eq!(Droid.missing_session(ID, "/w/repo.d", &env), None);
+        let why = Droid.missing_session(OTHER, "/w/repo.d", &env).unwrap();
+        assert!(why.contains(&format!("-w-repo.d/{OTHER}.jsonl")), "{why}");
+        // FACTORY_HOME_OVERRIDE moves the .factory folder.
+        let over = tmp.path().join("over");
+        let env = env_of(&[("HOME", &home), ("FACTORY_HOME_OVERRIDE", &over)]);
+        let err = locate(&Droid, ID, &env).unwrap_err();
+        assert!(
+            err.contains(&over.join(".factory/sessions").display().to_string()),
+            "{err}"
+        );
+        assert_eq!(Droid.missing_session(ID, "/w", &env_of(&[])), None);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! CLI is known to write, becomes an [`AgentEvent::Warning`]; it never
 //! stops the parse. Pure: lines in, events out.
 
-use crate::{AgentEvent, Cli};
+use crate::{AgentEvent, Cli, Seen};
 use baton_core::agent_stream::shorten;
 use serde_json::Value;
 
@@ -20,6 +20,8 @@ pub struct StreamParser {
     /// The assistant's latest message (some CLIs stream it in deltas).
     last_text: String,
     session: Option<String>,
+    /// Tool calls still without their result: (id, "name summary").
+    open_calls: Vec<(String, String)>,
 }
 
 impl StreamParser {
@@ -29,6 +31,7 @@ impl StreamParser {
             line_no: 0,
             last_text: String::new(),
             session: None,
+            open_calls: Vec::new(),
         }
     }
 
@@ -52,7 +55,11 @@ impl StreamParser {
                 }];
             }
         };
-        let mut out = self.cli.parse_line(&v, &self.last_text);
+        let seen = Seen {
+            last_text: &self.last_text,
+            open_calls: &self.open_calls,
+        };
+        let mut out = self.cli.parse_line(&v, &seen);
         // Some CLIs name their session on every event: say it once (again
         // only if it changes, e.g. a resume that started a new one).
         out.retain(|e| match e {
@@ -69,7 +76,12 @@ impl StreamParser {
                     self.last_text.push_str(text)
                 }
                 AgentEvent::AssistantText { text } => self.last_text = text.clone(),
-                AgentEvent::ToolCall { .. } => self.last_text.clear(),
+                AgentEvent::ToolCall { id, name, summary } => {
+                    self.last_text.clear();
+                    self.open_calls
+                        .push((id.clone(), format!("{name} {summary}")));
+                }
+                AgentEvent::ToolResult { id, .. } => self.open_calls.retain(|(c, _)| c != id),
                 _ => {}
             }
         }

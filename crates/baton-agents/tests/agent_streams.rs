@@ -2,7 +2,7 @@
 //! against baton's scripted model server: one tool call writing a file,
 //! then a final "done").
 
-use baton_agents::clis::{Claude, Codex, Gemini, Opencode, Qwen};
+use baton_agents::clis::{Claude, Codex, Copilot, Droid, Gemini, Opencode, Qwen};
 use baton_agents::{AgentCli, AgentEvent, Cli, StreamParser};
 
 const CLAUDE_: Cli = &Claude;
@@ -10,6 +10,8 @@ const CODEX_: Cli = &Codex;
 const GEMINI_: Cli = &Gemini;
 const QWEN_: Cli = &Qwen;
 const OPENCODE_: Cli = &Opencode;
+const COPILOT_: Cli = &Copilot;
+const DROID_: Cli = &Droid;
 
 /// A recorded stream, built into the test (so it always matches the
 /// source, wherever the build happened).
@@ -20,6 +22,12 @@ fn fixture(file: &str) -> &'static str {
             include_str!("fixtures/streams/claude-2.1.330-missing-session.jsonl")
         }
         "claude-2.1.330-write.jsonl" => include_str!("fixtures/streams/claude-2.1.330-write.jsonl"),
+        "copilot-1.0.102-401.jsonl" => include_str!("fixtures/streams/copilot-1.0.102-401.jsonl"),
+        "copilot-1.0.102-write.jsonl" => {
+            include_str!("fixtures/streams/copilot-1.0.102-write.jsonl")
+        }
+        "droid-0.225.2-401.jsonl" => include_str!("fixtures/streams/droid-0.225.2-401.jsonl"),
+        "droid-0.225.2-write.jsonl" => include_str!("fixtures/streams/droid-0.225.2-write.jsonl"),
         "codex-0.169.0-401.jsonl" => include_str!("fixtures/streams/codex-0.169.0-401.jsonl"),
         "codex-0.169.0-apply-patch.jsonl" => {
             include_str!("fixtures/streams/codex-0.169.0-apply-patch.jsonl")
@@ -224,6 +232,134 @@ fn opencode_1_18_stream() {
 }
 
 #[test]
+fn copilot_1_0_stream() {
+    let ev = parse(COPILOT_, "copilot-1.0.102-write.jsonl");
+    // The id is on the last line only (baton chose it up front).
+    assert_eq!(session(&ev), Some("11111111-2222-4333-8444-555555555555"));
+    let calls = calls_and_results(&ev);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        calls[0].0,
+        "create /tmp/baton-stream-record/copilot-write/repo/hello.txt"
+    );
+    assert!(calls[0].2);
+    // Ephemeral events (deltas, model call bookkeeping) are not read.
+    assert_eq!(
+        ev.iter()
+            .filter(|e| matches!(e, AgentEvent::AssistantText { .. }))
+            .count(),
+        1
+    );
+    // No tokens on stdout: they come from --usage-output-file.
+    assert!(!ev.iter().any(|e| matches!(e, AgentEvent::Usage { .. })));
+    assert_eq!(finals(&ev), [(true, "done".to_string())]);
+    assert!(
+        !ev.iter()
+            .any(|e| matches!(e, AgentEvent::Warning { .. } | AgentEvent::Error { .. })),
+        "{ev:?}"
+    );
+}
+
+#[test]
+fn copilots_usage_file_is_its_tokens() {
+    let text = r#"{"totalPremiumRequestCost":0,"modelMetrics":{"scripted-model":{"requests":{"count":2,"cost":0},"usage":{"inputTokens":200,"outputTokens":14,"cacheReadTokens":5,"cacheWriteTokens":0}}},"lastCallInputTokens":100}"#;
+    assert_eq!(
+        Copilot.usage_from_file(text),
+        Some(AgentEvent::Usage {
+            input_tokens: 205,
+            output_tokens: 14,
+            cost_usd: None
+        })
+    );
+    assert_eq!(Copilot.usage_from_file(""), None);
+    assert_eq!(Copilot.usage_from_file("{}"), None);
+}
+
+/// Both new CLIs exit 0 when a tool is refused: the stream says so, and
+/// that is an error (as Claude's permission denials are).
+#[test]
+fn a_refused_tool_is_an_error_for_copilot_and_droid() {
+    let mut p = StreamParser::new(COPILOT_);
+    let mut ev = p.line(
+        r#"{"type":"assistant.message","data":{"content":"","toolRequests":[{"toolCallId":"c1","name":"create","arguments":{"path":"/x/a.txt","file_text":"no"}}]},"id":"1","parentId":"0"}"#,
+    );
+    ev.extend(p.line(
+        r#"{"type":"tool.execution_complete","data":{"toolCallId":"c1","success":false,"error":{"message":"Permission to run this tool was denied due to the following rules: `write`","code":"denied"}},"id":"2","parentId":"1"}"#,
+    ));
+    // A tool that merely failed is not a refusal.
+    ev.extend(p.line(
+        r#"{"type":"tool.execution_complete","data":{"toolCallId":"c2","success":false,"error":{"message":"Path already exists","code":"failure"}},"id":"3","parentId":"1"}"#,
+    ));
+    assert_eq!(
+        errors(&ev),
+        [
+            "permission denied: create /x/a.txt (Permission to run this tool was denied due to the following rules: `write`)"
+        ]
+    );
+    assert_eq!(
+        ev.iter()
+            .filter(|e| matches!(e, AgentEvent::ToolResult { ok: false, .. }))
+            .count(),
+        2
+    );
+
+    let mut p = StreamParser::new(DROID_);
+    let ev = p.line(
+        r#"{"type":"tool_result","id":"call_0","toolId":"Create","isError":true,"error":{"type":"tool_error","message":"Error: Tool Create is not permitted in this exec session. Available tools: Read, LS, Execute."},"session_id":"s"}"#,
+    );
+    assert!(
+        errors(&ev)
+            .iter()
+            .any(|m| m.starts_with("permission denied: Create (Tool Create is not permitted")),
+        "{ev:?}"
+    );
+    let ev = p.line(
+        r#"{"type":"tool_result","id":"call_1","toolId":"Execute","isError":true,"error":{"type":"tool_error","message":"Error: Exec ended early: insufficient permission to proceed. Re-run with --auto medium or --auto high."},"session_id":"s"}"#,
+    );
+    assert!(
+        errors(&ev)
+            .iter()
+            .any(|m| m.starts_with("permission denied: Execute")),
+        "{ev:?}"
+    );
+    let ev = p.line(
+        r#"{"type":"tool_result","id":"call_2","toolId":"Execute","isError":true,"error":{"type":"tool_error","message":"Command failed with exit code 1"},"session_id":"s"}"#,
+    );
+    assert!(errors(&ev).is_empty(), "{ev:?}");
+}
+
+#[test]
+fn droid_0_225_stream() {
+    let ev = parse(DROID_, "droid-0.225.2-write.jsonl");
+    // Every line carries the session id; it is reported once.
+    assert_eq!(
+        ev.iter()
+            .filter(|e| matches!(e, AgentEvent::SessionStarted { .. }))
+            .count(),
+        1
+    );
+    assert_eq!(session(&ev), Some("f18549c9-19f4-4bef-9f89-6c9d9a0c6b54"));
+    let calls = calls_and_results(&ev);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        calls[0].0,
+        "Create /tmp/baton-stream-record/droid-write/repo/hello.txt"
+    );
+    assert!(calls[0].2);
+    assert!(ev.contains(&AgentEvent::Usage {
+        input_tokens: 20702,
+        output_tokens: 23,
+        cost_usd: None
+    }));
+    assert_eq!(finals(&ev), [(true, "done".to_string())]);
+    assert!(
+        !ev.iter()
+            .any(|e| matches!(e, AgentEvent::Warning { .. } | AgentEvent::Error { .. })),
+        "{ev:?}"
+    );
+}
+
+#[test]
 fn errors_are_read_from_each_stream() {
     let ev = parse(CLAUDE_, "claude-2.1.330-missing-session.jsonl");
     assert!(
@@ -268,6 +404,26 @@ fn errors_are_read_from_each_stream() {
         errors(&ev).iter().any(|m| m.contains("invalid x-api-key")),
         "{ev:?}"
     );
+
+    // Copilot: `session.error`, then a result with exitCode 1.
+    let ev = parse(COPILOT_, "copilot-1.0.102-401.jsonl");
+    assert!(
+        errors(&ev)
+            .iter()
+            .any(|m| m.starts_with("authentication: Authentication failed")
+                && m.contains("HTTP 401")),
+        "{ev:?}"
+    );
+    assert_eq!(finals(&ev).last().map(|f| f.0), Some(false));
+
+    // droid: two error lines and no completion.
+    let ev = parse(DROID_, "droid-0.225.2-401.jsonl");
+    assert_eq!(
+        errors(&ev),
+        ["401 scripted failure: HTTP 401", "Exec failed"],
+        "{ev:?}"
+    );
+    assert!(finals(&ev).is_empty());
 }
 
 use baton_agents::FailureKind;
@@ -303,6 +459,11 @@ fn failures_are_classified_per_cli() {
             Some(1),
             "\u{1b}[91mError: \u{1b}[0mSession not found",
         ),
+        (
+            COPILOT_,
+            Some(1),
+            "Error: No session, task, or name matched '99999999-2222-4333-8444-555555555559'.\n\nTo resume by session or task ID:  copilot --resume=<id>",
+        ),
     ];
     for (cli, code, stderr) in stale {
         assert_eq!(
@@ -318,6 +479,8 @@ fn failures_are_classified_per_cli() {
         (QWEN_, "qwen-0.15.10-401.jsonl"),
         (OPENCODE_, "opencode-1.18.33-401.jsonl"),
         (CLAUDE_, "claude-2.1.330-401.jsonl"),
+        (COPILOT_, "copilot-1.0.102-401.jsonl"),
+        (DROID_, "droid-0.225.2-401.jsonl"),
     ] {
         assert_eq!(
             classify_failure(cli, Some(1), "", &parse(cli, file)),
@@ -335,6 +498,11 @@ fn failures_are_classified_per_cli() {
         Other
     );
     assert_eq!(Opencode.package().name, "opencode-ai");
+    assert_eq!(Copilot.package().name, "@github/copilot");
+    assert_eq!(Droid.package().name, "@factory/cli");
+    // droid tells nothing of an unknown session (`--fork ID` exits 1 and
+    // prints nothing): baton checks for its transcript before resuming.
+    assert_eq!(classify_failure(DROID_, Some(1), "", &[]), Other);
 }
 
 /// A run killed while its tool ran: the transcript baton builds from it

@@ -3,7 +3,7 @@
 //! write-file tool call, then "done") read as a user would expect to see
 //! them imported.
 
-use baton_agents::clis::{Claude, Codex, Gemini, Opencode, Qwen};
+use baton_agents::clis::{Claude, Codex, Copilot, Droid, Gemini, Opencode, Qwen};
 use baton_agents::native::{detect, parse_transcript};
 use baton_agents::{AgentEvent, Cli, NativeTranscript};
 
@@ -12,8 +12,10 @@ const CODEX_: Cli = &Codex;
 const GEMINI_: Cli = &Gemini;
 const QWEN_: Cli = &Qwen;
 const OPENCODE_: Cli = &Opencode;
+const COPILOT_: Cli = &Copilot;
+const DROID_: Cli = &Droid;
 
-const CLIS: [Cli; 5] = [CLAUDE_, CODEX_, GEMINI_, QWEN_, OPENCODE_];
+const CLIS: [Cli; 7] = [CLAUDE_, CODEX_, GEMINI_, QWEN_, OPENCODE_, COPILOT_, DROID_];
 
 /// The recorded file, built into the test.
 fn fixture(cli: Cli) -> &'static str {
@@ -23,6 +25,8 @@ fn fixture(cli: Cli) -> &'static str {
         "gemini" => include_str!("fixtures/native/gemini.jsonl"),
         "qwen" => include_str!("fixtures/native/qwen.jsonl"),
         "opencode" => include_str!("fixtures/native/opencode.json"),
+        "copilot" => include_str!("fixtures/native/copilot.jsonl"),
+        "droid" => include_str!("fixtures/native/droid.jsonl"),
         other => panic!(
             "no recorded native session for {other}: record one with the record_native example"
         ),
@@ -58,7 +62,27 @@ fn expected(cli: Cli) -> (&'static str, &'static str, &'static str) {
             "/tmp/baton-native-record/opencode/repo",
             "write",
         ),
+        "copilot" => (
+            "5e551011-0000-4000-8000-00000000beef",
+            "/tmp/baton-native-record/copilot/repo",
+            "create",
+        ),
+        "droid" => (
+            "64a561b5-76c5-40c5-ac3c-95e529e588a9",
+            "/tmp/baton-native-record/droid/repo",
+            "Create",
+        ),
         other => panic!("no expectations for {other}"),
+    }
+}
+
+/// How many model calls' tokens the file holds: two (a tool call, then
+/// "done"), but droid keeps its tokens beside the session file
+/// (`<id>.settings.json`), not in it.
+fn usage_records(cli: Cli) -> usize {
+    match cli.name() {
+        "droid" => 0,
+        _ => 2,
     }
 }
 
@@ -126,7 +150,7 @@ fn reads_as_the_session_it_was(cli: Cli) {
             _ => None,
         })
         .collect();
-    assert_eq!(usage.len(), 2, "{t:#?}");
+    assert_eq!(usage.len(), usage_records(cli), "{t:#?}");
     assert!(usage.iter().all(|n| *n > 0), "{t:#?}");
     assert_eq!(t.warnings, 0);
     assert_eq!(detect(fixture(cli)), Some(cli));
@@ -157,12 +181,22 @@ fn an_opencode_export_reads_as_it_was() {
     reads_as_the_session_it_was(OPENCODE_);
 }
 
+#[test]
+fn a_copilot_session_reads_as_it_was() {
+    reads_as_the_session_it_was(COPILOT_);
+}
+
+#[test]
+fn a_droid_session_reads_as_it_was() {
+    reads_as_the_session_it_was(DROID_);
+}
+
 /// A session file cut off mid-line (the CLI was killed while writing it)
 /// still imports: what was written before the cut is there, the broken
 /// line is one warning.
 #[test]
 fn a_file_cut_mid_line_still_imports_with_a_warning() {
-    for cli in [CLAUDE_, CODEX_, GEMINI_, QWEN_] {
+    for cli in [CLAUDE_, CODEX_, GEMINI_, QWEN_, COPILOT_, DROID_] {
         let text = fixture(cli);
         // Cut inside the line holding the final answer: keep the lines
         // before it and half of it.
@@ -182,7 +216,7 @@ fn a_file_cut_mid_line_still_imports_with_a_warning() {
 /// session is all there.
 #[test]
 fn a_broken_line_in_the_middle_is_skipped_and_counted() {
-    for cli in [CLAUDE_, CODEX_, GEMINI_, QWEN_] {
+    for cli in [CLAUDE_, CODEX_, GEMINI_, QWEN_, COPILOT_, DROID_] {
         let text = fixture(cli);
         let mut lines: Vec<&str> = text.lines().collect();
         lines.insert(lines.len() / 2, "{\"type\": \"assistant\", \"mess");
@@ -225,6 +259,8 @@ fn another_clis_file_is_refused_naming_both() {
         "gemini" => ("Gemini CLI session file", "~/.gemini/tmp/"),
         "qwen" => ("Qwen Code session file", "~/.qwen/projects/"),
         "opencode" => ("OpenCode session export", "opencode export"),
+        "copilot" => ("GitHub Copilot CLI session file", "~/.copilot"),
+        "droid" => ("Factory droid session file", "~/.factory/sessions/"),
         other => panic!("no expectations for {other}"),
     };
     for wanted in CLIS {

@@ -168,7 +168,8 @@ pub struct ResumeArgs {
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// The CLI that wrote the session: claude, codex, gemini, qwen or opencode.
+    /// The CLI that wrote the session: claude, codex, gemini, qwen, opencode,
+    /// copilot or droid.
     pub cli: String,
     /// Its session file, or its session id (looked up in that CLI's own
     /// folders; OpenCode sessions through `opencode export ID`).

@@ -52,6 +52,8 @@ fn delete_native_sessions(agent: Agent, home: &Path) {
         Agent::Gemini => &[".gemini/tmp"],
         Agent::Qwen => &[".qwen/tmp", ".qwen/projects"],
         Agent::Opencode => &[".local/share/opencode"],
+        Agent::Copilot => &[".copilot/session-state"],
+        Agent::Droid => &[".factory/sessions"],
     };
     let mut gone = 0;
     for d in dirs {
@@ -132,11 +134,6 @@ fn a_crashed_phase_continues_its_native_session(agent: Agent) {
         doc["completed_phases"][0]["summary"],
         "finished after the crash"
     );
-    assert_eq!(
-        doc["completed_phases"][0]["native_session_id"],
-        native.as_str()
-    );
-    // The second attempt continued the same native session...
     let sessions: Vec<(String, String)> = p
         .journal("t")
         .iter()
@@ -148,9 +145,30 @@ fn a_crashed_phase_continues_its_native_session(agent: Agent) {
             )
         })
         .collect();
+    // droid continues a session offline by forking it: the conversation
+    // goes on under a new id, journaled as a resume, and the log says so.
+    let continued = if agent == Agent::Droid {
+        let forked = sessions.last().map(|s| s.0.clone()).unwrap_or_default();
+        assert_ne!(forked, native, "a fork has its own id");
+        let (_, log, _) = p.run(&["log", "t"]);
+        assert!(
+            log.contains(&format!(
+                "the droid session {native} was forked into {forked}"
+            )),
+            "{log}"
+        );
+        forked
+    } else {
+        native.clone()
+    };
+    assert_eq!(
+        doc["completed_phases"][0]["native_session_id"],
+        continued.as_str()
+    );
+    // The second attempt continued the same native session...
     assert_eq!(
         sessions,
-        vec![(native.clone(), "new".into()), (native, "resumed".into())],
+        vec![(native, "new".into()), (continued, "resumed".into())],
         "{}",
         agent.program()
     );
@@ -199,6 +217,16 @@ fn a_lost_native_session_falls_back_to_the_brief(agent: Agent) {
         "{}: says why it starts over: {err}",
         agent.program()
     );
+    match agent {
+        // droid would start an empty session (or fail without a word): its
+        // transcript is checked before it is asked to continue one.
+        Agent::Droid => assert!(
+            err.contains(".factory/sessions/") && err.contains("is gone"),
+            "{err}"
+        ),
+        Agent::Copilot => assert!(err.contains("has no such session"), "{err}"),
+        _ => {}
+    }
     let doc = p.state("t");
     assert_eq!(doc["status"], "COMPLETE");
     assert_eq!(
@@ -253,6 +281,8 @@ per_cli! {
     gemini: Agent::Gemini;
     qwen: Agent::Qwen;
     opencode: Agent::Opencode;
+    copilot: Agent::Copilot;
+    droid: Agent::Droid;
 }
 
 /// Two agent phases with a gate between that fails the first time: the
@@ -424,18 +454,39 @@ fn a_task_hands_off_from_codex_to_gemini_cli() {
     handoff(Agent::Codex, Agent::Gemini);
 }
 
+#[test]
+fn a_task_hands_off_from_claude_code_to_copilot() {
+    handoff(Agent::Claude, Agent::Copilot);
+}
+
+#[test]
+fn a_task_hands_off_from_codex_to_droid() {
+    handoff(Agent::Codex, Agent::Droid);
+}
+
 /// A Claude Code session the user ran by hand (outside baton) in the
 /// project, which wrote hello.txt: returns its session id.
 fn a_session_outside_baton(p: &TestProject, server: &ModelServer, home: &Path) -> String {
-    let id = "6f1e2d3c-4b5a-4987-8c6d-5e4f3a2b1c0d";
+    a_session_of(Agent::Claude, p, server, home)
+}
+
+/// A session of `agent` the user ran by hand (outside baton) in the
+/// project: returns its session id (chosen up front where the CLI takes
+/// one, else read from its stream).
+fn a_session_of(agent: Agent, p: &TestProject, server: &ModelServer, home: &Path) -> String {
+    let chosen = "6f1e2d3c-4b5a-4987-8c6d-5e4f3a2b1c0d";
     let run = baton_testkit::agents::Run {
-        agent: Agent::Claude,
+        agent,
         server,
         workdir: p.root(),
         home,
     };
     let out = run
-        .command("Write the greeting for the team", Some(id), None)
+        .command(
+            "Write the greeting for the team",
+            agent.takes_session_id().then_some(chosen),
+            None,
+        )
         .output()
         .unwrap();
     assert!(
@@ -443,7 +494,84 @@ fn a_session_outside_baton(p: &TestProject, server: &ModelServer, home: &Path) -
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    id.to_string()
+    if agent.takes_session_id() {
+        return chosen.to_string();
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            v["session_id"].as_str().map(str::to_string)
+        })
+        .expect("a session id in the stream")
+}
+
+/// `baton import` of a session of `agent` run by hand, found by its id
+/// in the CLI's own folder, continued natively on that CLI (droid: forked,
+/// a new id).
+fn an_imported_session_continues_natively(agent: Agent) {
+    let p = TestProject::new();
+    let h = home();
+    let (tool, args) = agent.write_tool(&p.root().join("hello.txt"), "hi");
+    let server = ModelServer::start(vec![
+        Reply::tool(tool, args),
+        Reply::text("written by hand"),
+        Reply::text("continued under baton"),
+    ]);
+    add_agent(&p, "cc", agent, &server, h.path());
+    let session = a_session_of(agent, &p, &server, h.path());
+
+    let cli = agent.program();
+    let (code, _, err) = p.run(&["import", cli, &session, "--id", "t", "--agent", "cc"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(&format!("importing {cli} session {session}")),
+        "{err}"
+    );
+    let doc = p.state("t");
+    assert_eq!(doc["status"], "COMPLETE");
+    assert_eq!(doc["task_description"], "Write the greeting for the team");
+    assert_eq!(
+        doc["completed_phases"][0]["summary"],
+        "continued under baton"
+    );
+    // The CLI itself sent the session's history: the prompt typed by hand,
+    // its answer.
+    let last = bodies(&server).pop().unwrap();
+    assert!(last.contains("Write the greeting for the team"), "{last}");
+    assert!(last.contains("written by hand"), "{last}");
+    let journal = p.journal("t");
+    let imported = journal.iter().find(|e| e["kind"] == "imported").unwrap();
+    assert_eq!(imported["session"]["native_id"], session.as_str());
+    let started = journal
+        .iter()
+        .find(|e| e["kind"] == "agent_session")
+        .unwrap();
+    assert_eq!(started["session"]["start"], "resumed");
+    let continued = started["session"]["native_id"].as_str().unwrap();
+    if agent == Agent::Droid {
+        assert_ne!(continued, session, "droid forks the session");
+        let (_, log, _) = p.run(&["log", "t"]);
+        assert!(
+            log.contains(&format!(
+                "the droid session {session} was forked into {continued}"
+            )),
+            "{log}"
+        );
+    } else {
+        assert_eq!(continued, session);
+    }
+    assert_eq!(doc["completed_phases"][0]["native_session_id"], continued);
+}
+
+#[test]
+fn an_imported_copilot_session_continues_natively_on_copilot() {
+    an_imported_session_continues_natively(Agent::Copilot);
+}
+
+#[test]
+fn an_imported_droid_session_continues_natively_on_droid() {
+    an_imported_session_continues_natively(Agent::Droid);
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! Prompt phases on a built-in CLI adapter (`cli = "claude"`), with the
-//! real Claude Code run headless against the scripted model server.
+//! real CLIs run headless against the scripted model server.
 
 use baton_testkit::TestProject;
 use baton_testkit::agents::Agent;
@@ -54,7 +54,7 @@ fn a_prompt_phase_runs_on(agent: Agent) {
     let journal = p.journal("t");
     let at = |kind: &str| journal.iter().position(|e| e["kind"] == kind);
     let session = at("agent_session").expect("an agent_session event");
-    if agent != Agent::Codex && agent != Agent::Opencode {
+    if agent.takes_session_id() {
         assert!(
             session < at("phase_process").unwrap(),
             "journaled before the CLI started"
@@ -69,11 +69,7 @@ fn a_prompt_phase_runs_on(agent: Agent) {
     assert_eq!(recorded["cwd"], p.root().display().to_string());
     // With the CLI's version (an update can orphan old sessions) and the
     // tokens the scripted server reported.
-    let pinned = baton_testkit::agents::PINNED
-        .iter()
-        .find(|(pkg, _)| pkg.contains(agent.program()))
-        .map(|(_, v)| *v)
-        .unwrap();
+    let pinned = agent.pinned_version();
     let version = doc["phases"][0]["agent_runs"][0]["session"]["version"]
         .as_str()
         .unwrap_or_default();
@@ -117,6 +113,16 @@ fn a_prompt_phase_runs_on_qwen_code() {
 #[test]
 fn a_prompt_phase_runs_on_opencode() {
     a_prompt_phase_runs_on(Agent::Opencode);
+}
+
+#[test]
+fn a_prompt_phase_runs_on_copilot() {
+    a_prompt_phase_runs_on(Agent::Copilot);
+}
+
+#[test]
+fn a_prompt_phase_runs_on_droid() {
+    a_prompt_phase_runs_on(Agent::Droid);
 }
 
 #[test]
@@ -170,6 +176,42 @@ fn a_refused_write_fails_the_phase_although_claude_exits_0() {
     assert!(err.contains("permission denied"), "{err}");
 }
 
+/// Copilot and droid exit 0 when a tool is refused; their stream says so,
+/// and the phase fails as Claude's does. With `permission = "read-only"`
+/// Copilot denies its write tool and droid withholds its own.
+fn a_refused_write_fails_the_phase_on(agent: Agent) {
+    let p = TestProject::new();
+    let target = p.root().join("x.txt");
+    let (tool, args) = agent.write_tool(&target, "no");
+    let server = ModelServer::start(vec![
+        Reply::tool(tool, args),
+        Reply::text("I could not write it"),
+    ]);
+    let home = agent_setup(&p, agent, &server);
+    let cfg = p.root().join(".baton/config.toml");
+    let text = fs_err::read_to_string(&cfg).unwrap().replace(
+        "[agents.cc.env]",
+        "permission = \"read-only\"\n[agents.cc.env]",
+    );
+    fs_err::write(&cfg, text).unwrap();
+    let (code, _, err) = p.run(&["run", "w", "x", "--id", "t"]);
+    assert_eq!(code, 1, "{}: the task fails: {err}", agent.program());
+    assert!(!target.exists());
+    assert!(err.contains("permission denied"), "{err}");
+    assert!(err.contains("exited 0 but failed"), "{err}");
+    drop(home);
+}
+
+#[test]
+fn a_refused_write_fails_the_phase_although_copilot_exits_0() {
+    a_refused_write_fails_the_phase_on(Agent::Copilot);
+}
+
+#[test]
+fn a_refused_write_fails_the_phase_although_droid_exits_0() {
+    a_refused_write_fails_the_phase_on(Agent::Droid);
+}
+
 #[test]
 fn agent_config_mistakes_are_refused_with_a_hint() {
     let p = TestProject::new();
@@ -184,6 +226,8 @@ fn agent_config_mistakes_are_refused_with_a_hint() {
             "[agents.x]\ncommand = [\"a\"]\nmodel = \"m\"\n",
             "model, args and permission go with a built-in cli",
         ),
+        // Crush has no built-in adapter (it cannot run offline: a generic
+        // `command` preset).
         ("[agents.x]\ncli = \"crush\"\n", "unknown variant `crush`"),
         (
             "[agents.x]\ncli = \"codex\"\npermission = \"root\"\n",

@@ -123,7 +123,7 @@ pub struct PhaseState {
 pub struct AgentSession {
     /// The `[agents.NAME]` that ran it.
     pub agent: String,
-    /// The built-in CLI (claude, codex, gemini, qwen, opencode).
+    /// The built-in CLI (claude, codex, gemini, qwen, opencode, copilot, droid).
     pub cli: String,
     pub native_id: String,
     /// The folder it ran in: several CLIs resume only from there.

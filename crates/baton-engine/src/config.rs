@@ -232,10 +232,11 @@ ttl = "30s"
 # Agent for prompt phases whose workflow names none.
 agent = "claude"
 
-# Agents. Built in (cli = ...): claude, codex, gemini, qwen, opencode, run
-# headless with your own environment; baton reads their stream, journals
-# their native session and continues it after a crash. Add model = "...",
-# args = [...], permission = "edit" | "read-only" | "full", and [agents.NAME.env].
+# Agents. Built in (cli = ...): claude, codex, gemini, qwen, opencode,
+# copilot, droid, run headless with your own environment; baton reads their
+# stream, journals their native session and continues it after a crash.
+# Add model = "...", args = [...], permission = "edit" | "read-only" |
+# "full", and [agents.NAME.env].
 [agents.claude]
 cli = "claude"
 

@@ -1,4 +1,4 @@
-//! Records the native session files the five real agent CLIs write, as
+//! Records the native session files the seven real agent CLIs write, as
 //! fixtures for `baton import` (crates/baton-core/tests/fixtures/native/).
 //!
 //! Each CLI runs once, offline, against the scripted model server (a
@@ -8,7 +8,7 @@
 //! are copied byte for byte. OpenCode keeps its sessions in SQLite: its
 //! fixture is what `opencode export <sessionID>` prints.
 //!
-//! Codex and OpenCode choose their own session ids, and every file holds
+//! Codex, OpenCode and droid choose their own session ids, and every file holds
 //! timestamps: after recording again, update the ids expected in
 //! crates/baton-core/tests/native_import.rs.
 //!
@@ -32,13 +32,7 @@ fn main() {
     let only: Vec<String> = std::env::args().skip(1).collect();
     let out_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../baton-core/tests/fixtures/native");
     std::fs::create_dir_all(&out_dir).expect("fixtures folder");
-    for agent in [
-        Agent::Claude,
-        Agent::Codex,
-        Agent::Gemini,
-        Agent::Qwen,
-        Agent::Opencode,
-    ] {
+    for agent in Agent::ALL {
         if !only.is_empty() && !only.iter().any(|o| o == agent.program()) {
             continue;
         }
@@ -71,7 +65,7 @@ fn record(agent: Agent) -> (&'static str, Vec<u8>) {
         workdir: &work,
         home: &home,
     };
-    let chosen = matches!(agent, Agent::Claude | Agent::Gemini | Agent::Qwen).then_some(SESSION);
+    let chosen = agent.takes_session_id().then_some(SESSION);
     let stdout = run_to_end(run.command(PROMPT, chosen, None), agent);
     assert!(
         work.join("hello.txt").is_file(),
@@ -111,6 +105,15 @@ fn record(agent: Agent) -> (&'static str, Vec<u8>) {
         }
         Agent::Qwen => {
             let f = pick(&|p| p.contains("/.qwen/projects/") && p.contains("/chats/"));
+            ("jsonl", std::fs::read(f).expect("read"))
+        }
+        Agent::Copilot => {
+            let f =
+                pick(&|p| p.contains("/.copilot/session-state/") && p.ends_with("/events.jsonl"));
+            ("jsonl", std::fs::read(f).expect("read"))
+        }
+        Agent::Droid => {
+            let f = pick(&|p| p.contains("/.factory/sessions/") && p.ends_with(".jsonl"));
             ("jsonl", std::fs::read(f).expect("read"))
         }
         Agent::Opencode => {

@@ -15,12 +15,18 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The pinned versions `./scripts/test` installs.
-pub const PINNED: [(&str, &str); 5] = [
+/// droid's launcher `@factory/cli` 0.225.1 pins a platform package version
+/// the registry does not have (npm then skips it silently and `droid` has
+/// no binary): its platform package is named, with the version that exists.
+pub const PINNED: [(&str, &str); 8] = [
     ("@anthropic-ai/claude-code", "2.1.330"),
     ("@openai/codex", "0.169.0"),
     ("@google/gemini-cli", "0.61.0"),
     ("@qwen-code/qwen-code", "0.15.10"),
     ("opencode-ai", "1.18.33"),
+    ("@github/copilot", "1.0.102"),
+    ("@factory/cli", "0.225.1"),
+    ("@factory/cli-linux-x64", "0.225.2"),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,9 +36,22 @@ pub enum Agent {
     Gemini,
     Qwen,
     Opencode,
+    Copilot,
+    Droid,
 }
 
 impl Agent {
+    /// Every CLI, in the order the tests list them.
+    pub const ALL: [Agent; 7] = [
+        Agent::Claude,
+        Agent::Codex,
+        Agent::Gemini,
+        Agent::Qwen,
+        Agent::Opencode,
+        Agent::Copilot,
+        Agent::Droid,
+    ];
+
     pub fn program(self) -> &'static str {
         match self {
             Agent::Claude => "claude",
@@ -40,7 +59,40 @@ impl Agent {
             Agent::Gemini => "gemini",
             Agent::Qwen => "qwen",
             Agent::Opencode => "opencode",
+            Agent::Copilot => "copilot",
+            Agent::Droid => "droid",
         }
+    }
+
+    /// The pinned package whose version `PROGRAM --version` prints (for
+    /// droid its platform package, which holds the binary).
+    pub fn package(self) -> &'static str {
+        match self {
+            Agent::Claude => "@anthropic-ai/claude-code",
+            Agent::Codex => "@openai/codex",
+            Agent::Gemini => "@google/gemini-cli",
+            Agent::Qwen => "@qwen-code/qwen-code",
+            Agent::Opencode => "opencode-ai",
+            Agent::Copilot => "@github/copilot",
+            Agent::Droid => "@factory/cli-linux-x64",
+        }
+    }
+
+    /// The version of [`Agent::package`] in [`PINNED`].
+    pub fn pinned_version(self) -> &'static str {
+        PINNED
+            .iter()
+            .find(|(p, _)| *p == self.package())
+            .map(|(_, v)| *v)
+            .expect("every agent's package is pinned")
+    }
+
+    /// Whether baton (or a test) chooses the session id up front.
+    pub fn takes_session_id(self) -> bool {
+        matches!(
+            self,
+            Agent::Claude | Agent::Gemini | Agent::Qwen | Agent::Copilot
+        )
     }
 
     /// The CLI's executable; panics, saying how to install it, when missing.
@@ -80,6 +132,16 @@ impl Agent {
             Agent::Opencode => (
                 "write",
                 serde_json::json!({ "filePath": p, "content": content }),
+            ),
+            // Copilot's `create` refuses an existing path: the scripted
+            // server turns it into a `bash` write when the file is there.
+            Agent::Copilot => (
+                "create",
+                serde_json::json!({ "path": p, "file_text": content }),
+            ),
+            Agent::Droid => (
+                "Create",
+                serde_json::json!({ "file_path": p, "content": content }),
             ),
         }
     }
@@ -219,6 +281,39 @@ impl Agent {
                     args.iter().map(|a| a.to_string()).collect(),
                 )
             }
+            Agent::Copilot => {
+                // Its first start unpacks about 235 MB into
+                // $XDG_CACHE_HOME/copilot: one cache for every run.
+                let cache = std::env::var("BATON_AGENT_CLIS_CACHE")
+                    .unwrap_or_else(|_| format!("{h}/.cache"));
+                env.extend([
+                    ("XDG_CACHE_HOME".into(), cache),
+                    ("COPILOT_HOME".into(), format!("{h}/.copilot")),
+                    ("COPILOT_PROVIDER_BASE_URL".into(), format!("{url}/v1")),
+                    ("COPILOT_PROVIDER_TYPE".into(), "openai".into()),
+                    // Copilot masks the key's value wherever it shows in its
+                    // output ("scripted-model" became "******-model").
+                    ("COPILOT_PROVIDER_API_KEY".into(), "baton-test-key".into()),
+                    ("COPILOT_MODEL".into(), "scripted-model".into()),
+                    // No GitHub login, telemetry, web tools or update checks.
+                    ("COPILOT_OFFLINE".into(), "true".into()),
+                    ("COPILOT_AUTO_UPDATE".into(), "false".into()),
+                ]);
+                (Some("scripted-model"), vec![])
+            }
+            Agent::Droid => {
+                // A BYOK model; airgap mode keeps droid off Factory's
+                // service (feature flags, telemetry, session sync).
+                std::fs::create_dir_all(home.join(".factory")).expect("droid home");
+                let settings = serde_json::json!({ "customModels": [{
+                    "model": "scripted-model", "displayName": "Scripted",
+                    "baseUrl": format!("{url}/v1"), "apiKey": "scripted",
+                    "provider": "generic-chat-completion-api", "maxOutputTokens": 8192 }] });
+                std::fs::write(home.join(".factory/settings.json"), settings.to_string())
+                    .expect("droid settings");
+                env.push(("FACTORY_AIRGAP_ENABLED".into(), "true".into()));
+                (Some("custom:Scripted-0"), vec![])
+            }
         };
         Setup { env, model, args }
     }
@@ -241,9 +336,16 @@ pub struct Run<'a> {
 }
 
 impl Run<'_> {
+    /// Where the CLI writes its token usage when the run ends, for those
+    /// whose stream has none (Copilot: `--usage-output-file`).
+    pub fn usage_file(&self) -> Option<PathBuf> {
+        (self.agent == Agent::Copilot).then(|| self.home.join("copilot-usage.json"))
+    }
+
     /// The command: `prompt` to a new session, or (with `resume`) to the
-    /// native session of that id. `session` chooses the id up front where
-    /// the CLI allows it.
+    /// native session of that id (droid forks it: the conversation goes on
+    /// under a new id). `session` chooses the id up front where the CLI
+    /// allows it.
     pub fn command(&self, prompt: &str, session: Option<&str>, resume: Option<&str>) -> Command {
         let Setup { env, model, args } = self.agent.setup(self.server, self.home);
         let mut c = Command::new(self.agent.bin());
@@ -307,6 +409,30 @@ impl Run<'_> {
                     .args(&args);
                 if let Some(r) = resume {
                     c.args(["--session", r]);
+                }
+                c.arg(prompt);
+            }
+            Agent::Copilot => {
+                c.args(["-p", prompt, "--output-format", "json", "--allow-all-tools"])
+                    .arg("--model")
+                    .args(model)
+                    .args(&args)
+                    .arg("--usage-output-file")
+                    .arg(self.usage_file().expect("copilot's usage file"));
+                match (resume, session) {
+                    (Some(r), _) => c.arg(format!("--resume={r}")),
+                    (None, Some(s)) => c.args(["--session-id", s]),
+                    _ => &mut c,
+                };
+            }
+            // Offline (airgap), `-s ID` cannot load a session: `--fork ID`
+            // continues it under a new id.
+            Agent::Droid => {
+                c.args(["exec", "-o", "stream-json", "--auto", "low", "-m"])
+                    .args(model)
+                    .args(&args);
+                if let Some(r) = resume {
+                    c.args(["--fork", r]);
                 }
                 c.arg(prompt);
             }

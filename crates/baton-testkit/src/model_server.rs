@@ -13,6 +13,14 @@
 //! check what a CLI sent (its prompt, the handoff brief, the memory file,
 //! the tools it offered).
 //!
+//! A scripted tool call is fitted to the request it answers: parameters
+//! the CLI's own tool schema requires and the script left out are filled
+//! (droid's `Execute` wants a `summary` matching a pattern and a
+//! `riskLevelReason`), and Copilot's `create`, which refuses a path that
+//! exists, becomes a `bash` write when the file is already there (a
+//! resumed phase writing it again). Factory's `/api/...` calls (droid
+//! outside airgap mode) get a stub answer.
+//!
 //! Plain `std` networking: one thread per connection, HTTP/1.1 with
 //! `Connection: close`, streamed bodies delimited by the close.
 
@@ -30,6 +38,9 @@ pub struct Reply {
     /// Never answer: hold the request open until the server stops (a
     /// model that is still thinking when the test kills something).
     pub hang: bool,
+    /// Answer with this HTTP error status instead (an API key refused, a
+    /// rate limit), in the protocol's own error shape.
+    pub fail: Option<u16>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -44,6 +55,16 @@ impl Reply {
             text: Some(t.into()),
             tool: None,
             hang: false,
+            fail: None,
+        }
+    }
+    /// A turn answered with HTTP error `status` (see [`Reply::fail`]).
+    pub fn fail(status: u16) -> Reply {
+        Reply {
+            text: None,
+            tool: None,
+            hang: false,
+            fail: Some(status),
         }
     }
     /// A turn that is never answered (see [`Reply::hang`]).
@@ -52,6 +73,7 @@ impl Reply {
             text: None,
             tool: None,
             hang: true,
+            fail: None,
         }
     }
     pub fn tool(name: &str, args: Value) -> Reply {
@@ -62,6 +84,7 @@ impl Reply {
                 args,
             }),
             hang: false,
+            fail: None,
         }
     }
 }
@@ -244,16 +267,21 @@ fn serve(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
     let (Some(wire), Some(turn)) = (wire, turn) else {
         return side_request(&mut out, &method, bare, &body);
     };
-    let reply = s
-        .script
-        .get(turn)
-        .cloned()
-        .unwrap_or_else(|| Reply::text("done"));
+    let reply = fitted(
+        s.script
+            .get(turn)
+            .cloned()
+            .unwrap_or_else(|| Reply::text("done")),
+        &body,
+    );
     if reply.hang {
         while !s.stop.load(Ordering::SeqCst) {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
         return Ok(());
+    }
+    if let Some(status) = reply.fail {
+        return respond_json(&mut out, status, &error_body(wire, status));
     }
     let usage = Usage {
         input: (raw.len() / 4).max(1) as u64,
@@ -290,6 +318,104 @@ fn serve(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
     }
 }
 
+/// The folder the CLI works in, as it tells the model: droid's `% pwd`
+/// line, Copilot's `Current working directory:`, the generic `Working
+/// directory:`. droid's line is looked for first: its `Execute` tool's
+/// description also holds the words "working directory:".
+pub fn working_directory(body: &Value) -> Option<String> {
+    let text = body.to_string();
+    // In the JSON text a newline is the two characters `\n`.
+    let after = |marker: &str| {
+        let at = text.find(marker)? + marker.len();
+        let rest = text[at..].trim_start_matches(' ');
+        let end = rest.find(['\\', '"', '<']).unwrap_or(rest.len());
+        let dir = rest[..end].trim_end();
+        dir.starts_with('/').then(|| dir.to_string())
+    };
+    after("% pwd\\n")
+        .or_else(|| after("Current working directory:"))
+        .or_else(|| after("Working directory:"))
+}
+
+/// The names a request's tools are offered under, with their JSON schemas
+/// (Chat Completions, Responses, Anthropic and Gemini shapes).
+fn offered_tools(body: &Value) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for t in body["tools"].as_array().into_iter().flatten() {
+        if let Some(decls) = t["functionDeclarations"].as_array() {
+            for d in decls {
+                out.push((
+                    d["name"].as_str().unwrap_or("").to_string(),
+                    d["parameters"].clone(),
+                ));
+            }
+            continue;
+        }
+        let f = if t["function"].is_object() {
+            &t["function"]
+        } else {
+            t
+        };
+        let schema = [&f["parameters"], &f["input_schema"]]
+            .into_iter()
+            .find(|v| v.is_object())
+            .cloned()
+            .unwrap_or(Value::Null);
+        out.push((f["name"].as_str().unwrap_or("").to_string(), schema));
+    }
+    out
+}
+
+/// `reply` fitted to the request it answers (see the module docs).
+fn fitted(mut reply: Reply, body: &Value) -> Reply {
+    let Some(tool) = reply.tool.as_mut() else {
+        return reply;
+    };
+    let tools = offered_tools(body);
+    // Copilot's `create` refuses an existing file: write it through the shell.
+    if tool.name == "create" && tools.iter().any(|(n, _)| n == "bash") {
+        let path = tool.args["path"].as_str().unwrap_or("").to_string();
+        let full = match working_directory(body) {
+            Some(cwd) if !path.starts_with('/') => format!("{cwd}/{path}"),
+            _ => path,
+        };
+        if std::path::Path::new(&full).exists() {
+            let content = tool.args["file_text"]
+                .as_str()
+                .unwrap_or("")
+                .replace('\'', "'\\''");
+            tool.name = "bash".into();
+            tool.args = json!({
+                "command": format!("printf '%s' '{content}' > '{full}'"),
+                "description": "Write the file again",
+            });
+        }
+    }
+    if let Some((_, schema)) = tools.iter().find(|(n, _)| *n == tool.name)
+        && let Some(args) = tool.args.as_object_mut()
+    {
+        for name in schema["required"].as_array().into_iter().flatten() {
+            let Some(name) = name.as_str() else { continue };
+            if args.contains_key(name) {
+                continue;
+            }
+            let prop = &schema["properties"][name];
+            let value = if let Some(first) = prop["enum"].as_array().and_then(|e| e.first()) {
+                first.clone()
+            } else if prop["type"] != "string" {
+                continue;
+            } else if name.to_ascii_lowercase().ends_with("reason") {
+                json!("The scripted model asked for this step.")
+            } else {
+                // droid's `summary` must match ^[A-Z]\S*(?:\s+\S+){2,7}$.
+                json!("Run the scripted step")
+            };
+            args.insert(name.to_string(), value);
+        }
+    }
+    reply
+}
+
 fn reply_len(r: &Reply) -> usize {
     r.text.as_deref().map_or(0, str::len) + r.tool.as_ref().map_or(0, |t| t.args.to_string().len())
 }
@@ -319,6 +445,18 @@ fn side_request(
         let n = body.to_string().len() / 4;
         return respond_json(out, 200, &json!({ "totalTokens": n }));
     }
+    // Factory's own API (droid outside airgap mode): nothing found to a
+    // GET, an empty success to a POST.
+    if path.starts_with("/api/") {
+        return match method {
+            "POST" => respond_json(out, 200, &json!({})),
+            _ => respond_json(
+                out,
+                404,
+                &json!({ "error": { "type": "not_found", "message": "stub" } }),
+            ),
+        };
+    }
     if method == "GET" && path.ends_with("/models") {
         return respond_json(
             out,
@@ -334,9 +472,39 @@ fn side_request(
     )
 }
 
+/// An HTTP error in the shape each protocol uses (Anthropic's `{type:
+/// "error", error: {type, message}}`, OpenAI's `{error: {message, type,
+/// code}}`, Gemini's `{error: {code, message, status}}`), all in one body.
+fn error_body(wire: Wire, status: u16) -> Value {
+    let (kind, google) = match status {
+        401 => ("authentication_error", "UNAUTHENTICATED"),
+        429 => ("rate_limit_error", "RESOURCE_EXHAUSTED"),
+        _ => ("api_error", "INTERNAL"),
+    };
+    let message = format!("scripted failure: HTTP {status}");
+    match wire {
+        Wire::Gemini { .. } => {
+            json!({ "error": { "code": status, "message": message, "status": google } })
+        }
+        _ => json!({ "type": "error",
+            "error": { "type": kind, "message": message, "code": status, "status": google } }),
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        401 => "Unauthorized",
+        404 => "Not Found",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        _ => "Error",
+    }
+}
+
 fn respond_json(out: &mut TcpStream, status: u16, v: &Value) -> std::io::Result<()> {
     let text = v.to_string();
-    let reason = if status == 200 { "OK" } else { "Not Found" };
+    let reason = reason(status);
     write!(
         out,
         "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
@@ -677,5 +845,114 @@ mod tests {
             s.model_requests()[0].body["messages"][0]["content"],
             "brief here"
         );
+    }
+
+    /// The tool call of a streamed Chat Completions answer.
+    fn chat_tool(resp: &str) -> (String, Value) {
+        let f = data(resp)
+            .into_iter()
+            .find_map(|e| {
+                let f = e["choices"][0]["delta"]["tool_calls"][0]["function"].clone();
+                f.is_object().then_some(f)
+            })
+            .unwrap();
+        (
+            f["name"].as_str().unwrap().to_string(),
+            serde_json::from_str(f["arguments"].as_str().unwrap()).unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_tool_call_gets_the_parameters_its_schema_requires() {
+        let s = ModelServer::start(vec![Reply::tool(
+            "Execute",
+            json!({ "command": "ls", "riskLevel": "low" }),
+        )]);
+        let tools = json!([{ "type": "function", "function": { "name": "Execute", "parameters": {
+            "type": "object", "required": ["command", "summary", "riskLevel", "riskLevelReason", "timeout"],
+            "properties": { "command": { "type": "string" }, "summary": { "type": "string" },
+                "riskLevel": { "type": "string", "enum": ["low", "medium", "high"] },
+                "riskLevelReason": { "type": "string" }, "timeout": { "type": "number" } } } } }]);
+        let resp = post(
+            s.port(),
+            "/v1/chat/completions",
+            &json!({ "stream": true, "tools": tools }),
+        );
+        let (name, args) = chat_tool(&resp);
+        assert_eq!(name, "Execute");
+        assert_eq!(args["command"], "ls");
+        assert_eq!(args["riskLevel"], "low", "what the script said stays");
+        assert_eq!(args["summary"], "Run the scripted step");
+        assert!(args["riskLevelReason"].as_str().unwrap().ends_with('.'));
+        assert!(args.get("timeout").is_none(), "only strings are made up");
+    }
+
+    #[test]
+    fn copilots_create_of_an_existing_file_becomes_a_shell_write() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("there.txt"), "old").unwrap();
+        let s = ModelServer::start(vec![
+            Reply::tool(
+                "create",
+                json!({ "path": "there.txt", "file_text": "it's new" }),
+            ),
+            Reply::tool("create", json!({ "path": "fresh.txt", "file_text": "x" })),
+        ]);
+        let body = json!({ "stream": true,
+            "messages": [{ "role": "system", "content": format!("* Current working directory: {}\n* Git", dir.path().display()) }],
+            "tools": [{ "type": "function", "function": { "name": "bash", "parameters": { "type": "object" } } },
+                      { "type": "function", "function": { "name": "create", "parameters": { "type": "object" } } }] });
+        assert_eq!(
+            working_directory(&body).as_deref(),
+            Some(dir.path().to_str().unwrap())
+        );
+        let (name, args) = chat_tool(&post(s.port(), "/v1/chat/completions", &body));
+        assert_eq!(name, "bash");
+        let cmd = args["command"].as_str().unwrap();
+        let out = std::process::Command::new("sh")
+            .args(["-c", cmd])
+            .status()
+            .unwrap();
+        assert!(out.success(), "{cmd}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("there.txt")).unwrap(),
+            "it's new"
+        );
+        let (name, _) = chat_tool(&post(s.port(), "/v1/chat/completions", &body));
+        assert_eq!(name, "create", "a new file is created as scripted");
+    }
+
+    #[test]
+    fn droids_pwd_line_names_the_folder_before_any_other_mention() {
+        let body = json!({ "messages": [
+            { "role": "system", "content": "Execute runs in the session's working directory: working-directory changes persist" },
+            { "role": "user", "content": "<system-reminder>\n% pwd\n/w/repo\n\n% ls" }] });
+        assert_eq!(working_directory(&body).as_deref(), Some("/w/repo"));
+    }
+
+    #[test]
+    fn a_failing_turn_answers_with_its_http_status() {
+        let s = ModelServer::start(vec![Reply::fail(401), Reply::text("after")]);
+        let r = post(s.port(), "/v1/chat/completions", &json!({ "stream": true }));
+        assert!(r.starts_with("HTTP/1.1 401 Unauthorized"), "{r}");
+        assert!(r.contains("scripted failure: HTTP 401"), "{r}");
+        let r = post(s.port(), "/v1/chat/completions", &json!({ "stream": true }));
+        assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+        assert_eq!(s.turns_taken(), 2);
+    }
+
+    #[test]
+    fn factory_api_calls_get_a_stub_and_take_no_turn() {
+        let s = ModelServer::start(vec![Reply::text("only")]);
+        let r = post(s.port(), "/api/sessions/x/message/create", &json!({}));
+        assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+        assert!(r.ends_with("{}"), "{r}");
+        let mut c = TcpStream::connect(("127.0.0.1", s.port())).unwrap();
+        write!(c, "GET /api/feature-flags HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
+        let mut out = String::new();
+        c.read_to_string(&mut out).unwrap();
+        assert!(out.starts_with("HTTP/1.1 404"), "{out}");
+        assert_eq!(s.turns_taken(), 0);
+        assert_eq!(s.requests().len(), 2);
     }
 }

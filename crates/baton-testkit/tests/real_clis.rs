@@ -1,4 +1,4 @@
-//! The five real agent CLIs run headless, offline, against the scripted
+//! The seven real agent CLIs run headless, offline, against the scripted
 //! model server: each writes a file through its own tool, and its stream
 //! reads as a session with an id, a tool call with its result, and a
 //! successful end. (The CLIs are installed by ./scripts/test; a missing
@@ -64,10 +64,15 @@ fn run_once(
         out.status
     );
     let mut parser = StreamParser::new(cli_of(agent));
-    let events = String::from_utf8_lossy(&out.stdout)
+    let mut events: Vec<AgentEvent> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .flat_map(|l| parser.line(l))
         .collect();
+    // Copilot's tokens are in the file it writes at the end.
+    if let Some(f) = run.usage_file() {
+        let text = std::fs::read_to_string(&f).unwrap_or_default();
+        events.extend(cli_of(agent).usage_from_file(&text));
+    }
     (events, stderr)
 }
 
@@ -107,7 +112,7 @@ fn writes_a_file_through_its_tool(agent: Agent) {
     let content = format!("hi from {}", agent.program());
     let (tool, args) = agent.write_tool(&target, &content);
     let server = ModelServer::start(vec![Reply::tool(tool, args), Reply::text("done")]);
-    let chosen = matches!(agent, Agent::Claude | Agent::Gemini | Agent::Qwen).then(uuid);
+    let chosen = agent.takes_session_id().then(uuid);
     let run = Run {
         agent,
         server: &server,
@@ -183,9 +188,20 @@ fn opencode_writes_a_file() {
     writes_a_file_through_its_tool(Agent::Opencode);
 }
 
+#[test]
+fn copilot_writes_a_file() {
+    writes_a_file_through_its_tool(Agent::Copilot);
+}
+
+#[test]
+fn droid_writes_a_file() {
+    writes_a_file_through_its_tool(Agent::Droid);
+}
+
 /// A second run resumes the first one's native session: the same session
-/// id, the earlier conversation (the first prompt and its tool call) sent
-/// to the model again, and the new work done.
+/// id (droid, offline, forks it: a new id), the earlier conversation (the
+/// first prompt and its tool call) sent to the model again, and the new
+/// work done.
 fn resumes_its_own_session(agent: Agent) {
     let (_tmp, work, home) = fresh_repo();
     let (t1, a1) = agent.write_tool(&work.join("one.txt"), "first");
@@ -202,12 +218,16 @@ fn resumes_its_own_session(agent: Agent) {
         workdir: &work,
         home: &home,
     };
-    let chosen = matches!(agent, Agent::Claude | Agent::Gemini | Agent::Qwen).then(uuid);
+    let chosen = agent.takes_session_id().then(uuid);
     let (first, _) = run_once(&run, "write the first file", chosen.as_deref(), None);
     let id = session_of(&first);
     let before = server.model_requests().len();
     let (second, stderr) = run_once(&run, "now write the second file", None, Some(&id));
-    assert_eq!(session_of(&second), id, "the same native session: {stderr}");
+    if agent == Agent::Droid {
+        assert_ne!(session_of(&second), id, "droid forks: a new id: {stderr}");
+    } else {
+        assert_eq!(session_of(&second), id, "the same native session: {stderr}");
+    }
     assert_eq!(
         std::fs::read_to_string(work.join("two.txt"))
             .unwrap_or_default()
@@ -246,4 +266,14 @@ fn qwen_code_resumes_natively() {
 #[test]
 fn opencode_resumes_natively() {
     resumes_its_own_session(Agent::Opencode);
+}
+
+#[test]
+fn copilot_resumes_natively() {
+    resumes_its_own_session(Agent::Copilot);
+}
+
+#[test]
+fn droid_resumes_natively_by_forking() {
+    resumes_its_own_session(Agent::Droid);
 }

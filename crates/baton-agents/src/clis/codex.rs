@@ -8,7 +8,7 @@ use crate::json::{content_text, first_of, num, objects, set_once, str_of, text_o
 use crate::locate::{dir_from, file_name, in_subfolders, one_of};
 use crate::{
     AgentCli, AgentEvent, Env, Invocation, NativeTranscript, Options, Package, Permission,
-    Recognition, SessionIds, words,
+    Recognition, Seen, SessionIds, words,
 };
 use baton_core::agent_stream::{SUMMARY_CHARS, shorten, summarize_args};
 use serde_json::{Map, Value};
@@ -60,8 +60,8 @@ impl AgentCli for Codex {
     fn memory_file(&self) -> &'static str {
         "AGENTS.md"
     }
-    fn parse_line(&self, v: &Value, last_text: &str) -> Vec<AgentEvent> {
-        parse_line(v, last_text)
+    fn parse_line(&self, v: &Value, seen: &Seen<'_>) -> Vec<AgentEvent> {
+        parse_line(v, seen.last_text)
     }
     fn stale_session(&self, _exit_code: Option<i32>, text: &str) -> bool {
         text.contains("no rollout found for thread id")

@@ -12,7 +12,7 @@ use crate::json::{content_text, first_of, num, objects, set_once, str_of, text_o
 use crate::locate::{file_name, in_subfolders, one_of, under_home};
 use crate::{
     AgentCli, AgentEvent, Env, Invocation, NativeTranscript, Options, Package, Permission,
-    Recognition, SessionIds, words,
+    Recognition, Seen, SessionIds, words,
 };
 use baton_core::agent_stream::{SUMMARY_CHARS, shorten, summarize_args};
 use serde_json::{Map, Value};
@@ -59,8 +59,8 @@ impl AgentCli for Gemini {
     fn memory_file(&self) -> &'static str {
         "GEMINI.md"
     }
-    fn parse_line(&self, v: &Value, last_text: &str) -> Vec<AgentEvent> {
-        parse_line(v, last_text)
+    fn parse_line(&self, v: &Value, seen: &Seen<'_>) -> Vec<AgentEvent> {
+        parse_line(v, seen.last_text)
     }
     fn text_in_deltas(&self) -> bool {
         true

@@ -4,12 +4,16 @@
 
 mod claude;
 mod codex;
+mod copilot;
+mod droid;
 mod gemini;
 mod opencode;
 mod qwen;
 
 pub use claude::Claude;
 pub use codex::Codex;
+pub use copilot::Copilot;
+pub use droid::Droid;
 pub use gemini::Gemini;
 pub use opencode::Opencode;
 pub use qwen::Qwen;
@@ -17,10 +21,12 @@ pub use qwen::Qwen;
 use crate::Cli;
 
 /// Every built-in CLI, in the order they are listed to users.
-pub static ALL: &[Cli] = &[&Claude, &Codex, &Gemini, &Qwen, &Opencode];
+pub static ALL: &[Cli] = &[&Claude, &Codex, &Gemini, &Qwen, &Opencode, &Copilot, &Droid];
 
 /// Their names, in the same order (for configuration errors).
-pub const NAMES: &[&str] = &["claude", "codex", "gemini", "qwen", "opencode"];
+pub const NAMES: &[&str] = &[
+    "claude", "codex", "gemini", "qwen", "opencode", "copilot", "droid",
+];
 
 /// The names for a sentence: "claude, codex, … or opencode".
 pub fn listed() -> String {

@@ -10,7 +10,7 @@ use crate::json::{first_of, num, set_once, str_of, text_of};
 use crate::locate::{dir_from, plain_id};
 use crate::{
     AgentCli, AgentEvent, Env, Invocation, NativeTranscript, Options, Package, Permission,
-    Recognition, SessionIds, words,
+    Recognition, Seen, SessionIds, words,
 };
 use baton_core::agent_stream::{SUMMARY_CHARS, shorten, summarize_args};
 use serde_json::{Map, Value};
@@ -63,8 +63,8 @@ impl AgentCli for Opencode {
     fn memory_file(&self) -> &'static str {
         "AGENTS.md"
     }
-    fn parse_line(&self, v: &Value, last_text: &str) -> Vec<AgentEvent> {
-        parse_line(v, last_text)
+    fn parse_line(&self, v: &Value, seen: &Seen<'_>) -> Vec<AgentEvent> {
+        parse_line(v, seen.last_text)
     }
     fn stale_session(&self, _exit_code: Option<i32>, text: &str) -> bool {
         text.contains("Session not found")

@@ -10,7 +10,7 @@ use crate::json::{num, objects, set_once, str_of, text_of};
 use crate::locate::{file_name, in_subfolders, one_of, under_home};
 use crate::{
     AgentCli, AgentEvent, Env, Invocation, NativeTranscript, Options, Package, Permission,
-    Recognition, SessionIds, words,
+    Recognition, Seen, SessionIds, words,
 };
 use baton_core::agent_stream::{SUMMARY_CHARS, shorten, summarize_args};
 use serde_json::{Map, Value};
@@ -56,9 +56,9 @@ impl AgentCli for Qwen {
     fn memory_file(&self) -> &'static str {
         "QWEN.md"
     }
-    fn parse_line(&self, v: &Value, last_text: &str) -> Vec<AgentEvent> {
+    fn parse_line(&self, v: &Value, seen: &Seen<'_>) -> Vec<AgentEvent> {
         // Qwen Code writes Claude Code's stream-json.
-        super::claude::parse_line(v, last_text)
+        super::claude::parse_line(v, seen.last_text)
     }
     fn stale_session(&self, _exit_code: Option<i32>, text: &str) -> bool {
         text.contains("No saved session found")

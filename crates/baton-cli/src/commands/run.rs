@@ -163,7 +163,7 @@ pub fn handoff(project: &Project, args: HandoffArgs, printer: &Arc<Printer>) -> 
             args.to
         ))
         .hint(if known.is_empty() {
-            format!("add [agents.{}] with cli = \"codex\" (or claude, gemini, qwen, opencode) to .baton/config.toml", args.to)
+            format!("add [agents.{}] with cli = \"codex\" (or claude, gemini, qwen, opencode, copilot, droid) to .baton/config.toml", args.to)
         } else {
             format!("its agents are: {}", known.join(", "))
         }));

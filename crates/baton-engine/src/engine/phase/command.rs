@@ -62,6 +62,7 @@ impl Engine {
             session: None,
             agent: String::new(),
             start: SessionStart::New,
+            forks: None,
         };
         let launched = self.launch(held, phase, &l, timeout, &mut launch::VersionProbe::none())?;
         Ok(Some((launched, l)))

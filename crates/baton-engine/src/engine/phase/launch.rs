@@ -40,6 +40,10 @@ pub(super) struct Launch {
     /// in the stream.
     pub agent: String,
     pub start: SessionStart,
+    /// The native session this run continues under a new id (droid's
+    /// `--fork`): the new one, read from the stream, is journaled as a
+    /// resume, with a note saying which session it continues.
+    pub forks: Option<String>,
 }
 
 /// The CLI's `--version`, asked in the background while the phase runs
@@ -103,9 +107,21 @@ impl Engine {
                 },
             )?;
         }
+        // A CLI whose stream has no token counts writes them to a file.
+        let usage = l.cli.and_then(|c| {
+            let mut name = l.stdout.file_name()?.to_os_string();
+            name.push(".usage.json");
+            let file = l.stdout.with_file_name(name);
+            c.usage_file_args(&file).map(|args| (file, args))
+        });
+        let mut args = l.args.clone();
+        if let Some((file, more)) = &usage {
+            let _ = std::fs::remove_file(file);
+            args.extend(more.iter().cloned());
+        }
         let spec = Spec {
             program: l.program.clone(),
-            args: l.args.clone(),
+            args,
             env: l.env.clone(),
             cwd: held.ws.cwd.clone(),
             stdout: l.stdout.clone(),
@@ -189,6 +205,10 @@ impl Engine {
         if let Some(new) = stream.tail.as_mut().map(|t| t.finish()) {
             stream.take(new);
         }
+        if let (Some(c), Some((file, _))) = (l.cli, &usage) {
+            let text = std::fs::read_to_string(file).unwrap_or_default();
+            stream.take(c.usage_from_file(&text).into_iter().collect());
+        }
         self.flush(held, phase, l, &mut stream, true)?;
         if l.cli.is_some()
             && let Waited::Exited(status) = &waited
@@ -225,13 +245,25 @@ impl Engine {
             })
         {
             stream.session_known = true;
+            let cli = l.cli.map(|c| c.name()).unwrap_or_default();
+            if let Some(old) = l.forks.as_ref().filter(|old| **old != native_id) {
+                self.decide_commit(
+                    held,
+                    Input::Note {
+                        phase: Some(phase.clone()),
+                        text: format!(
+                            "the {cli} session {old} was forked into {native_id} to continue it ({cli} cannot load a session in place offline); {native_id} is the session from now on"
+                        ),
+                    },
+                )?;
+            }
             self.decide_commit(
                 held,
                 Input::AgentSession {
                     phase: phase.clone(),
                     session: AgentSession {
                         agent: l.agent.clone(),
-                        cli: l.cli.map(|c| c.name()).unwrap_or_default().into(),
+                        cli: cli.into(),
                         native_id,
                         cwd: held.ws.cwd.display().to_string(),
                         version: None,

@@ -91,6 +91,7 @@ impl Engine {
                     .clone()
                     .filter(|s| s.cli == c.name() && c.resumes_from(&s.cwd, &cwd))
             });
+        let resumable = self.still_resumable(held, phase, resumable, &env)?;
         let handoff = held.state.handoff_pending;
         // With {{brief}} in the template, a fuller brief goes there.
         let uses_brief = t.contains("{{brief}}");
@@ -216,7 +217,9 @@ impl Engine {
             // id baton chose.
             let session = cli.and_then(|c| {
                 let native_id = match (&resumable, start) {
-                    (Some(s), SessionStart::Resumed) => s.native_id.clone(),
+                    (Some(s), SessionStart::Resumed) if c.resume_keeps_id() => s.native_id.clone(),
+                    // A fork: the new id shows in the stream.
+                    (Some(_), SessionStart::Resumed) => return None,
                     _ => new_id.clone()?,
                 };
                 Some(AgentSession {
@@ -238,6 +241,14 @@ impl Engine {
                 session,
                 agent: name.clone(),
                 start,
+                forks: match (&resumable, start) {
+                    (Some(s), SessionStart::Resumed)
+                        if cli.is_some_and(|c| !c.resume_keeps_id()) =>
+                    {
+                        Some(s.native_id.clone())
+                    }
+                    _ => None,
+                },
             };
             let left = timeout.map(|t| t.saturating_sub(started.elapsed()));
             let launched = self.launch(held, phase, &l, left, &mut version)?;
@@ -279,6 +290,51 @@ impl Engine {
 }
 
 /// A random (version 4) UUID, for the CLIs that take a session id.
+impl Engine {
+    /// `resumable`, unless its CLI would not really continue it: a CLI
+    /// that starts an empty session (or fails without a word) for a
+    /// session it no longer has is asked first whether it is gone
+    /// ([`baton_agents::AgentCli::missing_session`]); when it is, the run
+    /// starts over with the brief, and the journal says why.
+    fn still_resumable(
+        &self,
+        held: &mut Held,
+        phase: &baton_core::PhaseId,
+        resumable: Option<AgentSession>,
+        env: &[(String, String)],
+    ) -> Result<Option<AgentSession>> {
+        let Some(s) = resumable else {
+            return Ok(None);
+        };
+        let var = |k: &str| {
+            env.iter()
+                .rev()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+                .or_else(|| std::env::var(k).ok())
+        };
+        let Some(why) = baton_agents::by_name(&s.cli)
+            .and_then(|c| c.missing_session(&s.native_id, &s.cwd, &var))
+        else {
+            return Ok(Some(s));
+        };
+        self.observer.info(&format!(
+            "could not continue the {} session {} of phase {phase} ({why}); starting a new one with the brief",
+            s.cli, s.native_id
+        ));
+        self.decide_commit(
+            held,
+            Input::Note {
+                phase: Some(phase.clone()),
+                text: format!(
+                    "the native session could not be continued ({why}); a new session gets the brief"
+                ),
+            },
+        )?;
+        Ok(None)
+    }
+}
+
 fn new_uuid() -> String {
     use std::io::Read;
     let mut b = [0u8; 16];
