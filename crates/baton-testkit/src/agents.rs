@@ -443,6 +443,27 @@ impl Run<'_> {
 
 #[cfg(test)]
 mod tests {
+    /// Every built-in adapter's package is installed at the version it
+    /// names, and has a test setup here.
+    #[test]
+    fn every_adapter_is_pinned_and_set_up() {
+        for cli in baton_agents::all() {
+            let pkg = cli.package();
+            assert!(
+                super::PINNED.contains(&(pkg.name, pkg.version)),
+                "{} {}@{} is not in PINNED",
+                cli.name(),
+                pkg.name,
+                pkg.version
+            );
+            assert!(
+                super::Agent::ALL.iter().any(|a| a.program() == cli.name()),
+                "no test setup for {}",
+                cli.name()
+            );
+        }
+    }
+
     #[test]
     fn the_test_script_installs_exactly_these_pins() {
         // Built in, so it is the script of this very source tree.
