@@ -264,19 +264,7 @@ impl Engine {
                 )
                 && matches!(kind, FailureKind::StaleSession | FailureKind::Other)
             {
-                self.observer.info(&format!(
-                    "could not continue the {} session of phase {phase} ({why}); starting a new one with the brief",
-                    c.name()
-                ));
-                self.decide_commit(
-                    held,
-                    Input::Note {
-                        phase: Some(phase.clone()),
-                        text: format!(
-                            "the native session could not be continued ({why}); a new session gets the brief"
-                        ),
-                    },
-                )?;
+                self.starting_over(held, phase, &format!("the {} session", c.name()), &why)?;
                 plan = (
                     SessionStart::Brief,
                     brief_prompt(&held.state, &progress(held)),
@@ -318,9 +306,22 @@ impl Engine {
         else {
             return Ok(Some(s));
         };
+        let session = format!("the {} session {}", s.cli, s.native_id);
+        self.starting_over(held, phase, &session, &why)?;
+        Ok(None)
+    }
+
+    /// Says (and journals) that `session` of `phase` could not be
+    /// continued, and that a new session gets the brief.
+    fn starting_over(
+        &self,
+        held: &mut Held,
+        phase: &baton_core::PhaseId,
+        session: &str,
+        why: &str,
+    ) -> Result<()> {
         self.observer.info(&format!(
-            "could not continue the {} session {} of phase {phase} ({why}); starting a new one with the brief",
-            s.cli, s.native_id
+            "could not continue {session} of phase {phase} ({why}); starting a new one with the brief"
         ));
         self.decide_commit(
             held,
@@ -330,8 +331,7 @@ impl Engine {
                     "the native session could not be continued ({why}); a new session gets the brief"
                 ),
             },
-        )?;
-        Ok(None)
+        )
     }
 }
 
