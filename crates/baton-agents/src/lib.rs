@@ -65,9 +65,15 @@ pub trait AgentCli: Send + Sync {
     /// included.
     fn argv(&self, o: &Options<'_>, how: Invocation<'_>) -> Vec<String>;
     /// Environment the CLI needs to run headless in `o`'s permission mode;
-    /// set only where the agent's own `env` does not set it.
+    /// set unless the agent's own `env` sets it.
     fn env(&self, _o: &Options<'_>) -> Vec<(String, String)> {
         Vec::new()
+    }
+    /// Its knobs for an unattended run (no self-update under a running
+    /// session); defaults, set only where neither the agent's `env` nor the
+    /// user's environment sets them.
+    fn unattended_env(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
     }
     /// Whether a session that ran in `ran_in` can be continued from `cwd`
     /// (some CLIs keep sessions per folder).

@@ -119,14 +119,21 @@ impl AgentConfig {
         }
     }
 
-    /// The environment the built-in adapter needs, where the agent's own
-    /// `env` does not set it.
+    /// The environment the built-in adapter needs: its permission mode
+    /// unless the agent's own `env` sets it, and its unattended-run
+    /// defaults unless the agent's `env` or the user's environment does.
     pub fn cli_env(&self) -> Vec<(String, String)> {
         let Some(cli) = self.cli else {
             return Vec::new();
         };
+        let defaults = cli
+            .unattended_env()
+            .iter()
+            .filter(|(k, _)| std::env::var_os(k).is_none())
+            .map(|(k, v)| (k.to_string(), v.to_string()));
         cli.env(&self.options())
             .into_iter()
+            .chain(defaults)
             .filter(|(k, _)| !self.env.contains_key(k))
             .collect()
     }
@@ -251,3 +258,32 @@ cli = "gemini"
 # [agents.aider]
 # command = ["aider", "--yes-always", "--message-file", "{{prompt_file}}"]
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(toml: &str) -> AgentConfig {
+        let cfg = Config::parse(&format!("[agents.a]\n{toml}"), "config.toml").unwrap();
+        cfg.agents["a"].clone()
+    }
+
+    #[test]
+    fn a_built_in_cli_gets_its_permission_and_unattended_environment() {
+        let env = agent("cli = \"opencode\"\npermission = \"read-only\"\n").cli_env();
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(
+            get("OPENCODE_PERMISSION"),
+            Some(r#"{"edit":"deny","bash":"deny"}"#)
+        );
+        assert_eq!(get("OPENCODE_DISABLE_AUTOUPDATE"), Some("1"));
+        // The agent's own env wins over both.
+        let env = agent(
+            "cli = \"opencode\"\n[agents.a.env]\nOPENCODE_PERMISSION = \"{}\"\nOPENCODE_DISABLE_AUTOUPDATE = \"0\"\n",
+        )
+        .cli_env();
+        assert!(env.is_empty(), "{env:?}");
+        // A generic command gets nothing.
+        assert!(agent("command = [\"aider\"]\n").cli_env().is_empty());
+    }
+}

@@ -58,6 +58,10 @@ impl AgentCli for Claude {
     fn resumes_from(&self, ran_in: &str, cwd: &Path) -> bool {
         Path::new(ran_in) == cwd
     }
+    fn unattended_env(&self) -> &'static [(&'static str, &'static str)] {
+        // Never updated under a running session.
+        &[("DISABLE_AUTOUPDATER", "1")]
+    }
     fn memory_file(&self) -> &'static str {
         "CLAUDE.md"
     }

@@ -70,6 +70,10 @@ impl AgentCli for Copilot {
     fn usage_from_file(&self, text: &str) -> Option<AgentEvent> {
         usage(text)
     }
+    fn unattended_env(&self) -> &'static [(&'static str, &'static str)] {
+        // Never updated under a running session.
+        &[("COPILOT_AUTO_UPDATE", "false")]
+    }
     fn memory_file(&self) -> &'static str {
         "AGENTS.md"
     }

@@ -73,6 +73,10 @@ impl AgentCli for Droid {
             )
         })
     }
+    fn unattended_env(&self) -> &'static [(&'static str, &'static str)] {
+        // Never updated under a running session.
+        &[("FACTORY_DROID_AUTO_UPDATE_ENABLED", "false")]
+    }
     fn memory_file(&self) -> &'static str {
         "AGENTS.md"
     }

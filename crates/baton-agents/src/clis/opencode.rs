@@ -60,6 +60,10 @@ impl AgentCli for Opencode {
         };
         vec![("OPENCODE_PERMISSION".into(), p.into())]
     }
+    fn unattended_env(&self) -> &'static [(&'static str, &'static str)] {
+        // Never updated under a running session.
+        &[("OPENCODE_DISABLE_AUTOUPDATE", "1")]
+    }
     fn memory_file(&self) -> &'static str {
         "AGENTS.md"
     }
