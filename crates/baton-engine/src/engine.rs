@@ -1920,9 +1920,12 @@ impl Engine {
             ) else {
                 return Vec::new();
             };
-            git.snapshot(&format!("refs/baton/{id}/{label}/end"), "baton: phase end")
-                .and_then(|to| git.changed_files(&from, &to))
-                .unwrap_or_default()
+            git.end_snapshot(
+                &from,
+                &format!("refs/baton/{id}/{label}/end"),
+                "baton: phase end",
+            )
+            .unwrap_or_default()
         };
         let elapsed = started.elapsed().as_millis() as i64;
         let result = match waited {
