@@ -473,9 +473,9 @@ impl Git {
             .filter_map(|d| Some((d.clone(), DirStat::of(&self.root.join(&d))?)))
             .collect();
         let index = tempfile_path(git_dir);
-        if let Some(b) = &bytes {
-            // The copy keeps the index's time: git trusts the stat data of
-            // entries older than the index file, and only those.
+        // The copy keeps the index's time: git trusts the stat data of
+        // entries older than the index file, and only those.
+        let copied = bytes.as_ref().is_some_and(|b| {
             let copied = std::fs::write(&index, b).and_then(|()| {
                 let modified = std::fs::metadata(&cache)?.modified()?;
                 std::fs::File::options()
@@ -486,11 +486,12 @@ impl Git {
             if copied.is_err() {
                 let _ = std::fs::remove_file(&index);
             }
-        }
+            copied.is_ok()
+        });
         let index_s = index.to_string_lossy().into_owned();
         let env = [("GIT_INDEX_FILE", index_s.as_str())];
         let result = (|| {
-            let mut rebuilt = known.is_none();
+            let mut rebuilt = known.is_none() || !copied;
             let staged = loop {
                 if rebuilt {
                     self.rebuild_index(head.commit.is_some(), &env)?;
@@ -554,7 +555,7 @@ impl Git {
                     refname,
                     %commit,
                     rebuilt,
-                    watched = last.as_ref().and_then(|k| k.watch.as_ref()).map_or(0, |w| w.files.len() + w.dirs.len()),
+                    watched = last.as_ref().and_then(|k| k.watch.as_ref()).map_or(0, Watch::files),
                     "phase snapshot"
                 );
                 Ok(Taken {
@@ -669,7 +670,7 @@ impl Git {
         // A folder changed within ~10 ms before git looked may change again
         // within the same timestamp tick unseen.
         let settled = stamp(looked - std::time::Duration::from_millis(10));
-        let mut watched = Vec::with_capacity(dirs.len());
+        let mut watched = std::collections::BTreeMap::new();
         for d in &dirs {
             let (Some(before), Some(now)) = (pre.get(d), DirStat::of(&self.root.join(d))) else {
                 return (None, dirs);
@@ -677,13 +678,27 @@ impl Git {
             if *before != now || before.mtime >= settled || before.ctime >= settled {
                 return (None, dirs);
             }
-            watched.push((d.clone(), now));
+            watched.insert(
+                d.clone(),
+                WatchedDir {
+                    path: d.clone(),
+                    stat: now,
+                    files: Vec::new(),
+                },
+            );
         }
-        let files = entries.into_iter().map(|e| (e.path, e.stat)).collect();
+        for e in entries {
+            let (Some(dir), Some(name)) = (e.path.parent(), e.path.file_name()) else {
+                return (None, dirs);
+            };
+            let Some(w) = watched.get_mut(dir) else {
+                return (None, dirs);
+            };
+            w.files.push((name.to_os_string(), e.stat));
+        }
         (
             Some(Watch {
-                files,
-                dirs: watched,
+                dirs: watched.into_values().collect(),
             }),
             dirs,
         )
@@ -1104,20 +1119,41 @@ const MAX_WATCHED_DIRS: usize = 20_000;
 /// could appear in.
 #[derive(Debug, Clone)]
 struct Watch {
-    files: Vec<(PathBuf, EntryStat)>,
-    dirs: Vec<(PathBuf, DirStat)>,
+    dirs: Vec<WatchedDir>,
+}
+
+/// A watched folder and the staged files directly in it.
+#[derive(Debug, Clone)]
+struct WatchedDir {
+    path: PathBuf,
+    stat: DirStat,
+    files: Vec<(std::ffi::OsString, EntryStat)>,
 }
 
 impl Watch {
     /// Whether every file and folder still has the stat data recorded.
+    /// Files are looked up in their folder opened once (`fstatat`), not
+    /// by their whole path.
     fn unchanged(&self, root: &Path) -> bool {
-        self.dirs
-            .iter()
-            .all(|(d, st)| DirStat::of(&root.join(d)).as_ref() == Some(st))
-            && self
-                .files
-                .iter()
-                .all(|(f, st)| EntryStat::of(&root.join(f)).as_ref() == Some(st))
+        use nix::fcntl::AtFlags;
+        use nix::sys::stat::fstatat;
+        self.dirs.iter().all(|w| {
+            let Ok(dir) = std::fs::File::open(root.join(&w.path)) else {
+                return false;
+            };
+            dir.metadata().ok().and_then(|m| DirStat::from(&m)).as_ref() == Some(&w.stat)
+                && w.files.iter().all(|(name, st)| {
+                    fstatat(&dir, name.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
+                        .ok()
+                        .and_then(|f| EntryStat::from_stat(&f))
+                        .as_ref()
+                        == Some(st)
+                })
+        })
+    }
+
+    fn files(&self) -> usize {
+        self.dirs.iter().map(|d| d.files.len() + 1).sum()
     }
 }
 
@@ -1141,13 +1177,19 @@ struct EntryStat {
 }
 
 impl EntryStat {
+    #[cfg(test)]
     fn of(path: &Path) -> Option<EntryStat> {
-        use std::os::unix::fs::MetadataExt;
-        let m = std::fs::symlink_metadata(path).ok()?;
-        let mode = if m.file_type().is_symlink() {
+        nix::sys::stat::lstat(path)
+            .ok()
+            .and_then(|f| EntryStat::from_stat(&f))
+    }
+
+    fn from_stat(f: &nix::sys::stat::FileStat) -> Option<EntryStat> {
+        let kind = f.st_mode & libc::S_IFMT;
+        let mode = if kind == libc::S_IFLNK {
             0o120000
-        } else if m.file_type().is_file() {
-            if m.mode() & 0o100 != 0 {
+        } else if kind == libc::S_IFREG {
+            if f.st_mode & 0o100 != 0 {
                 0o100755
             } else {
                 0o100644
@@ -1156,10 +1198,10 @@ impl EntryStat {
             return None;
         };
         Some(EntryStat {
-            ctime: (m.ctime() as u32, m.ctime_nsec() as u32),
-            mtime: (m.mtime() as u32, m.mtime_nsec() as u32),
-            ino: m.ino() as u32,
-            size: m.size() as u32,
+            ctime: (f.st_ctime as u32, f.st_ctime_nsec as u32),
+            mtime: (f.st_mtime as u32, f.st_mtime_nsec as u32),
+            ino: f.st_ino as u32,
+            size: f.st_size as u32,
             mode,
         })
     }
@@ -1176,8 +1218,11 @@ struct DirStat {
 
 impl DirStat {
     fn of(path: &Path) -> Option<DirStat> {
+        DirStat::from(&std::fs::symlink_metadata(path).ok()?)
+    }
+
+    fn from(m: &std::fs::Metadata) -> Option<DirStat> {
         use std::os::unix::fs::MetadataExt;
-        let m = std::fs::symlink_metadata(path).ok()?;
         m.is_dir().then(|| DirStat {
             mtime: (m.mtime() as u32, m.mtime_nsec() as u32),
             ctime: (m.ctime() as u32, m.ctime_nsec() as u32),
@@ -1425,7 +1470,8 @@ mod tests {
     /// apart by stat data (the folders' are taken before git looks).
     fn settle(g: &Git) {
         std::thread::sleep(std::time::Duration::from_millis(50));
-        g.checkpoint("refs/baton/warm/00-w/start", "warm-up").unwrap();
+        g.checkpoint("refs/baton/warm/00-w/start", "warm-up")
+            .unwrap();
     }
 
     #[test]
@@ -1554,7 +1600,7 @@ mod tests {
             .watch
             .clone()
             .unwrap();
-        let watched: Vec<&Path> = watch.dirs.iter().map(|(d, _)| d.as_path()).collect();
+        let watched: Vec<&Path> = watch.dirs.iter().map(|w| w.path.as_path()).collect();
         assert!(watched.contains(&Path::new("empty/deeper")), "{watched:?}");
         assert!(watched.contains(&Path::new("logs")), "{watched:?}");
         assert!(!watched.contains(&Path::new("target")), "{watched:?}");
