@@ -13,13 +13,18 @@
 //!   (started, passed) commit one journal row (SQLite, WAL,
 //!   `synchronous=FULL`) and rewrite a ~2 KB state file atomically (temp
 //!   file, fsync, rename, fsync of the folder).
-//! - for reference, baton on the same workflow in a folder outside git (no
-//!   checkpoints), which shows git's share.
+//! - the same 400 phases as `TASKS` tasks of `PHASES / TASKS` phases (one
+//!   `baton run` each, so its start-up and the task's creation count too):
+//!   `state.json` holds every phase and is rewritten at each transition,
+//!   so in one 400-phase task it grows to ~300 KB;
+//! - for reference, baton on the 400-phase workflow in a folder outside git
+//!   (no checkpoints), which shows git's share.
 //!
 //! `ROUNDS` rounds, the order of the sides rotating, so a slow moment of
 //! the machine does not land on one side only; figures are medians, the
 //! ratio the median of the per-round ratios. Then, untimed, one more run
-//! under `strace -f` counts the processes baton starts per phase.
+//! under `strace -f` counts the processes baton starts per phase (and the
+//! fsyncs it and they do).
 
 mod common;
 
@@ -33,6 +38,8 @@ const BATON: &str = env!("CARGO_BIN_EXE_baton");
 const PHASES: usize = 400;
 const FILES: usize = 1_000;
 const ROUNDS: usize = 3;
+/// The same phases split into this many tasks (workflow `small`).
+const TASKS: usize = 20;
 /// The ratio the issue asks for.
 const GOAL: f64 = 2.0;
 
@@ -72,6 +79,11 @@ impl Project {
         std::fs::write(
             p.root.join(".baton/workflows/w.toml"),
             workflow_toml("w", PHASES),
+        )
+        .expect("workflow");
+        std::fs::write(
+            p.root.join(".baton/workflows/small.toml"),
+            workflow_toml("small", PHASES / TASKS),
         )
         .expect("workflow");
         if git {
@@ -127,6 +139,16 @@ impl Project {
     fn run(&self, id: &str) -> Duration {
         let started = Instant::now();
         self.baton_ok(&["run", "w", "bench", "--id", id]);
+        started.elapsed() / PHASES as u32
+    }
+
+    /// `TASKS` runs of workflow `small` one after the other: wall time per
+    /// phase.
+    fn run_small(&self, id: &str) -> Duration {
+        let started = Instant::now();
+        for t in 0..TASKS {
+            self.baton_ok(&["run", "small", "bench", "--id", &format!("{id}-{t:02}")]);
+        }
         started.elapsed() / PHASES as u32
     }
 }
@@ -239,11 +261,12 @@ fn in_own_session(cmd: &mut Command) -> &mut Command {
 /// that successfully executed a program, named by its first program
 /// (`git` with its subcommand). A pid counts again once its process has
 /// exited (pids are reused). `None` without strace.
-fn child_processes(p: &Project, id: &str) -> Option<Vec<(String, usize)>> {
+fn child_processes(p: &Project, id: &str) -> Option<(Vec<(String, usize)>, usize)> {
     let trace = p.dir.path().join("strace.txt");
     let out = p
         .env(&mut Command::new("strace"))
-        .args(["-f", "-q", "-e", "trace=execve", "-e", "signal=none"])
+        .args(["-f", "-q", "-e", "trace=execve,fsync,fdatasync"])
+        .args(["-e", "signal=none"])
         .args(["-s", "48", "-o"])
         .arg(&trace)
         .args([BATON, "run", "w", "bench", "--id", id])
@@ -261,11 +284,16 @@ fn child_processes(p: &Project, id: &str) -> Option<Vec<(String, usize)>> {
     let mut counted: std::collections::HashSet<&str> = Default::default();
     let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
     let mut root = None;
+    let mut syncs = 0;
     for line in text.lines() {
         let Some((pid, rest)) = line.split_once(' ') else {
             continue;
         };
         let rest = rest.trim_start();
+        if rest.starts_with("fsync(") || rest.starts_with("fdatasync(") {
+            syncs += 1;
+            continue;
+        }
         if rest.starts_with("+++ exited") || rest.starts_with("+++ killed") {
             counted.remove(pid);
             continue;
@@ -283,7 +311,7 @@ fn child_processes(p: &Project, id: &str) -> Option<Vec<(String, usize)>> {
     }
     let mut v: Vec<(String, usize)> = counts.into_iter().collect();
     v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    Some(v)
+    Some((v, syncs))
 }
 
 /// `"/usr/bin/git", ["git", "add", ...` → `git add`; else the program's name.
@@ -316,37 +344,44 @@ fn main() {
     let base_dir = tempdir();
 
     eprintln!(
-        "[2/3] {ROUNDS} rounds of {PHASES} phases: baton in git, least durable, baton outside git…"
+        "[2/3] {ROUNDS} rounds of {PHASES} phases: baton in git (1 task, then {TASKS} tasks), least durable, baton outside git…"
     );
-    let (mut baton, mut least, mut nogit, mut ratios) = (vec![], vec![], vec![], vec![]);
+    let (mut baton, mut small, mut least, mut nogit) = (vec![], vec![], vec![], vec![]);
+    let (mut ratios, mut small_ratios) = (vec![], vec![]);
     for round in 0..ROUNDS {
         let sub = base_dir.path().join(format!("round{round}"));
         std::fs::create_dir_all(&sub).expect("mkdir");
         let id = format!("r{round}");
-        let (mut b, mut l, mut n) = (None, None, None);
-        for side in 0..3 {
-            match (side + round) % 3 {
+        let (mut b, mut s, mut l, mut n) = (None, None, None, None);
+        for side in 0..4 {
+            match (side + round) % 4 {
                 0 => b = Some(repo.run(&id)),
                 1 => l = Some(LeastDurable::new(&sub).run()),
+                2 => s = Some(repo.run_small(&id)),
                 _ => n = Some(plain.run(&id)),
             }
         }
-        let (b, l, n) = (ms(b.unwrap()), ms(l.unwrap()), ms(n.unwrap()));
+        let [b, s, l, n] = [b, s, l, n].map(|d| ms(d.expect("every side ran")));
         eprintln!(
-            "      round {}: baton {b:.2} ms/phase, least durable {l:.2}, ratio {:.2}; outside git {n:.2}",
+            "      round {}: baton {b:.2} ms/phase ({TASKS} tasks: {s:.2}), least durable {l:.2}, ratio {:.2} ({:.2}); outside git {n:.2}",
             round + 1,
-            b / l
+            b / l,
+            s / l
         );
         baton.push(b);
+        small.push(s);
         least.push(l);
         nogit.push(n);
         ratios.push(b / l);
+        small_ratios.push(s / l);
     }
 
     eprintln!("[3/3] child processes per phase: one more run under strace -f…");
     let children = child_processes(&repo, "counted");
 
     let ratio = median(ratios.clone());
+    let small_ratio = median(small_ratios.clone());
+    let verdict = |r: f64| if r <= GOAL { "ok" } else { "MISSED" };
     let list = |v: &[f64]| {
         v.iter()
             .map(|x| format!("{x:.2}"))
@@ -357,30 +392,41 @@ fn main() {
     println!("baton per-phase benchmark (same machine, same run)");
     println!("machine: {cores} cores, load average at start {load_start}");
     println!(
-        "workflow: {PHASES} `run = \"true\"` phases, one task, `baton run` (SQLite, FULL); git repository of {FILES} tracked files"
+        "{PHASES} `run = \"true\"` phases through `baton run` (SQLite, FULL) in a git repository of {FILES} tracked files; medians of {ROUNDS} rounds"
     );
     println!(
-        "baton run, per phase:           {:>6.2} ms   (wall time of the whole `baton run` / {PHASES}; rounds {})",
-        median(baton.clone()),
-        list(&baton)
-    );
-    println!(
-        "least durable, per phase:       {:>6.2} ms   (spawn `true` in its own session and wait; 2 x [one-row FULL commit + atomic 2 KB state file]; rounds {})",
+        "least durable, per phase:          {:>6.2} ms   (spawn `true` in its own session and wait; 2 x [one-row FULL commit + atomic 2 KB state file]; rounds {})",
         median(least.clone()),
         list(&least)
     );
     println!(
-        "ratio baton / least durable:    {ratio:>6.2}      (median of per-round ratios {}; goal <= {GOAL}: {})",
-        list(&ratios),
-        if ratio <= GOAL { "ok" } else { "MISSED" }
+        "baton, one task of {PHASES} phases:     {:>6.2} ms   (wall time of `baton run` / {PHASES}; rounds {})",
+        median(baton.clone()),
+        list(&baton)
     );
     println!(
-        "baton outside git, per phase:   {:>6.2} ms   (same workflow, no checkpoints: git's share is the difference; rounds {})",
+        "  ratio baton / least durable:     {ratio:>6.2}      (median of per-round ratios {}; goal <= {GOAL}: {})",
+        list(&ratios),
+        verdict(ratio)
+    );
+    println!(
+        "baton, {TASKS} tasks of {} phases:      {:>6.2} ms   (wall time of {TASKS} `baton run`s / {PHASES}; rounds {})",
+        PHASES / TASKS,
+        median(small.clone()),
+        list(&small)
+    );
+    println!(
+        "  ratio baton / least durable:     {small_ratio:>6.2}      (median of per-round ratios {}; goal <= {GOAL}: {})",
+        list(&small_ratios),
+        verdict(small_ratio)
+    );
+    println!(
+        "baton outside git, one task:       {:>6.2} ms   (the {PHASES}-phase task, no checkpoints: git's share is the difference; rounds {})",
         median(nogit.clone()),
         list(&nogit)
     );
     match children {
-        Some(counts) => {
+        Some((counts, syncs)) => {
             let all: usize = counts.iter().map(|(_, n)| n).sum();
             let per = |n: usize| n as f64 / PHASES as f64;
             let parts: Vec<String> = counts
@@ -388,13 +434,17 @@ fn main() {
                 .map(|(name, n)| format!("{name} {:.2}", per(*n)))
                 .collect();
             println!(
-                "child processes per phase:      {:>6.2}      ({all} in a {PHASES}-phase run under `strace -f`, untimed: every process that executed a program; {})",
+                "child processes per phase:         {:>6.2}      ({all} in a {PHASES}-phase run under `strace -f`, untimed: every process that executed a program; {})",
                 per(all),
                 parts.join(", ")
             );
+            println!(
+                "fsyncs per phase:                  {:>6.2}      (fsync + fdatasync by baton and its children in that run; least durable: about 6, one per commit and two per state file)",
+                per(syncs)
+            );
         }
         None => println!(
-            "child processes per phase:      not counted (strace is not installed: `apt-get install strace`)"
+            "child processes per phase:         not counted (strace is not installed: `apt-get install strace`)"
         ),
     }
     println!("load average at end {}", load_average());
