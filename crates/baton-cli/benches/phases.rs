@@ -431,10 +431,10 @@ fn main() {
             let per = |n: usize| n as f64 / PHASES as f64;
             let parts: Vec<String> = counts
                 .iter()
-                .map(|(name, n)| format!("{name} {:.2}", per(*n)))
+                .map(|(name, n)| format!("{name} {n}"))
                 .collect();
             println!(
-                "child processes per phase:         {:>6.2}      ({all} in a {PHASES}-phase run under `strace -f`, untimed: every process that executed a program; {})",
+                "child processes per phase:         {:>6.2}      ({all} in a {PHASES}-phase run under `strace -f`, untimed: every process that executed a program, by program: {})",
                 per(all),
                 parts.join(", ")
             );
