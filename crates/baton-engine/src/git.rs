@@ -667,9 +667,10 @@ impl Git {
         if entries.iter().any(|e| e.stat.mtime >= written) {
             return (None, dirs);
         }
-        // A folder changed within ~10 ms before git looked may change again
-        // within the same timestamp tick unseen.
-        let settled = stamp(looked - std::time::Duration::from_millis(10));
+        // A folder changed shortly before git looked may change again
+        // within the same timestamp tick unseen: file times come from a
+        // coarse clock (one tick is 1 to 10 ms), so keep several ticks.
+        let settled = stamp(looked - std::time::Duration::from_millis(50));
         let mut watched = std::collections::BTreeMap::new();
         for d in &dirs {
             let (Some(before), Some(now)) = (pre.get(d), DirStat::of(&self.root.join(d))) else {
@@ -1469,7 +1470,7 @@ mod tests {
     /// we), then takes a first snapshot: the one after it can be told
     /// apart by stat data (the folders' are taken before git looks).
     fn settle(g: &Git) {
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::thread::sleep(std::time::Duration::from_millis(100));
         g.checkpoint("refs/baton/warm/00-w/start", "warm-up")
             .unwrap();
     }
