@@ -49,7 +49,7 @@ mod common;
 
 use baton_testkit::agents::{Agent, PINNED, Run};
 use baton_testkit::model_server::{ModelServer, Reply};
-use common::median;
+use common::{git_env, load_average, median};
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -96,17 +96,6 @@ fn uuid() -> String {
         &h[16..20],
         &h[20..32]
     )
-}
-
-/// The git identity and config isolation the engine's git calls get; the
-/// direct CLI runs get it too, so both sides see the same git.
-fn git_env(c: &mut Command) -> &mut Command {
-    c.env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@localhost")
-        .env("GIT_COMMITTER_NAME", "Bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@localhost")
 }
 
 /// A git repository with `.baton/` initialised, run with a hermetic
@@ -529,12 +518,6 @@ fn wrapper_cost() -> f64 {
         wrapped.push(time(&wrapper));
     }
     median(wrapped) - median(bare)
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "?".into())
 }
 
 fn print_rows(rows: &[Row], wrapper: f64) {

@@ -1,7 +1,7 @@
 //! What the benchmarks share: the [`Driver`] that pushes one task through a
 //! [`Store`] exactly as the engine does, and small helpers.
 //!
-//! Each bench (`durability.rs`, `scale.rs`) compiles this module on its own
+//! Each bench (`durability.rs`, `scale.rs`, `agents.rs`, `phases.rs`) compiles this module on its own
 //! (`mod common;`), so what one of them leaves unused is not dead code.
 #![allow(dead_code)]
 
@@ -259,4 +259,24 @@ pub fn git_ok(cmd: &mut std::process::Command, args: &[&str]) {
         "git {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The git identity and config isolation the engine's git calls get (the
+/// machine's and the user's git configuration left out); whatever a bench
+/// runs next to baton gets it too, so both sides see the same git.
+pub fn git_env(c: &mut std::process::Command) -> &mut std::process::Command {
+    c.env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Bench")
+        .env("GIT_AUTHOR_EMAIL", "bench@localhost")
+        .env("GIT_COMMITTER_NAME", "Bench")
+        .env("GIT_COMMITTER_EMAIL", "bench@localhost")
+}
+
+/// The machine's load average (1, 5, 15 minutes), as printed with every
+/// figure: on a shared 2-core box it says how much the figures can be trusted.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
 }

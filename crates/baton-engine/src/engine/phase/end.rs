@@ -272,7 +272,10 @@ fn files_changed(held: &Held, idx: usize, id: &TaskId, label: &str) -> Vec<Strin
     ) else {
         return Vec::new();
     };
-    git.snapshot(&format!("refs/baton/{id}/{label}/end"), "baton: phase end")
-        .and_then(|to| git.changed_files(&from, &to))
-        .unwrap_or_default()
+    git.end_snapshot(
+        &from,
+        &format!("refs/baton/{id}/{label}/end"),
+        "baton: phase end",
+    )
+    .unwrap_or_default()
 }
