@@ -20,13 +20,8 @@ pub fn render(
     lease: Option<&Lease>,
 ) -> Value {
     let ts = |t: Option<crate::time::Timestamp>| t.map(|t| t.rfc3339());
-    let out_path = |id: &str| -> Option<String> {
-        let i = state.phases.iter().position(|p| p.id.as_str() == id)?;
-        Some(format!(
-            ".baton/tasks/{}/{}",
-            state.task_id,
-            output_file_name(i, id)
-        ))
+    let out_path = |i: usize, id: &str| -> String {
+        format!(".baton/tasks/{}/{}", state.task_id, output_file_name(i, id))
     };
     let current = state
         .phases
@@ -58,8 +53,9 @@ pub fn render(
     let completed: Vec<Value> = state
         .phases
         .iter()
-        .filter(|p| p.status.is_done())
-        .map(|p| {
+        .enumerate()
+        .filter(|(_, p)| p.status.is_done())
+        .map(|(i, p)| {
             json!({
                 "id": p.id,
                 "status": p.status.as_str(),
@@ -67,7 +63,7 @@ pub fn render(
                 "completed_at": ts(p.completed_at),
                 "attempt": p.attempt,
                 "summary": p.summary,
-                "output_file": if p.status == PhaseStatus::Pass { out_path(p.id.as_str()) } else { None },
+                "output_file": (p.status == PhaseStatus::Pass).then(|| out_path(i, p.id.as_str())),
                 "files_changed": p.files_changed,
                 "agent_session": p.agent_session,
                 "agent": p.agent_runs.last().map(|r| &r.session.agent),
@@ -105,7 +101,7 @@ pub fn render(
             .as_ref()
             .map(|w| json!({"phase": p.id, "for": w.description, "due_at": ts(w.due_at)}))
     });
-    json!({
+    let mut doc = json!({
         "version": 1,
         "workflow": state.workflow,
         "task_id": state.task_id,
@@ -119,7 +115,8 @@ pub fn render(
         "task_description": state.description,
         "tech_stack": state.tech_stack,
         "current_phase": current_phase,
-        "completed_phases": completed,
+        // The long lists are put in below, moved rather than copied.
+        "completed_phases": null,
         "pending_phases": pending,
         "iteration_counts": state.iteration_counts,
         "blockers": state.blockers,
@@ -130,15 +127,7 @@ pub fn render(
             "git_last_commit": cp.and_then(|c| c.head.clone()),
             "can_resume_from": can_resume_from,
         },
-        "phases": state.phases.iter().map(|p| json!({
-            "id": p.id,
-            "status": p.status.as_str(),
-            "attempt": p.attempt,
-            "iteration": p.iteration,
-            "last_error": p.last_error,
-            "tokens": usage_json(&p.usage()),
-            "agent_runs": p.agent_runs,
-        })).collect::<Vec<_>>(),
+        "phases": null,
         "agent": state.agent,
         "last_agent": state.agent_runs().last().map(|(_, r)| &r.session.agent),
         "cli_history": cli_history(state),
@@ -152,7 +141,26 @@ pub fn render(
             "acquired_at": l.acquired_at.rfc3339(), "expires_at": l.expires_at.rfc3339(),
         })),
         "last_seq": state.last_seq,
-    })
+    });
+    let phases = state
+        .phases
+        .iter()
+        .map(|p| {
+            json!({
+                "id": p.id,
+                "status": p.status.as_str(),
+                "attempt": p.attempt,
+                "iteration": p.iteration,
+                "last_error": p.last_error,
+                "tokens": usage_json(&p.usage()),
+                "agent_runs": p.agent_runs,
+            })
+        })
+        .collect();
+    // Assigning to a key keeps its place in the document.
+    doc["completed_phases"] = Value::Array(completed);
+    doc["phases"] = Value::Array(phases);
+    doc
 }
 
 fn usage_json(u: &crate::state::Usage) -> Value {

@@ -200,13 +200,7 @@ fn check_tasks(eng: &Engine, fix: bool, shared: bool) -> Result<Vec<Finding>> {
             continue;
         };
         // Rendered files.
-        let path = eng.task_dir(id).join("state.json");
-        let good = std::fs::read(&path)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .is_some_and(|v| {
-                v.get("last_seq").and_then(|s| s.as_u64()) == Some(snap.state.last_seq)
-            });
+        let good = eng.rendered_is_current(&snap);
         if !good && shared && !eng.task_dir(id).exists() {
             // Rendered on demand by any command on it.
         } else if !good {

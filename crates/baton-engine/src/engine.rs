@@ -164,6 +164,10 @@ struct Held {
     hb: Heartbeat,
     /// Where its phases run.
     ws: Workspace,
+    /// The last phase's end snapshot was taken just now, in this drive,
+    /// with nothing run since: the next phase's start snapshot is that
+    /// same commit when HEAD has not moved (no stat check of the tree).
+    just_snapshotted: bool,
 }
 
 impl Engine {
@@ -281,6 +285,14 @@ impl Engine {
             "store commit"
         );
         committed?;
+        // The document shows nothing of a phase's process (the store keeps
+        // it): a commit of just that is not rendered.
+        if records
+            .iter()
+            .all(|r| matches!(r.event, Event::PhaseProcess { .. }))
+        {
+            return Ok(());
+        }
         let doc = document::render(
             &held.state,
             &held.wf,

@@ -355,10 +355,21 @@ impl Git {
     /// [`Git::snapshot`] makes it. When neither the work tree nor HEAD
     /// changed since the last phase snapshot of this process, the snapshot
     /// is that same commit, found without building a tree.
-    pub fn checkpoint(&self, refname: &str, message: &str) -> Result<Checkpoint, GitError> {
+    ///
+    /// `just_snapshotted`: the caller took a phase snapshot through this
+    /// value a moment ago and ran nothing since (the end of the previous
+    /// phase, in the same drive); that snapshot is taken again without
+    /// checking the work tree, unless HEAD moved or the private index was
+    /// touched.
+    pub fn checkpoint(
+        &self,
+        refname: &str,
+        message: &str,
+        just_snapshotted: bool,
+    ) -> Result<Checkpoint, GitError> {
         let started = std::time::Instant::now();
         let head = self.head_state();
-        let snapshot = self.phase_snapshot(refname, message, &head)?;
+        let snapshot = self.phase_snapshot(refname, message, &head, just_snapshotted)?;
         let cp = Checkpoint {
             branch: head.branch,
             head: head.commit,
@@ -388,7 +399,7 @@ impl Git {
     ) -> Result<Vec<String>, GitError> {
         let started = std::time::Instant::now();
         let head = self.head_state();
-        let end = self.phase_snapshot(refname, message, &head)?;
+        let end = self.phase_snapshot(refname, message, &head, false)?;
         let files = if end.commit == start || end.tree_of(start) {
             Vec::new()
         } else {
@@ -417,6 +428,7 @@ impl Git {
         refname: &str,
         message: &str,
         head: &HeadState,
+        just_snapshotted: bool,
     ) -> Result<Taken, GitError> {
         let Some(git_dir) = &self.git_dir else {
             let commit = self.snapshot(refname, message)?;
@@ -446,7 +458,7 @@ impl Git {
         // Nothing changed since (every staged file and every folder that
         // could gain one has the stat data it had): the same snapshot.
         if let Some(k) = known
-            && k.watch.as_ref().is_some_and(|w| w.unchanged(&self.root))
+            && (just_snapshotted || k.watch.as_ref().is_some_and(|w| w.unchanged(&self.root)))
         {
             let (commit, tree) = (k.commit.clone(), k.tree.clone());
             self.update_ref(refname, &commit)?;
@@ -1471,7 +1483,7 @@ mod tests {
     /// apart by stat data (the folders' are taken before git looks).
     fn settle(g: &Git) {
         std::thread::sleep(std::time::Duration::from_millis(100));
-        g.checkpoint("refs/baton/warm/00-w/start", "warm-up")
+        g.checkpoint("refs/baton/warm/00-w/start", "warm-up", false)
             .unwrap();
     }
 
@@ -1503,7 +1515,9 @@ mod tests {
         write(&top, "proj/new.rs", "new\n");
         write(&top, "debug.log", "ignored\n");
         write(&top, "proj/.baton/tasks/t/state.json", "{}\n");
-        let cp = g.checkpoint("refs/baton/t/01-a/start", "start").unwrap();
+        let cp = g
+            .checkpoint("refs/baton/t/01-a/start", "start", false)
+            .unwrap();
         let snap = cp.snapshot.unwrap();
         assert_eq!(
             files(&top, &snap),
@@ -1531,7 +1545,9 @@ mod tests {
     fn an_unchanged_tree_is_the_same_snapshot_and_no_files_changed() {
         let (_d, top, g) = repo();
         settle(&g);
-        let start = g.checkpoint("refs/baton/t/01-a/start", "start").unwrap();
+        let start = g
+            .checkpoint("refs/baton/t/01-a/start", "start", false)
+            .unwrap();
         let start = start.snapshot.unwrap();
         // The next ones are told apart by stat data alone.
         assert!(g.last.lock().unwrap().as_ref().unwrap().watch.is_some());
@@ -1540,12 +1556,14 @@ mod tests {
             .unwrap();
         assert!(changed.is_empty(), "{changed:?}");
         assert_eq!(git(&top, &["rev-parse", "refs/baton/t/01-a/end"]), start);
-        let next = g.checkpoint("refs/baton/t/02-b/start", "start").unwrap();
+        let next = g
+            .checkpoint("refs/baton/t/02-b/start", "start", false)
+            .unwrap();
         assert_eq!(next.snapshot.as_deref(), Some(start.as_str()));
         // Another process (a fresh value) finds the same tree.
         let other = Git::open(&top.join("proj")).unwrap();
         let again = other
-            .checkpoint("refs/baton/u/01-a/start", "start")
+            .checkpoint("refs/baton/u/01-a/start", "start", false)
             .unwrap();
         let tree = |c: &str| git(&top, &["rev-parse", &format!("{c}^{{tree}}")]);
         assert_eq!(tree(again.snapshot.as_deref().unwrap()), tree(&start));
@@ -1555,7 +1573,9 @@ mod tests {
     fn a_changed_tree_is_a_new_snapshot_with_the_files_that_changed() {
         let (_d, top, g) = repo();
         settle(&g);
-        let start = g.checkpoint("refs/baton/t/01-a/start", "start").unwrap();
+        let start = g
+            .checkpoint("refs/baton/t/01-a/start", "start", false)
+            .unwrap();
         let start = start.snapshot.unwrap();
         // Same size, so only the stat times tell.
         write(&top, "top.txt", "TOP\n");
@@ -1590,7 +1610,9 @@ mod tests {
         write(&top, ".gitignore", "*.log\ntarget/\n");
         git(&top, &["commit", "-qam", "ignore target"]);
         settle(&g);
-        let start = g.checkpoint("refs/baton/t/01-a/start", "start").unwrap();
+        let start = g
+            .checkpoint("refs/baton/t/01-a/start", "start", false)
+            .unwrap();
         let start = start.snapshot.unwrap();
         let watch = g
             .last
@@ -1629,7 +1651,7 @@ mod tests {
         write(&top, "build.out", "untracked\n");
         let has = |g: &Git, name: &str, f: &str| {
             let cp = g
-                .checkpoint(&format!("refs/baton/t/{name}/start"), "s")
+                .checkpoint(&format!("refs/baton/t/{name}/start"), "s", false)
                 .unwrap();
             files(&top, cp.snapshot.as_deref().unwrap()).contains(&f.to_string())
         };
@@ -1646,7 +1668,7 @@ mod tests {
         write(&top, "c.txt", "c\n");
         git(&top, &["add", "c.txt"]);
         git(&top, &["commit", "-qm", "c"]);
-        let cp = g.checkpoint("refs/baton/t/f/start", "s").unwrap();
+        let cp = g.checkpoint("refs/baton/t/f/start", "s", false).unwrap();
         let snap = cp.snapshot.unwrap();
         assert_eq!(
             git(&top, &["rev-parse", &format!("{snap}^")]),

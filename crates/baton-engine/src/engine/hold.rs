@@ -39,6 +39,7 @@ impl Engine {
             lease,
             hb,
             ws,
+            just_snapshotted: false,
         };
         self.set_current(&id);
         self.commit(

@@ -73,18 +73,33 @@ impl Engine {
     /// Re-renders `state.json` if it is missing or damaged; says so.
     pub fn repair_rendered(&self, snap: &TaskSnapshot) -> Result<bool> {
         let dir = self.project.task_dir(&snap.state.task_id);
-        let path = dir.join("state.json");
-        let ok = std::fs::read(&path)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .is_some_and(|v| {
-                v.get("last_seq").and_then(|s| s.as_u64()) == Some(snap.state.last_seq)
-            });
+        let ok = self.rendered_is_current(snap);
         if !ok {
             render::state_json(&dir, &self.document(snap)?)?;
         }
         let wrote = render::phase_outputs(&dir, &snap.state)?;
         Ok(!ok || wrote > 0)
+    }
+
+    /// Whether the task's `state.json` is the store's state: it renders
+    /// the latest event, or a live runner holds the task (it renders on
+    /// its commits, and the commit of a phase's process, which the
+    /// document does not show, is not rendered; another process writing
+    /// it too would race it).
+    pub fn rendered_is_current(&self, snap: &TaskSnapshot) -> bool {
+        if self.liveness(snap.lease.as_ref()) == Liveness::Live {
+            return true;
+        }
+        let path = self
+            .project
+            .task_dir(&snap.state.task_id)
+            .join("state.json");
+        std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .is_some_and(|v| {
+                v.get("last_seq").and_then(|s| s.as_u64()) == Some(snap.state.last_seq)
+            })
     }
 
     pub fn events(&self, id: &TaskId, after: u64, limit: usize) -> Result<Vec<EventRecord>> {

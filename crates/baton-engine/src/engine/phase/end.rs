@@ -261,8 +261,9 @@ fn failure(message: String, exit_code: Option<i32>, timed_out: bool, err: &Path)
 }
 
 /// The files an attempt changed: its work tree snapshotted at its end and
-/// compared with its start checkpoint.
-fn files_changed(held: &Held, idx: usize, id: &TaskId, label: &str) -> Vec<String> {
+/// compared with its start checkpoint. A snapshot taken here is the next
+/// phase's start when nothing runs in between ([`Held::just_snapshotted`]).
+fn files_changed(held: &mut Held, idx: usize, id: &TaskId, label: &str) -> Vec<String> {
     let (Some(git), Some(from)) = (
         &held.ws.git,
         held.state.phases[idx]
@@ -272,10 +273,11 @@ fn files_changed(held: &Held, idx: usize, id: &TaskId, label: &str) -> Vec<Strin
     ) else {
         return Vec::new();
     };
-    git.end_snapshot(
+    let ended = git.end_snapshot(
         &from,
         &format!("refs/baton/{id}/{label}/end"),
         "baton: phase end",
-    )
-    .unwrap_or_default()
+    );
+    held.just_snapshotted = ended.is_ok();
+    ended.unwrap_or_default()
 }

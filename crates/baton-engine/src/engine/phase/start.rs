@@ -33,11 +33,13 @@ impl Engine {
         let label = format!("{stem}.i{}.a{attempt}", ps.iteration);
         // A brief a crashed run left in a memory file never enters the
         // snapshot (nor, later, a commit).
-        baton_agents::memory::remove_briefs(&held.ws.cwd)?;
+        let removed = baton_agents::memory::remove_briefs(&held.ws.cwd)?;
+        let just_snapshotted = std::mem::take(&mut held.just_snapshotted) && removed.is_empty();
         let checkpoint = held.ws.git.as_ref().and_then(|g| {
             match g.checkpoint(
                 &format!("refs/baton/{id}/{label}/start"),
                 &format!("baton: {id} {phase} attempt {attempt} start"),
+                just_snapshotted,
             ) {
                 Ok(cp) => Some(cp),
                 Err(e) => {
