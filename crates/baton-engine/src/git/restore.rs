@@ -1,0 +1,203 @@
+//! Putting the work tree back to a checkpoint (the old one saved first), and
+//! committing the work tree onto the branch.
+
+use super::{Git, GitError, IDENT};
+use baton_core::state::Checkpoint;
+
+impl Git {
+    /// Why the work tree cannot be put back to `cp` as it stands, if so:
+    /// another branch (or a detached HEAD where a branch was, or the other
+    /// way round), an unfinished merge, or ignored files that the restore
+    /// would overwrite or delete (they are in no snapshot).
+    pub fn restore_blocker(&self, cp: &Checkpoint) -> Option<String> {
+        let current = self.branch();
+        match (&cp.branch, &current) {
+            (Some(want), Some(cur)) if want != cur => {
+                return Some(format!(
+                    "the work tree is on branch {cur}, but the checkpoint was taken on {want}; run `git checkout {want}` first"
+                ));
+            }
+            (Some(want), None) => {
+                return Some(format!(
+                    "HEAD is detached, but the checkpoint was taken on branch {want}; run `git checkout {want}` first"
+                ));
+            }
+            (None, Some(cur)) if cp.head.is_some() => {
+                let head = cp.head.as_deref().unwrap_or_default();
+                return Some(format!(
+                    "the checkpoint was taken on a detached HEAD ({}), but the work tree is on branch {cur}; run `git checkout --detach {}` first",
+                    &head[..head.len().min(12)],
+                    &head[..head.len().min(12)]
+                ));
+            }
+            _ => {}
+        }
+        if self
+            .run(&["ls-files", "-u"], &[])
+            .is_ok_and(|o| !o.trim().is_empty())
+        {
+            return Some(
+                "the index has unresolved merge conflicts; finish or abort the merge first".into(),
+            );
+        }
+        if let Some(snap) = &cp.snapshot {
+            let hit = self.ignored_in_the_way(snap);
+            if !hit.is_empty() {
+                let shown: Vec<&str> = hit.iter().take(5).map(String::as_str).collect();
+                return Some(format!(
+                    "ignored files would be overwritten or deleted and cannot be saved: {}{}; move them away first",
+                    shown.join(", "),
+                    if hit.len() > 5 {
+                        format!(" and {} more", hit.len() - 5)
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+        }
+        None
+    }
+
+    /// Ignored paths the snapshot would overwrite (same path) or delete (a
+    /// folder where the snapshot has a file, or a file where it has a folder).
+    fn ignored_in_the_way(&self, snap: &str) -> Vec<String> {
+        let split = |out: String| -> Vec<String> {
+            out.split('\0')
+                .filter(|x| !x.is_empty())
+                .map(str::to_string)
+                .collect()
+        };
+        let ignored = self
+            .run(
+                &[
+                    "ls-files",
+                    "-z",
+                    "-o",
+                    "-i",
+                    "--exclude-standard",
+                    "--directory",
+                ],
+                &[],
+            )
+            .map(split)
+            .unwrap_or_default();
+        if ignored.is_empty() {
+            return Vec::new();
+        }
+        let files: std::collections::HashSet<String> = self
+            .run(&["ls-tree", "-r", "-z", "--name-only", snap], &[])
+            .map(split)
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        let mut dirs = std::collections::HashSet::new();
+        for f in &files {
+            let mut p = f.as_str();
+            while let Some(i) = p.rfind('/') {
+                p = &p[..i];
+                dirs.insert(p.to_string());
+            }
+        }
+        ignored
+            .into_iter()
+            .filter(|e| {
+                let e = e.trim_end_matches('/');
+                if e.starts_with(self.baton_path.as_str()) {
+                    return false;
+                }
+                let mut anc = e;
+                let mut blocked = files.contains(e) || dirs.contains(e);
+                while let Some(i) = anc.rfind('/') {
+                    anc = &anc[..i];
+                    blocked |= files.contains(anc);
+                }
+                blocked
+            })
+            .collect()
+    }
+
+    /// Puts the work tree back to a checkpoint. Everything there before is
+    /// first saved as a commit under `safety_ref` (files, untracked ones
+    /// too; parents: the old branch tip and a commit of the old index), so
+    /// nothing is ever lost. The branch is moved back to the checkpoint's
+    /// HEAD, the checkpoint's files are laid down as uncommitted changes,
+    /// files it lacks are removed; the project's `.baton/` is never touched.
+    /// On failure the branch and the index are put back as they were.
+    pub fn restore(&self, cp: &Checkpoint, safety_ref: &str) -> Result<String, GitError> {
+        if let Some(why) = self.restore_blocker(cp) {
+            return Err(GitError {
+                args: "restore".into(),
+                stderr: why,
+            });
+        }
+        let old_head = self.head();
+        let index_tree = self.run(&["write-tree"], &[])?.trim().to_string();
+        let mut args = vec![
+            "commit-tree",
+            index_tree.as_str(),
+            "-m",
+            "baton: index before restoring a checkpoint",
+        ];
+        if let Some(h) = &old_head {
+            args.push("-p");
+            args.push(h);
+        }
+        let index_commit = self.run(&args, &IDENT)?.trim().to_string();
+        let saved = self.snapshot_with(
+            safety_ref,
+            "baton: work tree before restoring a checkpoint",
+            Some(&index_commit),
+        )?;
+        let index_file = self.run(&["rev-parse", "--git-path", "index"], &[])?;
+        let index_file = self.root.join(index_file.trim());
+        let backup = index_file.with_extension("baton-backup");
+        let _ = std::fs::copy(&index_file, &backup);
+        let result = (|| {
+            if let Some(head) = &cp.head
+                && old_head.as_deref() != Some(head.as_str())
+            {
+                self.run(&["reset", "-q", "--soft", head], &[])?;
+            }
+            if let Some(snap) = &cp.snapshot {
+                // Index = every file now present (minus .baton), so
+                // read-tree removes exactly those the checkpoint lacks.
+                self.stage_all(&[])?;
+                self.run(&["read-tree", "--reset", "-u", snap], &[])?;
+                if self.head().is_some() {
+                    self.run(&["reset", "-q"], &[])?;
+                } else {
+                    self.run(&["read-tree", "--empty"], &[])?;
+                }
+            }
+            Ok(())
+        })();
+        if let Err(e) = result {
+            if let Some(h) = &old_head {
+                let _ = self.run(&["reset", "-q", "--soft", h], &[]);
+            }
+            let _ = std::fs::copy(&backup, &index_file);
+            let _ = std::fs::remove_file(&backup);
+            return Err(e);
+        }
+        let _ = std::fs::remove_file(&backup);
+        Ok(saved)
+    }
+
+    /// Commits every change in the work tree (what `.gitignore` ignores
+    /// left out) onto the checked-out branch; returns HEAD after.
+    pub fn commit_worktree(&self, message: &str) -> Result<String, GitError> {
+        self.run(&["add", "-A", "--", ":/"], &[])?;
+        let staged = self
+            .command(&["diff", "--cached", "--quiet"], &[])
+            .status()
+            .map(|s| !s.success())
+            .unwrap_or(true);
+        if staged {
+            self.run(&["commit", "-q", "--no-verify", "-m", message], &IDENT)?;
+        }
+        self.head().ok_or_else(|| GitError {
+            args: "rev-parse HEAD".into(),
+            stderr: "no HEAD after committing".into(),
+        })
+    }
+}

@@ -1,0 +1,285 @@
+//! The git wrapper against real repositories made in temporary folders:
+//! HEAD reading, phase snapshots, the stat check and the index reader.
+
+use super::stat::{EntryStat, parse_index};
+use super::*;
+
+/// git in `dir` with a fixed identity and no user configuration.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .envs(IDENT)
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn write(dir: &Path, path: &str, text: &str) {
+    let p = dir.join(path);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+/// A repository with a few committed files, the project (and its
+/// `.baton/`, committed too) in `proj/`.
+fn repo() -> (tempfile::TempDir, PathBuf, Git) {
+    let dir = tempfile::tempdir().unwrap();
+    let top = dir.path().to_path_buf();
+    git(&top, &["init", "-q", "-b", "main"]);
+    write(&top, "top.txt", "top\n");
+    write(&top, "proj/src/lib.rs", "fn a() {}\n");
+    write(&top, "proj/.baton/config.toml", "# config\n");
+    write(&top, ".gitignore", "*.log\n");
+    git(&top, &["add", "-A"]);
+    git(&top, &["commit", "-qm", "init"]);
+    let g = Git::open(&top.join("proj")).unwrap();
+    (dir, top, g)
+}
+
+fn files(top: &Path, rev: &str) -> Vec<String> {
+    let mut v: Vec<String> = git(top, &["ls-tree", "-r", "--name-only", rev])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v
+}
+
+/// Waits long enough for every file written so far to be older than
+/// any index git writes next (so it trusts their stat data, and so may
+/// we), then takes a first snapshot: the one after it can be told
+/// apart by stat data (the folders' are taken before git looks).
+fn settle(g: &Git) {
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    g.checkpoint("refs/baton/warm/00-w/start", "warm-up", false)
+        .unwrap();
+}
+
+#[test]
+fn head_and_branch_are_read_as_git_reads_them() {
+    let (_d, top, g) = repo();
+    let head = git(&top, &["rev-parse", "HEAD"]);
+    assert_eq!(
+        g.read_head().unwrap().commit.as_deref(),
+        Some(head.as_str())
+    );
+    assert_eq!(g.branch().as_deref(), Some("main"));
+    git(&top, &["pack-refs", "--all"]);
+    assert!(!top.join(".git/refs/heads/main").exists());
+    assert_eq!(g.read_head().unwrap().branch.as_deref(), Some("main"));
+    assert_eq!(g.head(), Some(head.clone()));
+    git(&top, &["checkout", "-q", "--detach"]);
+    assert_eq!(g.branch(), None);
+    assert_eq!(g.head(), Some(head));
+    git(&top, &["checkout", "-q", "--orphan", "fresh"]);
+    assert_eq!(g.branch().as_deref(), Some("fresh"));
+    assert_eq!(g.head(), None);
+}
+
+#[test]
+fn a_snapshot_holds_untracked_files_but_not_baton_nor_ignored_ones() {
+    let (_d, top, g) = repo();
+    write(&top, "notes.txt", "untracked\n");
+    write(&top, "proj/new.rs", "new\n");
+    write(&top, "debug.log", "ignored\n");
+    write(&top, "proj/.baton/tasks/t/state.json", "{}\n");
+    let cp = g
+        .checkpoint("refs/baton/t/01-a/start", "start", false)
+        .unwrap();
+    let snap = cp.snapshot.unwrap();
+    assert_eq!(
+        files(&top, &snap),
+        [
+            ".gitignore",
+            "notes.txt",
+            "proj/new.rs",
+            "proj/src/lib.rs",
+            "top.txt"
+        ]
+    );
+    assert_eq!(git(&top, &["rev-parse", "refs/baton/t/01-a/start"]), snap);
+    assert_eq!(
+        git(&top, &["rev-parse", &format!("{snap}^")]),
+        cp.head.unwrap()
+    );
+    // The repository's own index is left alone.
+    assert_eq!(
+        git(&top, &["status", "--porcelain", "--", "notes.txt"]),
+        "?? notes.txt"
+    );
+}
+
+#[test]
+fn an_unchanged_tree_is_the_same_snapshot_and_no_files_changed() {
+    let (_d, top, g) = repo();
+    settle(&g);
+    let start = g
+        .checkpoint("refs/baton/t/01-a/start", "start", false)
+        .unwrap();
+    let start = start.snapshot.unwrap();
+    // The next ones are told apart by stat data alone.
+    assert!(g.last.lock().unwrap().as_ref().unwrap().watch.is_some());
+    let changed = g
+        .end_snapshot(&start, "refs/baton/t/01-a/end", "end")
+        .unwrap();
+    assert!(changed.is_empty(), "{changed:?}");
+    assert_eq!(git(&top, &["rev-parse", "refs/baton/t/01-a/end"]), start);
+    let next = g
+        .checkpoint("refs/baton/t/02-b/start", "start", false)
+        .unwrap();
+    assert_eq!(next.snapshot.as_deref(), Some(start.as_str()));
+    // Another process (a fresh value) finds the same tree.
+    let other = Git::open(&top.join("proj")).unwrap();
+    let again = other
+        .checkpoint("refs/baton/u/01-a/start", "start", false)
+        .unwrap();
+    let tree = |c: &str| git(&top, &["rev-parse", &format!("{c}^{{tree}}")]);
+    assert_eq!(tree(again.snapshot.as_deref().unwrap()), tree(&start));
+}
+
+#[test]
+fn a_changed_tree_is_a_new_snapshot_with_the_files_that_changed() {
+    let (_d, top, g) = repo();
+    settle(&g);
+    let start = g
+        .checkpoint("refs/baton/t/01-a/start", "start", false)
+        .unwrap();
+    let start = start.snapshot.unwrap();
+    // Same size, so only the stat times tell.
+    write(&top, "top.txt", "TOP\n");
+    write(&top, "proj/added.rs", "added\n");
+    std::fs::remove_file(top.join("proj/src/lib.rs")).unwrap();
+    // In a folder no staged file is in, two levels down.
+    write(&top, "empty/deeper/found.txt", "x\n");
+    let mut changed = g
+        .end_snapshot(&start, "refs/baton/t/01-a/end", "end")
+        .unwrap();
+    changed.sort();
+    assert_eq!(
+        changed,
+        [
+            "empty/deeper/found.txt",
+            "proj/added.rs",
+            "proj/src/lib.rs",
+            "top.txt"
+        ]
+    );
+    let end = git(&top, &["rev-parse", "refs/baton/t/01-a/end"]);
+    assert_ne!(end, start);
+    assert_eq!(git(&top, &["show", &format!("{end}:top.txt")]), "TOP");
+}
+
+#[test]
+fn new_files_are_seen_in_folders_without_staged_files_but_not_in_ignored_ones() {
+    let (_d, top, g) = repo();
+    std::fs::create_dir_all(top.join("empty/deeper")).unwrap();
+    write(&top, "logs/old.log", "ignored\n");
+    write(&top, "target/x/y.rs", "ignored folder\n");
+    write(&top, ".gitignore", "*.log\ntarget/\n");
+    git(&top, &["commit", "-qam", "ignore target"]);
+    settle(&g);
+    let start = g
+        .checkpoint("refs/baton/t/01-a/start", "start", false)
+        .unwrap();
+    let start = start.snapshot.unwrap();
+    let watch = g
+        .last
+        .lock()
+        .unwrap()
+        .as_ref()
+        .unwrap()
+        .watch
+        .clone()
+        .unwrap();
+    let watched: Vec<&Path> = watch.dirs.iter().map(|w| w.path.as_path()).collect();
+    assert!(watched.contains(&Path::new("empty/deeper")), "{watched:?}");
+    assert!(watched.contains(&Path::new("logs")), "{watched:?}");
+    assert!(!watched.contains(&Path::new("target")), "{watched:?}");
+    write(&top, "target/x/z.rs", "still ignored\n");
+    let changed = g
+        .end_snapshot(&start, "refs/baton/t/01-a/end", "end")
+        .unwrap();
+    assert!(changed.is_empty(), "{changed:?}");
+    write(&top, "logs/readme.md", "not ignored\n");
+    write(&top, "empty/deeper/x.txt", "x\n");
+    let mut changed = g
+        .end_snapshot(&start, "refs/baton/t/01-a/end", "end")
+        .unwrap();
+    changed.sort();
+    assert_eq!(changed, ["empty/deeper/x.txt", "logs/readme.md"]);
+}
+
+#[test]
+fn ignore_rules_and_head_are_followed_as_a_fresh_snapshot_would() {
+    let (_d, top, g) = repo();
+    // An ignored file HEAD tracks is in every snapshot while it exists.
+    write(&top, "kept.log", "tracked though ignored\n");
+    git(&top, &["add", "-f", "kept.log"]);
+    git(&top, &["commit", "-qm", "kept"]);
+    write(&top, "build.out", "untracked\n");
+    let has = |g: &Git, name: &str, f: &str| {
+        let cp = g
+            .checkpoint(&format!("refs/baton/t/{name}/start"), "s", false)
+            .unwrap();
+        files(&top, cp.snapshot.as_deref().unwrap()).contains(&f.to_string())
+    };
+    assert!(has(&g, "a", "kept.log"));
+    assert!(has(&g, "b", "build.out"));
+    std::fs::remove_file(top.join("kept.log")).unwrap();
+    assert!(!has(&g, "c", "kept.log"));
+    write(&top, "kept.log", "back\n");
+    assert!(has(&g, "d", "kept.log"));
+    // A file newly ignored leaves the snapshot, as from a fresh index.
+    write(&top, ".gitignore", "*.log\nbuild.out\n");
+    assert!(!has(&g, "e", "build.out"));
+    // A commit made in between is the next snapshot's parent.
+    write(&top, "c.txt", "c\n");
+    git(&top, &["add", "c.txt"]);
+    git(&top, &["commit", "-qm", "c"]);
+    let cp = g.checkpoint("refs/baton/t/f/start", "s", false).unwrap();
+    let snap = cp.snapshot.unwrap();
+    assert_eq!(
+        git(&top, &["rev-parse", &format!("{snap}^")]),
+        git(&top, &["rev-parse", "HEAD"])
+    );
+}
+
+#[test]
+fn the_index_reader_reads_what_git_writes() {
+    let (_d, top, _g) = repo();
+    let entries = parse_index(&std::fs::read(top.join(".git/index")).unwrap()).unwrap();
+    let mut paths: Vec<String> = entries
+        .iter()
+        .map(|e| e.path.display().to_string())
+        .collect();
+    paths.sort();
+    assert_eq!(
+        paths,
+        [
+            ".gitignore",
+            "proj/.baton/config.toml",
+            "proj/src/lib.rs",
+            "top.txt"
+        ]
+    );
+    let lib = entries
+        .iter()
+        .find(|e| e.path == Path::new("proj/src/lib.rs"))
+        .unwrap();
+    assert_eq!(
+        Some(&lib.stat),
+        EntryStat::of(&top.join("proj/src/lib.rs")).as_ref()
+    );
+    assert!(
+        parse_index(b"DIRC\0\0\0\x04\0\0\0\0").is_none(),
+        "version 4 is not read"
+    );
+}
