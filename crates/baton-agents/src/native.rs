@@ -10,7 +10,9 @@
 //! [`NativeTranscript::warnings`] and skipped; a text that is not the
 //! CLI's session file at all is refused, saying what was expected.
 
+use crate::json::{str_of, text_of};
 use crate::{AgentEvent, Cli, Recognition};
+use baton_core::agent_stream::{SUMMARY_CHARS, shorten, summarize_args};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -58,6 +60,42 @@ impl NativeTranscript {
         if !text.trim().is_empty() {
             self.events
                 .push(AgentEvent::AssistantText { text: text.into() });
+        }
+    }
+}
+
+impl NativeTranscript {
+    /// A user turn of Anthropic-style blocks (Claude Code, droid): its
+    /// text (unless `keep_text` is false: context the CLI added itself)
+    /// and the tool results it carries.
+    pub(crate) fn anthropic_user(&mut self, blocks: &[Value], keep_text: bool) {
+        let mut said = Vec::new();
+        for b in blocks {
+            match str_of(b, "type") {
+                "text" if keep_text => said.push(str_of(b, "text").to_string()),
+                "tool_result" => self.events.push(AgentEvent::ToolResult {
+                    id: str_of(b, "tool_use_id").into(),
+                    ok: !b["is_error"].as_bool().unwrap_or(false),
+                    summary: shorten(&text_of(&b["content"]), SUMMARY_CHARS),
+                }),
+                _ => {}
+            }
+        }
+        self.user(said.join("\n"));
+    }
+
+    /// An assistant turn of Anthropic-style blocks: text and tool calls.
+    pub(crate) fn anthropic_assistant(&mut self, blocks: &[Value]) {
+        for b in blocks {
+            match str_of(b, "type") {
+                "text" => self.assistant(str_of(b, "text")),
+                "tool_use" => self.events.push(AgentEvent::ToolCall {
+                    id: str_of(b, "id").into(),
+                    name: str_of(b, "name").into(),
+                    summary: summarize_args(&b["input"]),
+                }),
+                _ => {}
+            }
         }
     }
 }

@@ -4,7 +4,7 @@
 //! folder in `$CLAUDE_CONFIG_DIR/projects/<cwd, / as ->/<session-id>.jsonl`
 //! (default `~/.claude`). Verified: docs/dev/agent-clis.md.
 
-use crate::json::{content_text, first_of, num, objects, set_once, str_of, text_of};
+use crate::json::{content_text, first_of, num, objects, set_once, str_of};
 use crate::locate::{dir_from, file_name, in_subfolders, one_of};
 use crate::{
     AgentCli, AgentEvent, Env, Invocation, NativeTranscript, Options, Package, Permission,
@@ -219,35 +219,11 @@ pub(crate) fn parse_native(text: &str, t: &mut NativeTranscript) {
         match str_of(&v, "type") {
             "user" => match &msg["content"] {
                 Value::String(s) => t.user(s.clone()),
-                Value::Array(blocks) => {
-                    let mut said = Vec::new();
-                    for b in blocks {
-                        match str_of(b, "type") {
-                            "text" => said.push(str_of(b, "text").to_string()),
-                            "tool_result" => t.events.push(AgentEvent::ToolResult {
-                                id: str_of(b, "tool_use_id").into(),
-                                ok: !b["is_error"].as_bool().unwrap_or(false),
-                                summary: shorten(&text_of(&b["content"]), SUMMARY_CHARS),
-                            }),
-                            _ => {}
-                        }
-                    }
-                    t.user(said.join("\n"));
-                }
+                Value::Array(blocks) => t.anthropic_user(blocks, true),
                 _ => t.warnings += 1,
             },
             "assistant" => {
-                for b in msg["content"].as_array().into_iter().flatten() {
-                    match str_of(b, "type") {
-                        "text" => t.assistant(str_of(b, "text")),
-                        "tool_use" => t.events.push(AgentEvent::ToolCall {
-                            id: str_of(b, "id").into(),
-                            name: str_of(b, "name").into(),
-                            summary: summarize_args(&b["input"]),
-                        }),
-                        _ => {}
-                    }
-                }
+                t.anthropic_assistant(msg["content"].as_array().map_or(&[], Vec::as_slice));
                 let u = &msg["usage"];
                 if u.is_object() {
                     let usage = AgentEvent::Usage {

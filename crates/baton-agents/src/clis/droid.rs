@@ -11,7 +11,7 @@
 //! `/sessions/<cwd, / as ->/<session-id>.jsonl`. Verified:
 //! docs/dev/agent-clis.md.
 
-use crate::json::{first_of, num, objects, set_once, str_of, text_of};
+use crate::json::{first_of, num, objects, set_once, str_of};
 use crate::locate::{file_name, in_subfolders, one_of};
 use crate::{
     AgentCli, AgentEvent, Env, Invocation, NativeTranscript, Options, Package, Permission,
@@ -236,36 +236,10 @@ pub(crate) fn parse_native(text: &str, t: &mut NativeTranscript) {
                 let msg = &v["message"];
                 let injected = str_of(&v, "id").starts_with("context-")
                     || str_of(msg, "visibility") == "llm_only";
-                let blocks = msg["content"].as_array();
+                let blocks = msg["content"].as_array().map_or(&[][..], Vec::as_slice);
                 match str_of(msg, "role") {
-                    "user" => {
-                        let mut said = Vec::new();
-                        for b in blocks.into_iter().flatten() {
-                            match str_of(b, "type") {
-                                "text" if !injected => said.push(str_of(b, "text").to_string()),
-                                "tool_result" => t.events.push(AgentEvent::ToolResult {
-                                    id: str_of(b, "tool_use_id").into(),
-                                    ok: !b["is_error"].as_bool().unwrap_or(false),
-                                    summary: shorten(&text_of(&b["content"]), SUMMARY_CHARS),
-                                }),
-                                _ => {}
-                            }
-                        }
-                        t.user(said.join("\n"));
-                    }
-                    "assistant" => {
-                        for b in blocks.into_iter().flatten() {
-                            match str_of(b, "type") {
-                                "text" => t.assistant(str_of(b, "text")),
-                                "tool_use" => t.events.push(AgentEvent::ToolCall {
-                                    id: str_of(b, "id").into(),
-                                    name: str_of(b, "name").into(),
-                                    summary: summarize_args(&b["input"]),
-                                }),
-                                _ => {}
-                            }
-                        }
-                    }
+                    "user" => t.anthropic_user(blocks, !injected),
+                    "assistant" => t.anthropic_assistant(blocks),
                     _ => t.warnings += 1,
                 }
             }
