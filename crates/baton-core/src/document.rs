@@ -2,27 +2,156 @@
 //! spec/cli.md, rendered from a task state.
 
 use crate::lease::{DisplayStatus, Lease};
-use crate::state::{PhaseStatus, TaskState};
+use crate::state::{AgentRun, AgentSession, PhaseStatus, TaskState, Usage};
+use crate::time::Timestamp;
 use crate::workflow::Workflow;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashSet};
 
 /// The file name of a phase's rendered output, `NN-phase.md`.
 pub fn output_file_name(index: usize, phase: &str) -> String {
     format!("{:02}-{phase}.md", index + 1)
 }
 
+/// The state document of a task, borrowed from its state and serialized
+/// straight to JSON: it is written at every transition, so it is never
+/// built as a `serde_json::Value` tree first. Field order is the
+/// document's order.
+#[derive(Serialize)]
+pub struct Document<'a> {
+    version: u32,
+    workflow: &'a str,
+    task_id: &'a str,
+    project_name: &'a str,
+    created_at: Rfc3339,
+    updated_at: Rfc3339,
+    status: &'static str,
+    resumable: bool,
+    flags: &'a BTreeMap<String, Value>,
+    labels: &'a BTreeMap<String, String>,
+    task_description: &'a str,
+    tech_stack: &'a Value,
+    current_phase: Option<CurrentPhase<'a>>,
+    completed_phases: Vec<CompletedPhase<'a>>,
+    pending_phases: Vec<&'a str>,
+    iteration_counts: &'a BTreeMap<String, u32>,
+    blockers: &'a [String],
+    files_changed_total: Vec<String>,
+    recovery_info: RecoveryInfo<'a>,
+    phases: Vec<PhaseEntry<'a>>,
+    agent: Option<&'a str>,
+    last_agent: Option<&'a str>,
+    cli_history: Vec<Stretch<'a>>,
+    tokens: Tokens,
+    waiting: Option<Waiting<'a>>,
+    failure: Option<&'a str>,
+    resume_note: Option<&'a str>,
+    definition_hash: &'a str,
+    owner: Option<Owner<'a>>,
+    last_seq: u64,
+}
+
+/// A timestamp as RFC 3339, written without an intermediate string.
+struct Rfc3339(Timestamp);
+
+impl Serialize for Rfc3339 {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0.rfc3339())
+    }
+}
+
+fn ts(t: Option<Timestamp>) -> Option<Rfc3339> {
+    t.map(Rfc3339)
+}
+
+#[derive(Serialize)]
+struct CurrentPhase<'a> {
+    id: &'a str,
+    status: &'static str,
+    started_at: Option<Rfc3339>,
+    attempt: u32,
+}
+
+#[derive(Serialize)]
+struct CompletedPhase<'a> {
+    id: &'a str,
+    status: &'static str,
+    started_at: Option<Rfc3339>,
+    completed_at: Option<Rfc3339>,
+    attempt: u32,
+    summary: Option<&'a str>,
+    output_file: Option<String>,
+    files_changed: &'a [String],
+    agent_session: Option<&'a AgentSession>,
+    agent: Option<&'a str>,
+    native_session_id: Option<&'a str>,
+    tokens: Tokens,
+    exit_code: Option<i32>,
+}
+
+#[derive(Serialize)]
+struct RecoveryInfo<'a> {
+    last_clean_state: Option<&'a str>,
+    git_branch: Option<&'a str>,
+    git_last_commit: Option<&'a str>,
+    can_resume_from: Vec<&'a str>,
+}
+
+#[derive(Serialize)]
+struct PhaseEntry<'a> {
+    id: &'a str,
+    status: &'static str,
+    attempt: u32,
+    iteration: u32,
+    last_error: Option<&'a str>,
+    tokens: Tokens,
+    agent_runs: &'a [AgentRun],
+}
+
+/// Tokens and cost; unlike `Usage`, the cost is always there (null when
+/// unknown).
+#[derive(Serialize)]
+struct Tokens {
+    input: u64,
+    output: u64,
+    cost_usd: Option<f64>,
+}
+
+impl From<Usage> for Tokens {
+    fn from(u: Usage) -> Tokens {
+        Tokens {
+            input: u.input_tokens,
+            output: u.output_tokens,
+            cost_usd: u.cost_usd,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Waiting<'a> {
+    phase: &'a str,
+    #[serde(rename = "for")]
+    for_: &'a str,
+    due_at: Option<Rfc3339>,
+}
+
+#[derive(Serialize)]
+struct Owner<'a> {
+    host: &'a str,
+    pid: u32,
+    acquired_at: Rfc3339,
+    expires_at: Rfc3339,
+}
+
 /// Renders the state document. `status` is the display status (it knows
 /// about crashes), `lease` the current holder if any.
-pub fn render(
-    state: &TaskState,
-    wf: &Workflow,
+pub fn render<'a>(
+    state: &'a TaskState,
+    wf: &'a Workflow,
     status: DisplayStatus,
-    lease: Option<&Lease>,
-) -> Value {
-    let ts = |t: Option<crate::time::Timestamp>| t.map(|t| t.rfc3339());
-    let out_path = |i: usize, id: &str| -> String {
-        format!(".baton/tasks/{}/{}", state.task_id, output_file_name(i, id))
-    };
+    lease: Option<&'a Lease>,
+) -> Document<'a> {
     let current = state
         .phases
         .iter()
@@ -42,174 +171,169 @@ pub fn render(
                     .find(|p| p.status == PhaseStatus::Pending)
             }
         });
-    let current_phase = current.map(|p| {
-        json!({
-            "id": p.id,
-            "status": p.status.as_str(),
-            "started_at": ts(p.started_at),
-            "attempt": p.attempt,
-        })
-    });
-    let completed: Vec<Value> = state
+    let completed_phases = state
         .phases
         .iter()
         .enumerate()
         .filter(|(_, p)| p.status.is_done())
         .map(|(i, p)| {
-            json!({
-                "id": p.id,
-                "status": p.status.as_str(),
-                "started_at": ts(p.started_at),
-                "completed_at": ts(p.completed_at),
-                "attempt": p.attempt,
-                "summary": p.summary,
-                "output_file": (p.status == PhaseStatus::Pass).then(|| out_path(i, p.id.as_str())),
-                "files_changed": p.files_changed,
-                "agent_session": p.agent_session,
-                "agent": p.agent_runs.last().map(|r| &r.session.agent),
-                "native_session_id": p.agent_runs.last().map(|r| &r.session.native_id),
-                "tokens": usage_json(&p.usage()),
-                "exit_code": p.agent_runs.last().and_then(|r| r.exit_code),
-            })
+            let last = p.agent_runs.last();
+            CompletedPhase {
+                id: p.id.as_str(),
+                status: p.status.as_str(),
+                started_at: ts(p.started_at),
+                completed_at: ts(p.completed_at),
+                attempt: p.attempt,
+                summary: p.summary.as_deref(),
+                output_file: (p.status == PhaseStatus::Pass).then(|| {
+                    format!(
+                        ".baton/tasks/{}/{}",
+                        state.task_id,
+                        output_file_name(i, p.id.as_str())
+                    )
+                }),
+                files_changed: &p.files_changed,
+                agent_session: p.agent_session.as_ref(),
+                agent: last.map(|r| r.session.agent.as_str()),
+                native_session_id: last.map(|r| r.session.native_id.as_str()),
+                tokens: p.usage().into(),
+                exit_code: last.and_then(|r| r.exit_code),
+            }
         })
         .collect();
-    let pending: Vec<&str> = state
+    let done: HashSet<&str> = state
         .phases
         .iter()
-        .filter(|p| !p.status.is_done())
+        .filter(|p| p.status.is_done())
         .map(|p| p.id.as_str())
-        .collect();
-    let last_clean = state
-        .phases
-        .iter()
-        .filter(|p| p.status == PhaseStatus::Pass)
-        .max_by_key(|p| p.completed_at)
-        .map(|p| p.id.as_str());
-    let can_resume_from: Vec<&str> = wf
-        .phases
-        .iter()
-        .filter(|d| {
-            d.needs
-                .iter()
-                .all(|n| state.phase(n.as_str()).is_some_and(|p| p.status.is_done()))
-        })
-        .map(|d| d.id.as_str())
         .collect();
     let cp = state.last_checkpoint();
     let waiting = state.waiting_phase().and_then(|p| {
-        p.waiting
-            .as_ref()
-            .map(|w| json!({"phase": p.id, "for": w.description, "due_at": ts(w.due_at)}))
-    });
-    let mut doc = json!({
-        "version": 1,
-        "workflow": state.workflow,
-        "task_id": state.task_id,
-        "project_name": state.project_name,
-        "created_at": state.created_at.rfc3339(),
-        "updated_at": state.updated_at.rfc3339(),
-        "status": status.as_str(),
-        "resumable": status.resumable(),
-        "flags": state.flags,
-        "labels": state.labels,
-        "task_description": state.description,
-        "tech_stack": state.tech_stack,
-        "current_phase": current_phase,
-        // The long lists are put in below, moved rather than copied.
-        "completed_phases": null,
-        "pending_phases": pending,
-        "iteration_counts": state.iteration_counts,
-        "blockers": state.blockers,
-        "files_changed_total": state.files_changed_total(),
-        "recovery_info": {
-            "last_clean_state": last_clean,
-            "git_branch": cp.and_then(|c| c.branch.clone()),
-            "git_last_commit": cp.and_then(|c| c.head.clone()),
-            "can_resume_from": can_resume_from,
-        },
-        "phases": null,
-        "agent": state.agent,
-        "last_agent": state.agent_runs().last().map(|(_, r)| &r.session.agent),
-        "cli_history": cli_history(state),
-        "tokens": usage_json(&state.usage()),
-        "waiting": waiting,
-        "failure": state.failure,
-        "resume_note": state.resume_note,
-        "definition_hash": state.definition_hash,
-        "owner": lease.map(|l| json!({
-            "host": l.owner.host, "pid": l.owner.pid,
-            "acquired_at": l.acquired_at.rfc3339(), "expires_at": l.expires_at.rfc3339(),
-        })),
-        "last_seq": state.last_seq,
-    });
-    let phases = state
-        .phases
-        .iter()
-        .map(|p| {
-            json!({
-                "id": p.id,
-                "status": p.status.as_str(),
-                "attempt": p.attempt,
-                "iteration": p.iteration,
-                "last_error": p.last_error,
-                "tokens": usage_json(&p.usage()),
-                "agent_runs": p.agent_runs,
-            })
+        p.waiting.as_ref().map(|w| Waiting {
+            phase: p.id.as_str(),
+            for_: &w.description,
+            due_at: ts(w.due_at),
         })
-        .collect();
-    // Assigning to a key keeps its place in the document.
-    doc["completed_phases"] = Value::Array(completed);
-    doc["phases"] = Value::Array(phases);
-    doc
+    });
+    Document {
+        version: 1,
+        workflow: &state.workflow,
+        task_id: state.task_id.as_str(),
+        project_name: &state.project_name,
+        created_at: Rfc3339(state.created_at),
+        updated_at: Rfc3339(state.updated_at),
+        status: status.as_str(),
+        resumable: status.resumable(),
+        flags: &state.flags,
+        labels: &state.labels,
+        task_description: &state.description,
+        tech_stack: &state.tech_stack,
+        current_phase: current.map(|p| CurrentPhase {
+            id: p.id.as_str(),
+            status: p.status.as_str(),
+            started_at: ts(p.started_at),
+            attempt: p.attempt,
+        }),
+        completed_phases,
+        pending_phases: state
+            .phases
+            .iter()
+            .filter(|p| !p.status.is_done())
+            .map(|p| p.id.as_str())
+            .collect(),
+        iteration_counts: &state.iteration_counts,
+        blockers: &state.blockers,
+        files_changed_total: state.files_changed_total(),
+        recovery_info: RecoveryInfo {
+            last_clean_state: state
+                .phases
+                .iter()
+                .filter(|p| p.status == PhaseStatus::Pass)
+                .max_by_key(|p| p.completed_at)
+                .map(|p| p.id.as_str()),
+            git_branch: cp.and_then(|c| c.branch.as_deref()),
+            git_last_commit: cp.and_then(|c| c.head.as_deref()),
+            can_resume_from: wf
+                .phases
+                .iter()
+                .filter(|d| d.needs.iter().all(|n| done.contains(n.as_str())))
+                .map(|d| d.id.as_str())
+                .collect(),
+        },
+        phases: state
+            .phases
+            .iter()
+            .map(|p| PhaseEntry {
+                id: p.id.as_str(),
+                status: p.status.as_str(),
+                attempt: p.attempt,
+                iteration: p.iteration,
+                last_error: p.last_error.as_deref(),
+                tokens: p.usage().into(),
+                agent_runs: &p.agent_runs,
+            })
+            .collect(),
+        agent: state.agent.as_deref(),
+        last_agent: state
+            .agent_runs()
+            .last()
+            .map(|(_, r)| r.session.agent.as_str()),
+        cli_history: cli_history(state),
+        tokens: state.usage().into(),
+        waiting,
+        failure: state.failure.as_deref(),
+        resume_note: state.resume_note.as_deref(),
+        definition_hash: &state.definition_hash,
+        owner: lease.map(|l| Owner {
+            host: &l.owner.host,
+            pid: l.owner.pid,
+            acquired_at: Rfc3339(l.acquired_at),
+            expires_at: Rfc3339(l.expires_at),
+        }),
+        last_seq: state.last_seq,
+    }
 }
 
-fn usage_json(u: &crate::state::Usage) -> Value {
-    json!({
-        "input": u.input_tokens,
-        "output": u.output_tokens,
-        "cost_usd": u.cost_usd,
-    })
+/// A stretch of a task's agent runs on one agent (`cli_history`).
+#[derive(Serialize)]
+pub struct Stretch<'a> {
+    pub agent: &'a str,
+    pub cli: &'a str,
+    pub phases: Vec<&'a str>,
+    started_at: Rfc3339,
+    ended_at: Option<Rfc3339>,
+    duration_s: Option<f64>,
 }
 
 /// The task's agent runs grouped into stretches on one agent:
 /// `[{agent, cli, phases, started_at, ended_at, duration_s}]`.
-pub fn cli_history(state: &TaskState) -> Vec<Value> {
-    struct Stretch<'a> {
-        agent: &'a str,
-        cli: &'a str,
-        phases: Vec<&'a str>,
-        started_at: crate::time::Timestamp,
-        ended_at: Option<crate::time::Timestamp>,
-    }
+pub fn cli_history(state: &TaskState) -> Vec<Stretch<'_>> {
     let mut out: Vec<Stretch> = Vec::new();
     for (phase, run) in state.agent_runs() {
-        let end = run.ended_at;
         match out.last_mut() {
             Some(s) if s.agent == run.session.agent && s.cli == run.session.cli => {
                 if !s.phases.contains(&phase.as_str()) {
                     s.phases.push(phase.as_str());
                 }
-                s.ended_at = end.or(s.ended_at);
+                if let Some(end) = run.ended_at {
+                    s.ended_at = Some(Rfc3339(end));
+                }
             }
             _ => out.push(Stretch {
                 agent: &run.session.agent,
                 cli: &run.session.cli,
                 phases: vec![phase.as_str()],
-                started_at: run.started_at,
-                ended_at: end,
+                started_at: Rfc3339(run.started_at),
+                ended_at: ts(run.ended_at),
+                duration_s: None,
             }),
         }
     }
-    out.iter()
-        .map(|s| {
-            json!({
-                "agent": s.agent,
-                "cli": s.cli,
-                "phases": s.phases,
-                "started_at": s.started_at.rfc3339(),
-                "ended_at": s.ended_at.map(|t| t.rfc3339()),
-                "duration_s": s.ended_at.map(|e| (e.millis() - s.started_at.millis()) as f64 / 1000.0),
-            })
-        })
-        .collect()
+    for s in &mut out {
+        s.duration_s = s
+            .ended_at
+            .as_ref()
+            .map(|e| (e.0.millis() - s.started_at.0.millis()) as f64 / 1000.0);
+    }
+    out
 }

@@ -29,7 +29,7 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// Writes `state.json` for a task.
-pub fn state_json(task_dir: &Path, doc: &serde_json::Value) -> std::io::Result<()> {
+pub fn state_json(task_dir: &Path, doc: &impl serde::Serialize) -> std::io::Result<()> {
     let mut bytes = serde_json::to_vec_pretty(doc).expect("json");
     bytes.push(b'\n');
     atomic_write(&task_dir.join("state.json"), &bytes)

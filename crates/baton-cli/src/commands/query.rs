@@ -198,13 +198,7 @@ pub fn show(project: &Project, args: ShowArgs, printer: &Arc<Printer>) -> Result
     if history.len() > 1 || st.agent.is_some() {
         let names: Vec<String> = history
             .iter()
-            .map(|h| {
-                format!(
-                    "{} ({})",
-                    h["agent"].as_str().unwrap_or(""),
-                    h["cli"].as_str().unwrap_or("")
-                )
-            })
+            .map(|h| format!("{} ({})", h.agent, h.cli))
             .collect();
         if !names.is_empty() {
             out.push(format!("agents    {}", names.join(" → ")));

@@ -62,12 +62,8 @@ impl Engine {
     pub fn document(&self, snap: &TaskSnapshot) -> Result<serde_json::Value> {
         let wf = self.pinned(&snap.state.definition_hash)?;
         let status = self.status_of(snap);
-        Ok(document::render(
-            &snap.state,
-            &wf,
-            status,
-            snap.lease.as_ref(),
-        ))
+        let doc = document::render(&snap.state, &wf, status, snap.lease.as_ref());
+        Ok(serde_json::to_value(doc).expect("the state document is JSON"))
     }
 
     /// Re-renders `state.json` if it is missing or damaged; says so.
