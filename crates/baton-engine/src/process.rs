@@ -5,11 +5,15 @@
 use baton_core::state::ProcessRef;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::ffi::{OsStr, OsString};
+use std::os::fd::OwnedFd;
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
+
+mod posix;
 
 /// What to start.
 #[derive(Debug, Clone)]
@@ -26,7 +30,7 @@ pub struct Running {
     pub pid: u32,
     pub start_time: u64,
     rx: Receiver<std::io::Result<ExitStatus>>,
-    gate: Option<std::process::ChildStdin>,
+    gate: Option<std::fs::File>,
 }
 
 /// The shell line that holds the real program until baton has journaled
@@ -35,6 +39,11 @@ pub struct Running {
 /// program never starts, so a crash can never leave an unrecorded phase
 /// process running next to the re-run.
 const GATE: &str = "IFS= read -r _ || exit 125; exec \"$0\" \"$@\" </dev/null";
+
+/// The gate of a `sh -c SCRIPT` program: the same wait, then the script
+/// runs in the gate's own shell (`$1`; `shift` first, so it sees no
+/// arguments, as under `sh -c`) instead of in a second `sh` exec'd for it.
+const GATE_SCRIPT: &str = "IFS= read -r _ || exit 125; exec </dev/null; eval \"shift\n$1\"";
 
 /// Why waiting stopped early.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,27 +72,43 @@ pub fn spawn(spec: &Spec) -> std::io::Result<Running> {
         .rev()
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.as_str());
-    resolve(&spec.program, &spec.cwd, path)?;
-    let stdout = std::fs::File::create(&spec.stdout)?;
-    let stderr = std::fs::File::create(&spec.stderr)?;
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(GATE)
-        .arg(&spec.program)
-        .args(&spec.args)
-        .current_dir(&spec.cwd)
-        .stdin(Stdio::piped())
-        .stdout(stdout)
-        .stderr(stderr);
-    new_session(&mut cmd);
-    for (k, v) in &spec.env {
-        cmd.env(k, v);
+    find(&spec.program, &spec.cwd, path)?;
+    let sh = find("sh", &spec.cwd, path)?;
+    let stdout = OwnedFd::from(std::fs::File::create(&spec.stdout)?);
+    let stderr = OwnedFd::from(std::fs::File::create(&spec.stderr)?);
+    let (gate_in, gate_out) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    let mut argv: Vec<OsString> = vec!["sh".into(), "-c".into()];
+    match spec.args.as_slice() {
+        [c, script] if spec.program == "sh" && c == "-c" => {
+            argv.extend([GATE_SCRIPT.into(), "sh".into(), script.into()]);
+        }
+        args => {
+            argv.extend([GATE.into(), OsString::from(&spec.program)]);
+            argv.extend(args.iter().map(OsString::from));
+        }
     }
-    let mut child = cmd.spawn().inspect_err(|e| {
+    // baton's environment, with the spec's variables over it.
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(k, _)| !spec.env.iter().any(|(s, _)| OsStr::new(s) == k))
+        .collect();
+    for (i, (k, v)) in spec.env.iter().enumerate() {
+        if !spec.env[i + 1..].iter().any(|(later, _)| later == k) {
+            env.push((k.into(), v.into()));
+        }
+    }
+    let pid = posix::spawn(&posix::Start {
+        program: &sh,
+        argv: &argv,
+        env: &env,
+        cwd: &spec.cwd,
+        stdin: &gate_in,
+        stdout: &stdout,
+        stderr: &stderr,
+    })
+    .inspect_err(|e| {
         tracing::debug!(program = %spec.program, error = %e, "phase process could not be spawned");
     })?;
-    let gate = child.stdin.take();
-    let pid = child.id();
+    drop((gate_in, stdout, stderr));
     let start_time = crate::host::process_start_time(pid).unwrap_or(0);
     tracing::debug!(
         program = %spec.program,
@@ -96,34 +121,30 @@ pub fn spawn(spec: &Spec) -> std::io::Result<Running> {
     );
     let (tx, rx) = channel();
     std::thread::spawn(move || {
-        let _ = tx.send(child.wait());
+        let _ = tx.send(posix::wait(pid));
     });
     Ok(Running {
         pid,
         start_time,
         rx,
-        gate,
+        gate: Some(std::fs::File::from(gate_out)),
     })
-}
-
-#[expect(
-    unsafe_code,
-    reason = "setsid() between fork and exec is async-signal-safe; a phase in its own session has no controlling terminal, so one that reads /dev/tty fails at once instead of stopping for ever on SIGTTIN"
-)]
-fn new_session(cmd: &mut Command) {
-    // SAFETY: the closure only calls setsid(2), which is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            nix::unistd::setsid()
-                .map(|_| ())
-                .map_err(std::io::Error::from)
-        });
-    }
 }
 
 /// Checks that `program` can be executed, as `exec` would look for it in
 /// `path` (default: baton's own PATH).
 pub fn resolve(program: &str, cwd: &std::path::Path, path: Option<&str>) -> std::io::Result<()> {
+    find(program, cwd, path).map(|_| ())
+}
+
+/// Where `exec` would find `program`: in `cwd` when it names a path,
+/// else the first executable file of that name in `path` (default:
+/// baton's own PATH). The result is absolute.
+fn find(
+    program: &str,
+    cwd: &std::path::Path,
+    path: Option<&str>,
+) -> std::io::Result<std::path::PathBuf> {
     use std::io::{Error, ErrorKind};
     use std::os::unix::fs::PermissionsExt;
     let executable = |p: &std::path::Path| {
@@ -143,16 +164,21 @@ pub fn resolve(program: &str, cwd: &std::path::Path, path: Option<&str>) -> std:
                 format!("{} is not executable", path.display()),
             ));
         }
-        return Ok(());
+        return Ok(path);
     }
     let path = match path {
-        Some(p) => std::ffi::OsString::from(p),
+        Some(p) => OsString::from(p),
         None => std::env::var_os("PATH").unwrap_or_default(),
     };
-    if std::env::split_paths(&path).any(|d| executable(&d.join(program))) {
-        Ok(())
+    let found = std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| executable(p))
+        .ok_or_else(|| Error::new(ErrorKind::NotFound, "not found on PATH"))?;
+    // A relative PATH entry is relative to baton's folder, not the phase's.
+    if found.is_absolute() {
+        Ok(found)
     } else {
-        Err(Error::new(ErrorKind::NotFound, "not found on PATH"))
+        Ok(std::env::current_dir()?.join(found))
     }
 }
 
@@ -396,6 +422,8 @@ impl PhaseGroups {
         ));
         std::fs::write(&file, "")?;
         if std::env::var_os("BATON_TEST_NO_WATCHDOG").is_none() {
+            use std::os::unix::process::CommandExt;
+            use std::process::{Command, Stdio};
             Command::new("sh")
                 .arg("-c")
                 .arg(
@@ -541,6 +569,62 @@ mod tests {
         }
         assert_eq!(read_tail(&dir.path().join("out"), 100), "hello\n");
         assert_eq!(read_tail(&dir.path().join("err"), 100), "oops\n");
+    }
+
+    /// Runs `s` to its end; its exit code and stdout.
+    fn run(s: &Spec) -> (Option<i32>, String) {
+        let mut r = spawn(s).unwrap();
+        r.release();
+        match r.wait(Some(Duration::from_secs(20)), &mut || None) {
+            Waited::Exited(st) => (st.code(), read_tail(&s.stdout, 10_000)),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_run_script_gets_what_sh_c_would_give_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = spec(
+            dir.path(),
+            r#"echo "args $# 0=$0"; pwd; echo "env $BATON_X"
+               read -r line || echo "stdin empty"
+               [ "$(ps -o sid= -p $$ | tr -d ' ')" = "$$" ] && echo "own session"
+               grep '^SigIgn' /proc/$$/status
+               exit 7"#,
+        );
+        s.env = vec![
+            ("BATON_X".into(), "first".into()),
+            ("BATON_X".into(), "x y".into()),
+        ];
+        let (code, out) = run(&s);
+        assert_eq!(code, Some(7), "{out}");
+        let canon = std::fs::canonicalize(dir.path()).unwrap();
+        let (said, masks) = out.split_at(out.find("SigIgn").expect("ignored signals"));
+        assert_eq!(
+            said,
+            format!(
+                "args 0 0=sh\n{}\nenv x y\nstdin empty\nown session\n",
+                canon.display()
+            )
+        );
+        // None of the standard signals ignored (baton ignores SIGPIPE;
+        // glibc leaves its own two, 32 and 33, ignored in any child it
+        // spawns).
+        let ignored = masks.split_whitespace().nth(1).unwrap();
+        let ignored = u64::from_str_radix(ignored, 16).unwrap();
+        assert_eq!(ignored & 0x7fff_ffff, 0, "{masks}");
+        // A syntax error fails as under `sh -c`, before anything runs.
+        let (code, out) = run(&spec(dir.path(), "echo ran; if then"));
+        assert_eq!((code, out.as_str()), (Some(2), ""));
+    }
+
+    #[test]
+    fn another_program_gets_its_arguments_as_they_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = spec(dir.path(), "");
+        s.program = "printf".into();
+        s.args = vec!["<%s>".into(), "a b".into(), "$HOME".into(), "".into()];
+        assert_eq!(run(&s), (Some(0), "<a b><$HOME><>".to_string()));
     }
 
     #[test]
