@@ -303,6 +303,11 @@ impl Engine {
         Ok(())
     }
 
+    /// The project's own folder as a task's workspace.
+    fn project_workspace(&self) -> Workspace {
+        Workspace::project(&self.project, self.git.clone())
+    }
+
     pub fn git(&self) -> Option<&Git> {
         self.git.as_ref()
     }

@@ -58,10 +58,12 @@ pub fn remote(project: &Project, git: &Git) -> Result<Option<String>> {
 }
 
 impl Workspace {
-    pub fn project(project: &Project) -> Workspace {
+    /// The project's own folder, in `git` (the engine's: one `Git` per
+    /// process, so its snapshot state and ref writer are shared).
+    pub fn project(project: &Project, git: Option<Git>) -> Workspace {
         Workspace {
             cwd: project.root.clone(),
-            git: Git::open(&project.root),
+            git,
             branch: None,
         }
     }

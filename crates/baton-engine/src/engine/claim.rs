@@ -4,7 +4,6 @@
 
 use super::{Claimed, Engine, Outcome, ResumeOptions};
 use crate::error::Result;
-use crate::workspace::Workspace;
 use baton_core::TaskId;
 use baton_core::lease::{Lease, Liveness};
 use baton_core::machine::Input;
@@ -41,7 +40,7 @@ impl Engine {
                 snap.state.clone(),
                 wf,
                 lease,
-                Workspace::project(&self.project),
+                self.project_workspace(),
             )?;
             // What earlier runs on this host left running goes first, so
             // nothing writes into the worktree once it is set up, and a

@@ -6,7 +6,6 @@
 use super::{Engine, Held};
 use crate::error::{Error, Result};
 use crate::process;
-use crate::workspace::Workspace;
 use baton_core::lease::{Lease, Liveness};
 use baton_core::machine::Input;
 use baton_core::state::TaskStatus;
@@ -78,7 +77,7 @@ impl Engine {
             }
         };
         let wf = self.pinned(&fresh.state.definition_hash)?;
-        let held = self.hold(fresh.state, wf, lease, Workspace::project(&self.project))?;
+        let held = self.hold(fresh.state, wf, lease, self.project_workspace())?;
         if let Liveness::Dead(why) = live {
             self.observer
                 .info(&format!("the previous runner is gone: {why}"));

@@ -169,7 +169,7 @@ impl Engine {
             .create_task(&state, &records, Holder::Lease(&lease))?;
         // A new task under the id of a cleaned one is a live record again.
         let _ = std::fs::remove_file(self.project.task_dir(id).join(super::CLEANED));
-        let held = self.hold(state, wf, lease, Workspace::project(&self.project))?;
+        let held = self.hold(state, wf, lease, self.project_workspace())?;
         self.observer.task_started(id, &held.wf.name);
         Ok(held)
     }

@@ -201,7 +201,7 @@ impl Engine {
         if snap.queued {
             Workspace::prepare(&self.project, &snap.state, self.now().millis())
         } else {
-            Ok(Workspace::project(&self.project))
+            Ok(self.project_workspace())
         }
     }
 
