@@ -30,7 +30,7 @@ use baton_core::machine::{self, Input};
 use baton_core::state::{AgentSession, PhaseStatus};
 use baton_core::workflow::Workflow;
 use baton_core::{Clock, Event, EventRecord, TaskId, TaskState, Timestamp, document};
-use baton_store::{PhaseWrites, Store};
+use baton_store::{Durability, PhaseWrites, Store};
 use hold::Heartbeat;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -264,12 +264,23 @@ impl Engine {
                 PhaseWrites::Changed(ix)
             }
         };
+        // The process a phase runs dies with the machine: its record must
+        // survive baton's crash (to find an orphan), not a power loss. The
+        // document shows nothing of it, so it is not rendered either.
+        let process_only = records
+            .iter()
+            .all(|r| matches!(r.event, Event::PhaseProcess { .. }));
+        let durability = if process_only {
+            Durability::Process
+        } else {
+            Durability::Disk
+        };
         // On failure the in-memory state is ahead of the store; every caller
         // stops driving on an error, so it is never used again.
         let started = std::time::Instant::now();
         let committed = self
             .store
-            .commit(&self.owner, &held.state, &writes, &records);
+            .commit(&self.owner, &held.state, &writes, &records, durability);
         tracing::debug!(
             task = %held.state.task_id,
             seq_first = records.first().map_or(0, |r| r.seq),
@@ -285,12 +296,7 @@ impl Engine {
             "store commit"
         );
         committed?;
-        // The document shows nothing of a phase's process (the store keeps
-        // it): a commit of just that is not rendered.
-        if records
-            .iter()
-            .all(|r| matches!(r.event, Event::PhaseProcess { .. }))
-        {
+        if process_only {
             return Ok(());
         }
         let doc = document::render(

@@ -109,6 +109,20 @@ pub enum Holder<'a> {
     Queue,
 }
 
+/// How far a commit must have got when [`Store::commit`] returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// On disk: it survives a power loss (what the store's setting gives).
+    #[default]
+    Disk,
+    /// Handed to the operating system (or the database server): it
+    /// survives baton's own crash but may be lost with the machine, and
+    /// reaches the disk with the next `Disk` commit, in order. For facts
+    /// that die with the machine anyway, such as the process a phase runs.
+    /// PostgreSQL commits these like any other.
+    Process,
+}
+
 /// A pinned workflow definition.
 #[derive(Debug, Clone)]
 pub struct StoredDefinition {
@@ -141,6 +155,7 @@ pub trait Store: Send + Sync {
         state: &TaskState,
         phases: &PhaseWrites,
         events: &[EventRecord],
+        durability: Durability,
     ) -> Result<()>;
 
     fn load(&self, id: &TaskId) -> Result<Option<TaskSnapshot>>;

@@ -2,7 +2,7 @@
 
 use crate::codec::{Header, corrupt, header_json, json, read_lease};
 use crate::{
-    Acquire, Error, Holder, PhaseWrites, RenewOutcome, Result, Store, StoredDefinition,
+    Acquire, Durability, Error, Holder, PhaseWrites, RenewOutcome, Result, Store, StoredDefinition,
     TaskSnapshot, TaskSummary, last_phase,
 };
 use baton_core::lease::{Lease, LeaseOwner};
@@ -74,6 +74,7 @@ ALTER TABLE tasks ADD COLUMN queued INTEGER NOT NULL DEFAULT 0;
 pub struct SqliteStore {
     conn: Mutex<Connection>,
     path: String,
+    sync: Synchronous,
 }
 
 impl SqliteStore {
@@ -124,6 +125,7 @@ impl SqliteStore {
                 .unwrap_or(":memory:")
                 .to_string(),
             conn: Mutex::new(conn),
+            sync,
         })
     }
 
@@ -132,6 +134,49 @@ impl SqliteStore {
         // (rusqlite rolls back on drop), so a poisoned lock is still usable.
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// One commit in its own transaction (see [`Store::commit`]).
+fn commit_in(
+    conn: &mut Connection,
+    owner: &LeaseOwner,
+    state: &TaskState,
+    phases: &PhaseWrites,
+    events: &[EventRecord],
+) -> Result<()> {
+    let id = &state.task_id;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let row: Option<(i64, Option<String>)> = tx
+        .query_row(
+            "SELECT last_seq, lease FROM tasks WHERE id = ?1",
+            [id.as_str()],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let Some((last_seq, lease)) = row else {
+        return Err(Error::NotFound(id.clone()));
+    };
+    let lease = read_lease(lease)?;
+    if lease.as_ref().map(|l| &l.owner) != Some(owner) {
+        return Err(Error::LeaseLost {
+            task: id.clone(),
+            holder: lease,
+        });
+    }
+    if let Some(first) = events.first()
+        && first.seq != last_seq as u64 + 1
+    {
+        return Err(Error::SeqConflict {
+            task: id.clone(),
+            expected: first.seq,
+            found: last_seq as u64,
+        });
+    }
+    insert_events(&tx, id, events)?;
+    update_task_row(&tx, state)?;
+    write_phases(&tx, state, phases)?;
+    tx.commit()?;
+    Ok(())
 }
 
 /// The lease of a task inside a transaction: `None` if there is no task.
@@ -295,41 +340,20 @@ impl Store for SqliteStore {
         state: &TaskState,
         phases: &PhaseWrites,
         events: &[EventRecord],
+        durability: Durability,
     ) -> Result<()> {
-        let id = &state.task_id;
         let mut conn = self.conn();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let row: Option<(i64, Option<String>)> = tx
-            .query_row(
-                "SELECT last_seq, lease FROM tasks WHERE id = ?1",
-                [id.as_str()],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
-        let Some((last_seq, lease)) = row else {
-            return Err(Error::NotFound(id.clone()));
-        };
-        let lease = read_lease(lease)?;
-        if lease.as_ref().map(|l| &l.owner) != Some(owner) {
-            return Err(Error::LeaseLost {
-                task: id.clone(),
-                holder: lease,
-            });
+        // In WAL mode, NORMAL writes the transaction to the WAL without
+        // syncing it; the next FULL commit syncs the WAL up to itself.
+        let relax = durability == Durability::Process && self.sync == Synchronous::Full;
+        if relax {
+            conn.execute_batch("PRAGMA synchronous=NORMAL")?;
         }
-        if let Some(first) = events.first()
-            && first.seq != last_seq as u64 + 1
-        {
-            return Err(Error::SeqConflict {
-                task: id.clone(),
-                expected: first.seq,
-                found: last_seq as u64,
-            });
+        let committed = commit_in(&mut conn, owner, state, phases, events);
+        if relax {
+            conn.execute_batch("PRAGMA synchronous=FULL")?;
         }
-        insert_events(&tx, id, events)?;
-        update_task_row(&tx, state)?;
-        write_phases(&tx, state, phases)?;
-        tx.commit()?;
-        Ok(())
+        committed
     }
 
     fn load(&self, id: &TaskId) -> Result<Option<TaskSnapshot>> {

@@ -10,7 +10,7 @@ use baton_core::machine::{self, Input, NewTask};
 use baton_core::state::TaskStatus;
 use baton_core::{Event, EventRecord, TaskId, TaskState, Timestamp, Workflow};
 use baton_store::{
-    Acquire, Error, Holder, PgStore, PhaseWrites, RenewOutcome, SqliteStore, Store,
+    Acquire, Durability, Error, Holder, PgStore, PhaseWrites, RenewOutcome, SqliteStore, Store,
     StoredDefinition, Synchronous,
 };
 use baton_testkit::pg::{self, PgCluster};
@@ -167,6 +167,18 @@ fn step(
     input: Input,
     by: u32,
 ) -> Result<usize, Error> {
+    step_with(store, state, wf, input, by, Durability::Disk)
+}
+
+/// [`step`], committed with `durability`.
+fn step_with(
+    store: &dyn Store,
+    state: &mut TaskState,
+    wf: &Workflow,
+    input: Input,
+    by: u32,
+    durability: Durability,
+) -> Result<usize, Error> {
     let events = machine::decide(state, wf, input, Timestamp(20)).unwrap();
     let mut touched = Vec::new();
     let mut recs = Vec::new();
@@ -184,7 +196,13 @@ fn step(
         .iter()
         .filter_map(|t| state.phases.iter().position(|p| &p.id == t))
         .collect();
-    store.commit(&owner(by), state, &PhaseWrites::Changed(ix), &recs)?;
+    store.commit(
+        &owner(by),
+        state,
+        &PhaseWrites::Changed(ix),
+        &recs,
+        durability,
+    )?;
     Ok(recs.len())
 }
 
@@ -439,6 +457,29 @@ fn sqlite_on_disk_meets_the_contract_and_survives_reopen() {
 }
 
 #[test]
+fn sqlite_process_commits_survive_a_crash_of_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("baton.db");
+    let s = SqliteStore::open(&path, Synchronous::Full).unwrap();
+    let (mut state, wf) = create(&s, "t1", 7);
+    let id = state.task_id.clone();
+    step_with(&s, &mut state, &wf, note("one"), 7, Durability::Process).unwrap();
+    step_with(&s, &mut state, &wf, note("two"), 7, Durability::Disk).unwrap();
+    step_with(&s, &mut state, &wf, note("three"), 7, Durability::Process).unwrap();
+    // The writer dies: its connection is never closed or checkpointed.
+    std::mem::forget(s);
+    let s = SqliteStore::open(&path, Synchronous::Full).unwrap();
+    assert_eq!(notes(&s, &id), ["one", "two", "three"]);
+    assert_consistent(&s, &id);
+    // The next writer goes on from there, durably.
+    step(&s, &mut state, &wf, note("four"), 7).unwrap();
+    drop(s);
+    let s = SqliteStore::open(&path, Synchronous::Full).unwrap();
+    assert_eq!(notes(&s, &id), ["one", "two", "three", "four"]);
+    assert_consistent(&s, &id);
+}
+
+#[test]
 fn garbage_file_is_a_clear_open_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("baton.db");
@@ -460,8 +501,14 @@ fn claim_gives_the_oldest_free_queued_running_task(b: &Backend) {
         Acquire::Acquired
     );
     done.status = TaskStatus::Cancelled;
-    s.commit(&owner(99), &done, &PhaseWrites::Changed(vec![]), &[])
-        .unwrap();
+    s.commit(
+        &owner(99),
+        &done,
+        &PhaseWrites::Changed(vec![]),
+        &[],
+        Durability::Disk,
+    )
+    .unwrap();
     s.release(&done.task_id, &owner(99)).unwrap();
     // A task run in the foreground is not queued: never claimed, even
     // when its lease expired.

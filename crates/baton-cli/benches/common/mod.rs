@@ -179,7 +179,13 @@ impl<'a> Driver<'a> {
         };
         match self.store {
             Some(store) => store
-                .commit(&self.owner, &self.state, &writes, &self.records)
+                .commit(
+                    &self.owner,
+                    &self.state,
+                    &writes,
+                    &self.records,
+                    baton_store::Durability::Disk,
+                )
                 .expect("commit"),
             None => {
                 std::hint::black_box((&writes, &self.state));

@@ -36,12 +36,7 @@ impl Engine {
             let wf = self.pinned(&snap.state.definition_hash)?;
             // Held (its heartbeat running) before anything slow: killing
             // orphans, fetching, checking the worktree out.
-            let mut held = self.hold(
-                snap.state.clone(),
-                wf,
-                lease,
-                self.project_workspace(),
-            )?;
+            let mut held = self.hold(snap.state.clone(), wf, lease, self.project_workspace())?;
             // What earlier runs on this host left running goes first, so
             // nothing writes into the worktree once it is set up, and a
             // cancelled task's phase does not finish its work after all.

@@ -12,7 +12,7 @@ use super::sql::{
 use super::write::{WriteParams, insert_task, lock_task, same_task, write_projection};
 use crate::codec::{Header, corrupt, header_json, json, parse_phase, read_lease};
 use crate::{
-    Acquire, Error, Holder, PhaseWrites, RenewOutcome, Result, Store, StoredDefinition,
+    Acquire, Durability, Error, Holder, PhaseWrites, RenewOutcome, Result, Store, StoredDefinition,
     TaskSnapshot, TaskSummary, last_phase,
 };
 use baton_core::lease::{Lease, LeaseOwner};
@@ -83,6 +83,7 @@ impl Store for PgStore {
         state: &TaskState,
         phases: &PhaseWrites,
         events: &[EventRecord],
+        _durability: Durability,
     ) -> Result<()> {
         let id = &state.task_id;
         let w = WriteParams::new(state, phases, events);

@@ -4,7 +4,7 @@
 use super::PgStore;
 use super::connect::{places, redact};
 use super::session::Fault;
-use crate::{Holder, PhaseWrites, Store, StoredDefinition};
+use crate::{Durability, Holder, PhaseWrites, Store, StoredDefinition};
 use baton_core::lease::{Lease, LeaseOwner};
 use baton_core::{EventRecord, TaskId, TaskState, Timestamp};
 use postgres::Config;
@@ -127,7 +127,13 @@ fn a_commit_lost_before_or_after_commit_lands_exactly_once() {
         let r = note(&mut state, &format!("{fault:?}"));
         fault.arm();
         store
-            .commit(&owner, &state, &PhaseWrites::Changed(vec![]), &[r])
+            .commit(
+                &owner,
+                &state,
+                &PhaseWrites::Changed(vec![]),
+                &[r],
+                Durability::Disk,
+            )
             .unwrap_or_else(|e| panic!("{fault:?}: {e}"));
         assert!(!hit(fault), "the fault fired");
     }
