@@ -2,6 +2,7 @@
 //! unchanged: the git index file reader, file and folder stat types, [`Watch`].
 
 use super::Git;
+use super::notify::Notify;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -128,12 +129,16 @@ impl Git {
             };
             w.files.push((name.to_os_string(), e.stat));
         }
-        (
-            Some(Watch {
-                dirs: watched.into_values().collect(),
-            }),
-            dirs,
-        )
+        let mut watch = Watch {
+            dirs: watched.into_values().collect(),
+            notify: None,
+        };
+        // Watched from now on; what changed before the watches were in
+        // place shows in the stat data, so look once more.
+        watch.notify = Notify::start(&self.root, &dirs, baton)
+            .filter(|_| watch.stat_unchanged(&self.root))
+            .map(std::sync::Arc::new);
+        (Some(watch), dirs)
     }
 
     /// Which of `paths` (folders, relative to the top) the ignore rules
@@ -193,10 +198,11 @@ impl Git {
 const MAX_WATCHED_DIRS: usize = 20_000;
 
 /// The stat data of a snapshot's staged files and of the folders new files
-/// could appear in.
+/// could appear in, and inotify over those folders where it can.
 #[derive(Debug, Clone)]
 pub(super) struct Watch {
     pub(super) dirs: Vec<WatchedDir>,
+    pub(super) notify: Option<std::sync::Arc<Notify>>,
 }
 
 /// A watched folder and the staged files directly in it.
@@ -208,10 +214,30 @@ pub(super) struct WatchedDir {
 }
 
 impl Watch {
+    /// Whether the work tree is still what the snapshot holds: at once
+    /// when inotify saw nothing happen in the watched folders since it was
+    /// last asked, else by the stat data of every file and folder.
+    pub(super) fn unchanged(&self, root: &Path) -> bool {
+        let Some(notify) = &self.notify else {
+            return self.stat_unchanged(root);
+        };
+        if notify.quiet() {
+            return true;
+        }
+        // What happened may have changed nothing (a file written back as
+        // it was, with its old times): the events were read before this
+        // look, so any later one is still seen.
+        let unchanged = self.stat_unchanged(root);
+        if unchanged {
+            notify.rearm();
+        }
+        unchanged
+    }
+
     /// Whether every file and folder still has the stat data recorded.
     /// Files are looked up in their folder opened once (`fstatat`), not
     /// by their whole path.
-    pub(super) fn unchanged(&self, root: &Path) -> bool {
+    fn stat_unchanged(&self, root: &Path) -> bool {
         use nix::fcntl::AtFlags;
         use nix::sys::stat::fstatat;
         self.dirs.iter().all(|w| {

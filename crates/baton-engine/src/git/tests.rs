@@ -178,6 +178,50 @@ fn a_changed_tree_is_a_new_snapshot_with_the_files_that_changed() {
 }
 
 #[test]
+fn inotify_sees_the_work_tree_change_but_not_baton_nor_git() {
+    let (_d, top, g) = repo();
+    settle(&g);
+    let start = g
+        .checkpoint("refs/baton/t/01-a/start", "start", false)
+        .unwrap();
+    let start = start.snapshot.unwrap();
+    let notify = g
+        .last
+        .lock()
+        .unwrap()
+        .as_ref()
+        .and_then(|k| k.watch.as_ref()?.notify.clone())
+        .expect("the work tree is watched with inotify");
+    assert!(notify.quiet());
+    // baton's own folder and git's are not the work tree.
+    write(&top, "proj/.baton/tasks/t/state.json", "{}\n");
+    write(&top, "proj/.baton/x.txt", "x\n");
+    git(&top, &["update-ref", "refs/heads/other", "HEAD"]);
+    assert!(notify.quiet(), "baton's and git's writes are not changes");
+    // A read is not a change either.
+    std::fs::read(top.join("top.txt")).unwrap();
+    assert!(notify.quiet());
+    let changed = g
+        .end_snapshot(&start, "refs/baton/t/01-a/end", "end")
+        .unwrap();
+    assert!(changed.is_empty(), "{changed:?}");
+    // Any change to a file or an entry of a watched folder is seen.
+    let touched = std::fs::File::options()
+        .write(true)
+        .open(top.join("proj/src/lib.rs"))
+        .unwrap();
+    touched.set_modified(std::time::SystemTime::now()).unwrap();
+    assert!(!notify.quiet(), "a new modification time is an event");
+    std::fs::rename(top.join("top.txt"), top.join("moved.txt")).unwrap();
+    assert!(!notify.quiet(), "a rename is an event");
+    let mut changed = g
+        .end_snapshot(&start, "refs/baton/t/01-a/end", "end")
+        .unwrap();
+    changed.sort();
+    assert_eq!(changed, ["moved.txt", "top.txt"]);
+}
+
+#[test]
 fn new_files_are_seen_in_folders_without_staged_files_but_not_in_ignored_ones() {
     let (_d, top, g) = repo();
     std::fs::create_dir_all(top.join("empty/deeper")).unwrap();
