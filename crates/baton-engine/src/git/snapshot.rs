@@ -4,14 +4,84 @@
 use super::stat::{DirStat, FileStamp, Watch, folders_of, parse_index};
 use super::{Git, GitError, HeadState, IDENT};
 use baton_core::state::Checkpoint;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-/// A phase snapshot as the private index left it.
-#[derive(Debug, Clone)]
+/// The saved [`Snapshot`] and the index it describes.
+#[derive(Serialize, Deserialize)]
+struct Saved {
+    /// The index's own checksum (its last 20 bytes).
+    index_sum: String,
+    snapshot: Snapshot,
+}
+
+impl Snapshot {
+    fn saved_path(git_dir: &Path) -> PathBuf {
+        git_dir.join("baton-snapshot-state.json")
+    }
+
+    /// Saves this snapshot for the next process (a cache: it is written
+    /// atomically, not synced; anything unreadable is ignored).
+    fn save(&self, git_dir: &Path) {
+        let Some(index_sum) = index_sum(&self.index) else {
+            return;
+        };
+        let saved = Saved {
+            index_sum,
+            snapshot: self.clone(),
+        };
+        let path = Snapshot::saved_path(git_dir);
+        let tmp = tempfile_path(git_dir);
+        let written = serde_json::to_vec(&saved)
+            .map_err(std::io::Error::other)
+            .and_then(|b| std::fs::write(&tmp, b))
+            .and_then(|()| std::fs::rename(&tmp, &path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            tracing::debug!(error = %e, "snapshot state not saved");
+        }
+    }
+
+    /// The snapshot an earlier process saved, if it describes `index` (the
+    /// private index as it is now) and its commit is still a loose object
+    /// (one git packed may have been pruned; then the snapshot is rebuilt).
+    fn load(git_dir: &Path, objects: &Path, index: &[u8]) -> Option<Snapshot> {
+        let bytes = std::fs::read(Snapshot::saved_path(git_dir)).ok()?;
+        let saved: Saved = serde_json::from_slice(&bytes).ok()?;
+        if Some(&saved.index_sum) != index_sum(index).as_ref() {
+            return None;
+        }
+        let c = &saved.snapshot.commit;
+        let loose = c.len() == 40 && objects.join(&c[..2]).join(&c[2..]).is_file();
+        if !loose {
+            return None;
+        }
+        Some(Snapshot {
+            index: index.to_vec(),
+            ..saved.snapshot
+        })
+    }
+}
+
+/// A git index file's checksum, in hex; `None` without one (too short, or
+/// `index.skipHash`).
+fn index_sum(index: &[u8]) -> Option<String> {
+    let sum = index.get(index.len().checked_sub(20)?..)?;
+    if sum.iter().all(|b| *b == 0) {
+        return None;
+    }
+    Some(sum.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A phase snapshot as the private index left it. Saved next to that
+/// index (`baton-snapshot-state.json`), so the next process starts from it
+/// rather than from a rebuilt index.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct Snapshot {
     /// The private index file's bytes right after it: the same bytes
     /// there next time mean no other process staged anything since.
+    #[serde(skip)]
     index: Vec<u8>,
     head: Option<String>,
     tree: String,
@@ -186,6 +256,18 @@ impl Git {
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
         let cache = git_dir.join("baton-snapshot-index");
         let bytes = std::fs::read(&cache).ok();
+        // This process's first snapshot: start from the last one's.
+        if last.is_none()
+            && let (Some(b), Some(common)) = (&bytes, &self.common_dir)
+        {
+            *last = Snapshot::load(git_dir, &common.join("objects"), b).map(|mut k| {
+                if let Some(w) = &mut k.watch {
+                    w.arm(&self.root, Path::new(&self.baton_path));
+                }
+                k
+            });
+            tracing::debug!(loaded = last.is_some(), "saved snapshot state");
+        }
         let exclude = self
             .common_dir
             .as_ref()
@@ -308,6 +390,9 @@ impl Git {
                         ignored,
                     }
                 });
+                if let Some(k) = last.as_ref() {
+                    k.save(git_dir);
+                }
                 tracing::debug!(
                     refname,
                     %commit,

@@ -3,11 +3,12 @@
 
 use super::Git;
 use super::notify::Notify;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 /// Enough of a file's stat data to see that it changed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct FileStamp {
     len: u64,
     modified: Option<std::time::SystemTime>,
@@ -127,17 +128,13 @@ impl Git {
             let Some(w) = watched.get_mut(dir) else {
                 return (None, dirs);
             };
-            w.files.push((name.to_os_string(), e.stat));
+            w.files.push((PathBuf::from(name), e.stat));
         }
         let mut watch = Watch {
             dirs: watched.into_values().collect(),
             notify: None,
         };
-        // Watched from now on; what changed before the watches were in
-        // place shows in the stat data, so look once more.
-        watch.notify = Notify::start(&self.root, &dirs, baton)
-            .filter(|_| watch.stat_unchanged(&self.root))
-            .map(std::sync::Arc::new);
+        watch.arm(&self.root, baton);
         (Some(watch), dirs)
     }
 
@@ -199,21 +196,33 @@ const MAX_WATCHED_DIRS: usize = 20_000;
 
 /// The stat data of a snapshot's staged files and of the folders new files
 /// could appear in, and inotify over those folders where it can.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct Watch {
     pub(super) dirs: Vec<WatchedDir>,
+    #[serde(skip)]
     pub(super) notify: Option<std::sync::Arc<Notify>>,
 }
 
 /// A watched folder and the staged files directly in it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct WatchedDir {
     pub(super) path: PathBuf,
     stat: DirStat,
-    files: Vec<(std::ffi::OsString, EntryStat)>,
+    files: Vec<(PathBuf, EntryStat)>,
 }
 
 impl Watch {
+    /// Sets up inotify over the watched folders. What changed before the
+    /// watches were in place shows in the stat data, so it is looked at
+    /// once more; if anything changed, no inotify (the next check looks
+    /// at every file, and finds it).
+    pub(super) fn arm(&mut self, root: &Path, baton: &Path) {
+        let dirs: Vec<PathBuf> = self.dirs.iter().map(|d| d.path.clone()).collect();
+        self.notify = Notify::start(root, &dirs, baton)
+            .filter(|_| self.stat_unchanged(root))
+            .map(std::sync::Arc::new);
+    }
+
     /// Whether the work tree is still what the snapshot holds: at once
     /// when inotify saw nothing happen in the watched folders since it was
     /// last asked, else by the stat data of every file and folder.
@@ -269,7 +278,7 @@ fn stamp(t: std::time::SystemTime) -> Stamp {
 }
 
 /// The stat data git's index keeps of a file, as git truncates it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct EntryStat {
     ctime: Stamp,
     mtime: Stamp,
@@ -312,7 +321,7 @@ impl EntryStat {
 
 /// What changes in a folder's stat data when an entry is added, removed or
 /// renamed in it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct DirStat {
     mtime: Stamp,
     ctime: Stamp,

@@ -146,6 +146,44 @@ fn an_unchanged_tree_is_the_same_snapshot_and_no_files_changed() {
 }
 
 #[test]
+fn the_next_process_starts_from_the_saved_snapshot_and_still_sees_changes() {
+    let (_d, top, g) = repo();
+    settle(&g);
+    let start = g
+        .checkpoint("refs/baton/t/01-a/start", "start", false)
+        .unwrap()
+        .snapshot
+        .unwrap();
+    // A new process: the very same snapshot commit, from the saved state
+    // (a rebuilt one would be a new commit, with this new message).
+    let fresh = || Git::open(&top.join("proj")).unwrap();
+    let again = fresh()
+        .checkpoint("refs/baton/u/01-a/start", "another message", false)
+        .unwrap();
+    assert_eq!(again.snapshot.as_deref(), Some(start.as_str()));
+    // A change made between two processes is in the next one's snapshot.
+    write(&top, "top.txt", "TOP\n");
+    let changed = fresh()
+        .checkpoint("refs/baton/v/01-a/start", "start", false)
+        .unwrap()
+        .snapshot
+        .unwrap();
+    assert_ne!(changed, start);
+    assert_eq!(git(&top, &["show", &format!("{changed}:top.txt")]), "TOP");
+    // A damaged saved state is ignored, not trusted.
+    let saved = top.join(".git/baton-snapshot-state.json");
+    assert!(saved.is_file());
+    std::fs::write(&saved, "{ not json").unwrap();
+    write(&top, "top.txt", "top\n");
+    let back = fresh()
+        .checkpoint("refs/baton/w/01-a/start", "start", false)
+        .unwrap()
+        .snapshot
+        .unwrap();
+    assert_eq!(git(&top, &["show", &format!("{back}:top.txt")]), "top");
+}
+
+#[test]
 fn a_changed_tree_is_a_new_snapshot_with_the_files_that_changed() {
     let (_d, top, g) = repo();
     settle(&g);
