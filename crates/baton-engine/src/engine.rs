@@ -168,6 +168,8 @@ struct Held {
     /// with nothing run since: the next phase's start snapshot is that
     /// same commit when HEAD has not moved (no stat check of the tree).
     just_snapshotted: bool,
+    /// Its `state.json`, written in the background after each commit.
+    rendered: render::Background,
 }
 
 impl Engine {
@@ -305,7 +307,8 @@ impl Engine {
             DisplayStatus::of(held.state.status, &Liveness::Live),
             Some(&held.lease),
         );
-        render::state_json(&self.project.task_dir(&held.state.task_id), &doc)?;
+        let dir = self.project.task_dir(&held.state.task_id);
+        held.rendered.state_json(&dir, &doc)?;
         Ok(())
     }
 

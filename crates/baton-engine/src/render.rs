@@ -30,9 +30,49 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// Writes `state.json` for a task.
 pub fn state_json(task_dir: &Path, doc: &impl serde::Serialize) -> std::io::Result<()> {
+    atomic_write(&task_dir.join("state.json"), &state_json_bytes(doc))
+}
+
+fn state_json_bytes(doc: &impl serde::Serialize) -> Vec<u8> {
     let mut bytes = serde_json::to_vec_pretty(doc).expect("json");
     bytes.push(b'\n');
-    atomic_write(&task_dir.join("state.json"), &bytes)
+    bytes
+}
+
+/// `state.json` written by a thread of its own while the task goes on (the
+/// write waits on the disk twice): one write at a time, in order; the next
+/// one, [`Background::finish`] or drop waits for the one in flight, and
+/// the first two report its error.
+#[derive(Debug, Default)]
+pub struct Background {
+    pending: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+}
+
+impl Background {
+    /// Renders `doc` now and writes it in the background.
+    pub fn state_json(&mut self, task_dir: &Path, doc: &impl serde::Serialize) -> std::io::Result<()> {
+        self.finish()?;
+        let bytes = state_json_bytes(doc);
+        let path = task_dir.join("state.json");
+        self.pending = Some(std::thread::spawn(move || atomic_write(&path, &bytes)));
+        Ok(())
+    }
+
+    /// Waits for the write in flight, if any.
+    pub fn finish(&mut self) -> std::io::Result<()> {
+        match self.pending.take() {
+            Some(h) => h
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("the state.json writer panicked"))),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
 }
 
 /// The markdown of a passed phase's output file.

@@ -40,6 +40,7 @@ impl Engine {
             hb,
             ws,
             just_snapshotted: false,
+            rendered: Default::default(),
         };
         self.set_current(&id);
         self.commit(
@@ -87,8 +88,9 @@ impl Engine {
         Ok(())
     }
 
-    pub(super) fn release(&self, held: Held) {
+    pub(super) fn release(&self, mut held: Held) {
         let id = held.state.task_id.clone();
+        let _ = held.rendered.finish();
         drop(held.hb);
         let _ = self.store.release(&id, &self.owner);
         // Render once more without our lease in the document.
