@@ -39,34 +39,68 @@ fn state_json_bytes(doc: &impl serde::Serialize) -> Vec<u8> {
     bytes
 }
 
-/// `state.json` written by a thread of its own while the task goes on (the
-/// write waits on the disk twice): one write at a time, in order; the next
-/// one, [`Background::finish`] or drop waits for the one in flight, and
-/// the first two report its error.
+/// A task's rendered files (`state.json`, phase outputs) written by
+/// threads of their own while the task goes on (an atomic write waits on
+/// the disk twice). Writes of one file are in order (the next waits for
+/// the one in flight); [`Background::finish`] and drop wait for them all,
+/// and an error is reported by the next write of that file or by `finish`.
 #[derive(Debug, Default)]
 pub struct Background {
-    pending: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+    pending: Vec<(
+        std::path::PathBuf,
+        std::thread::JoinHandle<std::io::Result<()>>,
+    )>,
 }
 
 impl Background {
-    /// Renders `doc` now and writes it in the background.
-    pub fn state_json(&mut self, task_dir: &Path, doc: &impl serde::Serialize) -> std::io::Result<()> {
-        self.finish()?;
-        let bytes = state_json_bytes(doc);
-        let path = task_dir.join("state.json");
-        self.pending = Some(std::thread::spawn(move || atomic_write(&path, &bytes)));
+    /// Renders `doc` now and writes it to `state.json` in the background.
+    pub fn state_json(
+        &mut self,
+        task_dir: &Path,
+        doc: &impl serde::Serialize,
+    ) -> std::io::Result<()> {
+        self.write(task_dir.join("state.json"), state_json_bytes(doc))
+    }
+
+    /// Writes the output file of passed phase `index` in the background.
+    pub fn phase_output(
+        &mut self,
+        task_dir: &Path,
+        state: &TaskState,
+        index: usize,
+    ) -> std::io::Result<()> {
+        let p = &state.phases[index];
+        let path = task_dir.join(document::output_file_name(index, p.id.as_str()));
+        self.write(path, phase_markdown(state, index).into_bytes())
+    }
+
+    fn write(&mut self, path: std::path::PathBuf, bytes: Vec<u8>) -> std::io::Result<()> {
+        if let Some(i) = self.pending.iter().position(|(p, _)| *p == path) {
+            let (_, h) = self.pending.swap_remove(i);
+            joined(h)?;
+        }
+        let to = path.clone();
+        let h = std::thread::spawn(move || atomic_write(&to, &bytes));
+        self.pending.push((path, h));
         Ok(())
     }
 
-    /// Waits for the write in flight, if any.
+    /// Waits for every write in flight; the first error, if any.
     pub fn finish(&mut self) -> std::io::Result<()> {
-        match self.pending.take() {
-            Some(h) => h
-                .join()
-                .unwrap_or_else(|_| Err(std::io::Error::other("the state.json writer panicked"))),
-            None => Ok(()),
+        let mut result = Ok(());
+        for (_, h) in self.pending.drain(..) {
+            let r = joined(h);
+            if result.is_ok() {
+                result = r;
+            }
         }
+        result
     }
+}
+
+fn joined(h: std::thread::JoinHandle<std::io::Result<()>>) -> std::io::Result<()> {
+    h.join()
+        .unwrap_or_else(|_| Err(std::io::Error::other("a rendered file's writer panicked")))
 }
 
 impl Drop for Background {
@@ -124,13 +158,6 @@ pub fn phase_outputs(task_dir: &Path, state: &TaskState) -> std::io::Result<usiz
     Ok(n)
 }
 
-/// Writes one phase's output file.
-pub fn phase_output(task_dir: &Path, state: &TaskState, index: usize) -> std::io::Result<()> {
-    let p = &state.phases[index];
-    let path = task_dir.join(document::output_file_name(index, p.id.as_str()));
-    atomic_write(&path, phase_markdown(state, index).as_bytes())
-}
-
 /// Parses the summary and output back out of a phase output file (for
 /// `doctor --fix` when the store is lost).
 pub fn parse_phase_markdown(md: &str) -> (String, String) {
@@ -151,4 +178,29 @@ pub fn parse_phase_markdown(md: &str) -> (String, String) {
         .map(|o| o.trim_end().to_string())
         .unwrap_or(output);
     (summary, output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn background_writes_of_a_file_land_in_order_and_errors_are_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = Background::default();
+        let (f, g) = (dir.path().join("f.json"), dir.path().join("g.md"));
+        for i in 0..40 {
+            b.write(f.clone(), format!("{i}").into_bytes()).unwrap();
+            b.write(g.clone(), format!("g{i}").into_bytes()).unwrap();
+        }
+        b.finish().unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "39");
+        assert_eq!(std::fs::read_to_string(&g).unwrap(), "g39");
+        // No temporary file is left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+        // A file that cannot be written: the error comes out of finish.
+        b.write(f.join("below-a-file"), b"x".to_vec()).unwrap();
+        assert!(b.finish().is_err());
+        assert!(b.finish().is_ok(), "reported once");
+    }
 }

@@ -7,7 +7,6 @@ use super::launch::{self, Launch, Launched};
 use crate::engine::{Engine, Held, Outcome};
 use crate::error::{Error, Result};
 use crate::process::{self, Stop, Waited};
-use crate::render;
 use baton_core::TaskId;
 use baton_core::machine::{Failure, Input};
 use baton_core::state::PhaseStatus;
@@ -214,7 +213,7 @@ impl Engine {
                     },
                 )?;
                 self.crash_point("after-pass", phase.as_str());
-                render::phase_output(dir, &held.state, *idx)?;
+                held.rendered.phase_output(dir, &held.state, *idx)?;
                 self.observer.phase_finished(
                     id,
                     phase.as_str(),
