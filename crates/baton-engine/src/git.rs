@@ -11,6 +11,7 @@
 //! same commit (see [`Git::checkpoint`]).
 
 mod notify;
+mod refs;
 mod remote;
 mod restore;
 mod snapshot;
@@ -18,7 +19,8 @@ mod stat;
 #[cfg(test)]
 mod tests;
 
-use snapshot::{RefWriter, Snapshot};
+use refs::RefWriter;
+use snapshot::Snapshot;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -47,8 +49,11 @@ pub struct Git {
     /// What the last phase snapshot taken through this value (or a clone)
     /// left behind; it also serialises snapshots within the process.
     last: Arc<Mutex<Option<Snapshot>>>,
-    /// One `git update-ref --stdin` kept running for the snapshot refs.
+    /// One `git update-ref --stdin` kept running for the snapshot refs
+    /// (where they cannot be written as loose ref files).
     refs: Arc<Mutex<Option<RefWriter>>>,
+    /// The repository keeps its refs in files.
+    files_refs: bool,
 }
 
 /// HEAD as the git folder says it: a branch (with its commit, none while
@@ -77,6 +82,7 @@ impl Git {
             common_dir: None,
             last: Arc::default(),
             refs: Arc::default(),
+            files_refs: false,
         };
         // One process for the top and both git folders (`--path-format`
         // needs git 2.31; older ones get the top alone).
@@ -110,6 +116,7 @@ impl Git {
             .ok()?
             .join(".baton");
         let baton_path = rel.to_string_lossy().into_owned();
+        let files_refs = common_dir.as_deref().is_some_and(refs::files_refs);
         Some(Git {
             root: top,
             exclude_baton: format!(":(exclude,top){baton_path}"),
@@ -118,6 +125,7 @@ impl Git {
             common_dir,
             last: Arc::default(),
             refs: Arc::default(),
+            files_refs,
         })
     }
 

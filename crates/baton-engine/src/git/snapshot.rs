@@ -6,7 +6,6 @@ use super::{Git, GitError, HeadState, IDENT};
 use baton_core::state::Checkpoint;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 /// The saved [`Snapshot`] and the index it describes.
 #[derive(Serialize, Deserialize)]
@@ -416,27 +415,6 @@ impl Git {
         outcome
     }
 
-    /// Points `refname` at `commit`, through one `git update-ref --stdin`
-    /// kept running (a transaction per call), or a process of its own if
-    /// that one fails.
-    fn update_ref(&self, refname: &str, commit: &str) -> Result<(), GitError> {
-        let mut refs = self.refs.lock().unwrap_or_else(|p| p.into_inner());
-        if refs.is_none() {
-            *refs = RefWriter::start(self);
-        }
-        if let Some(w) = refs.as_mut() {
-            match w.update(refname, commit) {
-                Ok(()) => return Ok(()),
-                Err(e) => {
-                    tracing::debug!(refname, error = %e, "update-ref --stdin failed; one process instead");
-                    *refs = None;
-                }
-            }
-        }
-        self.run(&["update-ref", refname, commit], &[])?;
-        Ok(())
-    }
-
     /// The private index as a fresh one: HEAD's files (stat data kept for
     /// those unchanged, `read-tree -m`), the project's `.baton/` left out.
     fn rebuild_index(&self, has_head: bool, env: &[(&str, &str)]) -> Result<(), GitError> {
@@ -497,67 +475,6 @@ impl Git {
             .filter(|s| !s.is_empty())
             .map(str::to_string)
             .collect())
-    }
-}
-
-/// A `git update-ref --stdin` taking one transaction at a time.
-pub(super) struct RefWriter {
-    child: std::process::Child,
-    stdin: Option<std::process::ChildStdin>,
-    stdout: std::io::BufReader<std::process::ChildStdout>,
-}
-
-impl std::fmt::Debug for RefWriter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "RefWriter(pid {})", self.child.id())
-    }
-}
-
-impl RefWriter {
-    fn start(git: &Git) -> Option<RefWriter> {
-        let mut c = git.command(&["update-ref", "--stdin"], &[]);
-        c.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        let mut child = c.spawn().ok()?;
-        let stdin = child.stdin.take();
-        let stdout = std::io::BufReader::new(child.stdout.take()?);
-        tracing::debug!(pid = child.id(), "git update-ref --stdin started");
-        Some(RefWriter {
-            child,
-            stdin,
-            stdout,
-        })
-    }
-
-    /// One transaction: `refname` to `commit`, committed before it returns.
-    fn update(&mut self, refname: &str, commit: &str) -> Result<(), String> {
-        use std::io::{BufRead, Write};
-        if refname.contains(['\n', ' ']) {
-            return Err("unusual ref name".into());
-        }
-        let stdin = self.stdin.as_mut().ok_or("closed")?;
-        write!(stdin, "start\nupdate {refname} {commit}\nprepare\ncommit\n")
-            .and_then(|()| stdin.flush())
-            .map_err(|e| e.to_string())?;
-        for want in ["start: ok", "prepare: ok", "commit: ok"] {
-            let mut line = String::new();
-            self.stdout
-                .read_line(&mut line)
-                .map_err(|e| e.to_string())?;
-            if line.trim_end() != want {
-                return Err(format!("expected {want:?}, got {:?}", line.trim_end()));
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Drop for RefWriter {
-    fn drop(&mut self) {
-        // End of input: git exits (nothing is pending between calls).
-        drop(self.stdin.take());
-        let _ = self.child.wait();
     }
 }
 

@@ -365,3 +365,54 @@ fn the_index_reader_reads_what_git_writes() {
         "version 4 is not read"
     );
 }
+
+#[test]
+fn snapshot_refs_are_refs_git_reads_in_files_and_reftable_repositories() {
+    for format in ["files", "reftable"] {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path();
+        git(
+            top,
+            &[
+                "init",
+                "-q",
+                "-b",
+                "main",
+                &format!("--ref-format={format}"),
+            ],
+        );
+        write(top, "a.txt", "a\n");
+        git(top, &["add", "-A"]);
+        git(top, &["commit", "-qm", "a"]);
+        let g = Git::open(top).unwrap();
+        assert_eq!(g.files_refs, format == "files");
+        let start = g
+            .checkpoint("refs/baton/t/01-a.i0.a1/start", "start", false)
+            .unwrap()
+            .snapshot
+            .unwrap();
+        g.end_snapshot(&start, "refs/baton/t/01-a.i0.a1/end", "end")
+            .unwrap();
+        let refs = git(
+            top,
+            &[
+                "for-each-ref",
+                "--format=%(refname) %(objectname)",
+                "refs/baton",
+            ],
+        );
+        assert_eq!(
+            refs,
+            format!("refs/baton/t/01-a.i0.a1/end {start}\nrefs/baton/t/01-a.i0.a1/start {start}"),
+            "{format}"
+        );
+        assert!(
+            !top.join(".git/refs/baton/t/01-a.i0.a1/start.lock").exists(),
+            "{format}: no lock left"
+        );
+        git(top, &["fsck", "--no-dangling"]);
+        // Deleting them is git's business, and works.
+        git(top, &["update-ref", "-d", "refs/baton/t/01-a.i0.a1/start"]);
+        assert!(!git(top, &["for-each-ref", "refs/baton"]).contains("/start"));
+    }
+}
