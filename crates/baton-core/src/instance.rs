@@ -1,0 +1,443 @@
+//! Coding and review agent instances: the pure rules of the review loop.
+//!
+//! A coding instance works in its own worktree; when it asks for a review
+//! (`request_review`), a review instance works on a fork of its branch and
+//! either merges back with feedback (`merge_back`) or opens a pull request
+//! (`push_to_github`); a coding instance may also open one itself
+//! (`create_pr`). As for tasks, [`decide`] checks an [`Input`] against the
+//! rules and returns the events it causes (or a typed [`InstanceError`]),
+//! and [`apply`] folds an event into the [`Instances`]: no IO, no clock, no
+//! randomness; ids and times are passed in.
+//!
+//! This file holds the types; the rules are in `instance/decide.rs`, the
+//! folding of events in `instance/apply.rs`.
+
+mod apply;
+mod decide;
+
+pub use apply::{apply, replay};
+pub use decide::{decide, due};
+
+use crate::time::Timestamp;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// An instance id: the rules of a task id (it names the branch
+/// `baton/<id>` and the tmux session).
+pub type InstanceId = crate::ids::TaskId;
+
+/// What an instance does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Coding,
+    Review,
+}
+
+/// Where an instance is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Created; its worktree, session and agent are being set up.
+    Started,
+    Working,
+    /// A coding instance whose review is in flight.
+    ReviewRequested,
+    /// A coding instance whose pull request is open.
+    PrCreated,
+    PrMerged,
+    PrClosed,
+    Terminated,
+    Failed,
+}
+
+impl Status {
+    /// Whether the instance has ended: nothing moves it any more.
+    pub fn ended(self) -> bool {
+        matches!(
+            self,
+            Status::PrMerged | Status::PrClosed | Status::Terminated | Status::Failed
+        )
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Started => "started",
+            Status::Working => "working",
+            Status::ReviewRequested => "review_requested",
+            Status::PrCreated => "pr_created",
+            Status::PrMerged => "pr_merged",
+            Status::PrClosed => "pr_closed",
+            Status::Terminated => "terminated",
+            Status::Failed => "failed",
+        }
+    }
+}
+
+/// A coding instance's phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CodingPhase {
+    Initializing,
+    Working,
+    ReviewRequested,
+    PrCreated,
+    Terminated,
+    Cleanup,
+}
+
+/// A review instance's phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewPhase {
+    Initializing,
+    Working,
+    MergeBack,
+    PushToGithub,
+    Cleanup,
+}
+
+/// What a review decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    MergeBack,
+    PushToGithub,
+}
+
+/// What a coding instance is given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodingConfig {
+    pub base_branch: String,
+    /// The branch it works on (`baton/<id>` when not given).
+    pub target_branch: Option<String>,
+    /// A GitHub issue or custom instructions, as the prompt.
+    pub instructions: String,
+    pub require_review: bool,
+    pub max_reviews: u32,
+    pub execution_timeout_ms: u64,
+}
+
+/// What a review instance is given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewConfig {
+    pub review_prompt: Option<String>,
+    pub preserve_changes: bool,
+    pub timeout_ms: u64,
+}
+
+/// The resources an instance holds, recorded when allocated.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resources {
+    pub worktree_path: Option<String>,
+    pub session_name: Option<String>,
+    pub branch: Option<String>,
+    pub agent_session_id: Option<String>,
+}
+
+/// An opened pull request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PullRequest {
+    pub number: u32,
+    pub url: String,
+}
+
+/// The state of a coding instance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodingState {
+    pub phase: CodingPhase,
+    /// Reviews that ended with a decision (merged back or pushed).
+    pub review_count: u32,
+    pub max_reviews: u32,
+    pub current_review_instance_id: Option<InstanceId>,
+    pub last_activity: Option<Timestamp>,
+    pub last_error: Option<String>,
+    pub failure_reason: Option<String>,
+    pub pull_request: Option<PullRequest>,
+}
+
+/// The state of a review instance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewState {
+    pub phase: ReviewPhase,
+    pub parent_instance_id: InstanceId,
+    /// Which review of its parent this is (1-based).
+    pub iteration: u32,
+    pub decision: Option<Decision>,
+    pub decision_reason: Option<String>,
+    pub feedback_delivered: bool,
+}
+
+/// An instance's kind-specific state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum State {
+    Coding(CodingState),
+    Review(ReviewState),
+}
+
+/// An instance's configuration, by kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Config {
+    Coding(CodingConfig),
+    Review(ReviewConfig),
+}
+
+/// One coding or review instance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Instance {
+    pub id: InstanceId,
+    pub status: Status,
+    pub state: State,
+    pub resources: Resources,
+    pub config: Config,
+    pub started_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub terminated_at: Option<Timestamp>,
+    /// Why it was terminated or failed.
+    pub end_reason: Option<String>,
+}
+
+impl Instance {
+    pub fn kind(&self) -> Kind {
+        match self.state {
+            State::Coding(_) => Kind::Coding,
+            State::Review(_) => Kind::Review,
+        }
+    }
+
+    pub fn coding(&self) -> Option<&CodingState> {
+        match &self.state {
+            State::Coding(c) => Some(c),
+            State::Review(_) => None,
+        }
+    }
+
+    pub fn review(&self) -> Option<&ReviewState> {
+        match &self.state {
+            State::Review(r) => Some(r),
+            State::Coding(_) => None,
+        }
+    }
+
+    /// When it has run too long: its execution timeout (coding) or its
+    /// review timeout, from its start.
+    pub fn deadline(&self) -> Timestamp {
+        let ms = match &self.config {
+            Config::Coding(c) => c.execution_timeout_ms,
+            Config::Review(r) => r.timeout_ms,
+        };
+        self.started_at
+            .plus_millis(i64::try_from(ms).unwrap_or(i64::MAX))
+    }
+}
+
+/// Every instance, by id, and the journal position they reflect.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Instances {
+    pub by_id: BTreeMap<InstanceId, Instance>,
+    pub last_seq: u64,
+}
+
+impl Instances {
+    pub fn get(&self, id: &InstanceId) -> Option<&Instance> {
+        self.by_id.get(id)
+    }
+
+    /// The reviews spawned for `parent`, oldest first.
+    pub fn reviews_of<'a>(&'a self, parent: &'a InstanceId) -> impl Iterator<Item = &'a Instance> {
+        self.by_id
+            .values()
+            .filter(move |i| i.review().is_some_and(|r| &r.parent_instance_id == parent))
+    }
+}
+
+/// The typed errors of the review loop: shown with a hint by the CLI and
+/// returned to MCP callers by these exact names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ErrorCode {
+    InvalidConfiguration,
+    ResourceAllocationFailed,
+    MaxReviewsExceeded,
+    ExecutionTimeout,
+    CleanupFailed,
+    InstanceNotFound,
+    InvalidState,
+    ParentNotFound,
+    ParentInvalidState,
+    ForkFailed,
+    MergeConflict,
+    PrCreationFailed,
+    ReviewInProgress,
+    ReviewTimeout,
+    ParentUpdateFailed,
+}
+
+impl ErrorCode {
+    pub const ALL: [ErrorCode; 15] = [
+        ErrorCode::InvalidConfiguration,
+        ErrorCode::ResourceAllocationFailed,
+        ErrorCode::MaxReviewsExceeded,
+        ErrorCode::ExecutionTimeout,
+        ErrorCode::CleanupFailed,
+        ErrorCode::InstanceNotFound,
+        ErrorCode::InvalidState,
+        ErrorCode::ParentNotFound,
+        ErrorCode::ParentInvalidState,
+        ErrorCode::ForkFailed,
+        ErrorCode::MergeConflict,
+        ErrorCode::PrCreationFailed,
+        ErrorCode::ReviewInProgress,
+        ErrorCode::ReviewTimeout,
+        ErrorCode::ParentUpdateFailed,
+    ];
+
+    /// The code as callers see it, e.g. `WORKFLOW_MERGE_CONFLICT`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidConfiguration => "WORKFLOW_INVALID_CONFIGURATION",
+            ErrorCode::ResourceAllocationFailed => "WORKFLOW_RESOURCE_ALLOCATION_FAILED",
+            ErrorCode::MaxReviewsExceeded => "WORKFLOW_MAX_REVIEWS_EXCEEDED",
+            ErrorCode::ExecutionTimeout => "WORKFLOW_EXECUTION_TIMEOUT",
+            ErrorCode::CleanupFailed => "WORKFLOW_CLEANUP_FAILED",
+            ErrorCode::InstanceNotFound => "WORKFLOW_INSTANCE_NOT_FOUND",
+            ErrorCode::InvalidState => "WORKFLOW_INVALID_STATE",
+            ErrorCode::ParentNotFound => "WORKFLOW_PARENT_NOT_FOUND",
+            ErrorCode::ParentInvalidState => "WORKFLOW_PARENT_INVALID_STATE",
+            ErrorCode::ForkFailed => "WORKFLOW_FORK_FAILED",
+            ErrorCode::MergeConflict => "WORKFLOW_MERGE_CONFLICT",
+            ErrorCode::PrCreationFailed => "WORKFLOW_PR_CREATION_FAILED",
+            ErrorCode::ReviewInProgress => "WORKFLOW_REVIEW_IN_PROGRESS",
+            ErrorCode::ReviewTimeout => "WORKFLOW_REVIEW_TIMEOUT",
+            ErrorCode::ParentUpdateFailed => "WORKFLOW_PARENT_UPDATE_FAILED",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A request the rules refuse: its code, what was wrong and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct InstanceError {
+    pub code: ErrorCode,
+    pub message: String,
+    pub hint: String,
+}
+
+/// What the engine (or an MCP tool call, a webhook, a person) reports or
+/// asks of the instances.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// A new coding instance.
+    Spawn {
+        id: InstanceId,
+        config: CodingConfig,
+    },
+    /// Its worktree, session and agent are up.
+    Allocated {
+        id: InstanceId,
+        resources: Resources,
+    },
+    /// The agent did something (keeps `last_activity`).
+    Activity { id: InstanceId },
+    /// `request_review`: a review instance `review` on a fork of
+    /// `parent`'s branch.
+    RequestReview {
+        parent: InstanceId,
+        review: InstanceId,
+        config: ReviewConfig,
+    },
+    /// `merge_back`: the review's branch was merged into its parent's.
+    MergeBack {
+        review: InstanceId,
+        feedback: String,
+    },
+    /// The feedback of a merge-back reached the parent's agent.
+    FeedbackDelivered { review: InstanceId },
+    /// `push_to_github` (a review) or `create_pr` (a coding instance): the
+    /// branch is pushed and the pull request opened.
+    PrCreated { id: InstanceId, pr: PullRequest },
+    /// The pull request was merged or closed (a webhook, a person).
+    PrClosed { id: InstanceId, merged: bool },
+    /// Ended by a person or a parent's end; its children end with it.
+    Terminate { id: InstanceId, reason: String },
+    /// Something failed that the instance cannot go on from.
+    Fail {
+        id: InstanceId,
+        code: ErrorCode,
+        reason: String,
+    },
+    /// Its deadline passed ([`due`] says which).
+    TimedOut { id: InstanceId },
+    /// Its resources could not all be removed (kept, and said).
+    CleanupFailed { id: InstanceId, error: String },
+}
+
+/// What happened to the instances: the journal's entries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Event {
+    Spawned {
+        id: InstanceId,
+        config: Config,
+        /// A review's parent and which review of it this is.
+        parent: Option<(InstanceId, u32)>,
+    },
+    Allocated {
+        id: InstanceId,
+        resources: Resources,
+    },
+    Activity {
+        id: InstanceId,
+    },
+    ReviewRequested {
+        parent: InstanceId,
+        review: InstanceId,
+    },
+    MergedBack {
+        review: InstanceId,
+        parent: InstanceId,
+        feedback: String,
+    },
+    FeedbackDelivered {
+        review: InstanceId,
+    },
+    PrCreated {
+        id: InstanceId,
+        /// The coding instance that now has the pull request (`id` itself,
+        /// or the parent of review `id`).
+        owner: InstanceId,
+        pr: PullRequest,
+    },
+    PrClosed {
+        id: InstanceId,
+        merged: bool,
+    },
+    Terminated {
+        id: InstanceId,
+        reason: String,
+    },
+    Failed {
+        id: InstanceId,
+        code: ErrorCode,
+        reason: String,
+    },
+    CleanupFailed {
+        id: InstanceId,
+        error: String,
+    },
+}
+
+/// An event at its place in the instances' journal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    pub seq: u64,
+    pub ts: Timestamp,
+    pub event: Event,
+}
