@@ -246,6 +246,15 @@ impl Instances {
     }
 
     /// The reviews spawned for `parent`, oldest first.
+    /// The instances that differ from `before` (new or changed): what a
+    /// commit writes.
+    pub fn changed_since<'a>(&'a self, before: &Instances) -> Vec<&'a Instance> {
+        self.by_id
+            .values()
+            .filter(|i| before.by_id.get(&i.id) != Some(*i))
+            .collect()
+    }
+
     pub fn reviews_of<'a>(&'a self, parent: &'a InstanceId) -> impl Iterator<Item = &'a Instance> {
         self.by_id
             .values()
@@ -432,6 +441,42 @@ pub enum Event {
         id: InstanceId,
         error: String,
     },
+}
+
+impl Event {
+    /// The instance the event is about (for a review's decision, the
+    /// review).
+    pub fn instance(&self) -> &InstanceId {
+        match self {
+            Event::Spawned { id, .. }
+            | Event::Allocated { id, .. }
+            | Event::Activity { id }
+            | Event::PrCreated { id, .. }
+            | Event::PrClosed { id, .. }
+            | Event::Terminated { id, .. }
+            | Event::Failed { id, .. }
+            | Event::CleanupFailed { id, .. } => id,
+            Event::ReviewRequested { parent, .. } => parent,
+            Event::MergedBack { review, .. } | Event::FeedbackDelivered { review } => review,
+        }
+    }
+
+    /// The event's kind, as the journal names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::Spawned { .. } => "spawned",
+            Event::Allocated { .. } => "allocated",
+            Event::Activity { .. } => "activity",
+            Event::ReviewRequested { .. } => "review_requested",
+            Event::MergedBack { .. } => "merged_back",
+            Event::FeedbackDelivered { .. } => "feedback_delivered",
+            Event::PrCreated { .. } => "pr_created",
+            Event::PrClosed { .. } => "pr_closed",
+            Event::Terminated { .. } => "terminated",
+            Event::Failed { .. } => "failed",
+            Event::CleanupFailed { .. } => "cleanup_failed",
+        }
+    }
 }
 
 /// An event at its place in the instances' journal.

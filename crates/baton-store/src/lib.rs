@@ -8,6 +8,7 @@
 //! machines. Both pass one contract suite (`tests/contract.rs`).
 
 mod codec;
+pub mod instances;
 pub mod postgres;
 pub mod sqlite;
 
@@ -15,6 +16,7 @@ use baton_core::lease::{Lease, LeaseOwner};
 use baton_core::state::{PhaseState, TaskStatus};
 use baton_core::{EventRecord, TaskId, TaskState, Timestamp};
 
+pub use instances::InstanceStore;
 pub use postgres::PgStore;
 pub use sqlite::{SqliteStore, Synchronous};
 
@@ -42,6 +44,10 @@ pub enum Error {
         found: i64,
         known: usize,
     },
+    #[error(
+        "the instances changed underneath: decided at event {expected}, the store is at {found}"
+    )]
+    InstancesChanged { expected: u64, found: u64 },
     #[error("the store holds damaged data: {0}")]
     Corrupt(String),
     /// The database server cannot be reached (after retrying).
@@ -133,8 +139,9 @@ pub struct StoredDefinition {
 }
 
 /// The storage seam. Implementations must make `create_task` and `commit`
-/// atomic, and `acquire` a compare-and-swap.
-pub trait Store: Send + Sync {
+/// atomic, and `acquire` a compare-and-swap. Coding and review instances
+/// are kept through [`InstanceStore`], in the same database.
+pub trait Store: InstanceStore + Send + Sync {
     /// Stores a definition if it is not stored yet.
     fn put_definition(&self, def: &StoredDefinition) -> Result<()>;
     fn definition(&self, hash: &str) -> Result<Option<StoredDefinition>>;

@@ -12,6 +12,8 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::Path;
 use std::sync::Mutex;
 
+mod instances;
+
 /// SQLite's `synchronous` setting for the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Synchronous {
@@ -68,6 +70,23 @@ CREATE TABLE events (
 "#,
     r#"
 ALTER TABLE tasks ADD COLUMN queued INTEGER NOT NULL DEFAULT 0;
+"#,
+    r#"
+CREATE TABLE instances (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL,
+    parent TEXT,
+    updated_at INTEGER NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE TABLE instance_events (
+    seq INTEGER PRIMARY KEY,
+    ts INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    instance_id TEXT NOT NULL,
+    payload TEXT NOT NULL
+);
 "#,
 ];
 

@@ -85,6 +85,9 @@ baton_testkit::on_both_backends! {
     fn definitions_lists_what_was_put() {
         definitions_lists_what_was_put(&Backend::current())
     }
+    fn instances_round_trip_and_writers_serialise() {
+        instances_round_trip_and_writers_serialise(&Backend::current())
+    }
 }
 
 fn owner(pid: u32) -> LeaseOwner {
@@ -1022,4 +1025,129 @@ fn postgres_workers_starting_together_migrate_once() {
         .map(|r| r.get(0))
         .collect();
     assert_eq!(versions, vec![1]);
+}
+
+// ----- coding and review instances -----------------------------------------
+
+/// Decides `input` on what the store holds and commits it the way the
+/// engine does; a refusal of the rules panics.
+fn instance_step(s: &dyn Store, input: baton_core::instance::Input, at: i64) -> Result<(), Error> {
+    use baton_core::instance::{self, Record};
+    let before = s.instances()?;
+    let events = instance::decide(&before, input, Timestamp(at)).expect("allowed");
+    let mut after = before.clone();
+    let mut records = Vec::new();
+    for event in events {
+        let r = Record {
+            seq: after.last_seq + 1,
+            ts: Timestamp(at),
+            event,
+        };
+        instance::apply(&mut after, &r);
+        records.push(r);
+    }
+    s.commit_instances(before.last_seq, &records, &after.changed_since(&before))
+}
+
+fn instances_round_trip_and_writers_serialise(b: &Backend) {
+    use baton_core::instance::{self, CodingConfig, Input, ReviewConfig, Status};
+    let s = b.open();
+    let s = &*s;
+    assert_eq!(s.instances().unwrap(), instance::Instances::default());
+    let coding = |n: &str| Input::Spawn {
+        id: id(n),
+        config: CodingConfig {
+            base_branch: "main".into(),
+            target_branch: None,
+            instructions: "fix it".into(),
+            require_review: true,
+            max_reviews: 2,
+            execution_timeout_ms: 3_600_000,
+        },
+    };
+    instance_step(s, coding("c1"), 10).unwrap();
+    instance_step(
+        s,
+        Input::Allocated {
+            id: id("c1"),
+            resources: Default::default(),
+        },
+        11,
+    )
+    .unwrap();
+    instance_step(
+        s,
+        Input::RequestReview {
+            parent: id("c1"),
+            review: id("r1"),
+            config: ReviewConfig {
+                review_prompt: None,
+                preserve_changes: false,
+                timeout_ms: 60_000,
+            },
+        },
+        12,
+    )
+    .unwrap();
+    let all = s.instances().unwrap();
+    assert_eq!(all.last_seq, 4);
+    assert_eq!(all.get(&id("c1")).unwrap().status, Status::ReviewRequested);
+    assert_eq!(all.get(&id("r1")).unwrap().status, Status::Started);
+    // The journal replays to what the rows hold, from another connection.
+    let other = b.open();
+    let journal = other.instance_events(0, usize::MAX).unwrap();
+    assert_eq!(
+        journal.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        [1, 2, 3, 4]
+    );
+    assert_eq!(instance::replay(&journal), other.instances().unwrap());
+    assert_eq!(other.instance_events(2, 1).unwrap(), journal[2..3].to_vec());
+
+    // A writer that decided on an older state is refused, and writes nothing.
+    let stale = s.instances().unwrap();
+    instance_step(&*other, coding("c2"), 13).unwrap();
+    let late = baton_core::instance::Record {
+        seq: stale.last_seq + 1,
+        ts: Timestamp(14),
+        event: baton_core::instance::Event::Activity { id: id("c1") },
+    };
+    assert!(matches!(
+        s.commit_instances(stale.last_seq, &[late], &[]),
+        Err(Error::InstancesChanged {
+            expected: 4,
+            found: 5
+        })
+    ));
+    assert_eq!(s.instances().unwrap().last_seq, 5);
+
+    // Writers on many connections at once: every step lands once, in one
+    // unbroken sequence (a refused one decides again).
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let st = b.open();
+            std::thread::spawn(move || {
+                for k in 0..5 {
+                    loop {
+                        match instance_step(&*st, coding(&format!("w{t}-{k}")), 20) {
+                            Ok(()) => break,
+                            Err(Error::InstancesChanged { .. }) => continue,
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let all = s.instances().unwrap();
+    let journal = s.instance_events(0, usize::MAX).unwrap();
+    assert_eq!(all.last_seq, 25);
+    assert_eq!(
+        journal.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        (1..=25).collect::<Vec<_>>()
+    );
+    assert_eq!(all.by_id.len(), 2 + 1 + 20);
+    assert_eq!(instance::replay(&journal), all);
 }

@@ -2,7 +2,8 @@
 //! run under, and every statement the store prepares.
 
 /// Versioned migrations; `baton_schema.version` records how many ran.
-pub(super) const MIGRATIONS: &[&str] = &[r#"
+pub(super) const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE definitions (
     hash TEXT PRIMARY KEY,
     name TEXT NOT NULL,
@@ -45,7 +46,25 @@ CREATE TABLE events (
     payload TEXT NOT NULL,
     PRIMARY KEY (task_id, seq)
 );
-"#];
+"#,
+    r#"
+CREATE TABLE instances (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL,
+    parent TEXT,
+    updated_at BIGINT NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE TABLE instance_events (
+    seq BIGINT PRIMARY KEY,
+    ts BIGINT NOT NULL,
+    kind TEXT NOT NULL,
+    instance_id TEXT NOT NULL,
+    payload TEXT NOT NULL
+);
+"#,
+];
 
 /// The advisory lock migrations run under ("baton" in ASCII, then 1), so
 /// workers starting together do not race to create the tables.

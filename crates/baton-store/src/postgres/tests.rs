@@ -145,3 +145,50 @@ fn a_commit_lost_before_or_after_commit_lands_exactly_once() {
     assert_eq!(store.load(&id).unwrap().unwrap().state, state);
     assert!(store.check().unwrap().is_empty());
 }
+
+#[test]
+fn an_instance_commit_lost_before_or_after_commit_lands_exactly_once() {
+    use crate::InstanceStore;
+    use baton_core::instance::{self, CodingConfig, Input, Record};
+    let url = baton_testkit::pg::shared().create_database();
+    let store = PgStore::connect(&url, Duration::from_secs(10)).unwrap();
+    for (k, fault) in [Fault::BeforeCommit, Fault::AfterCommit, Fault::AfterCommit]
+        .into_iter()
+        .enumerate()
+    {
+        let before = store.instances().unwrap();
+        let input = Input::Spawn {
+            id: TaskId::parse(&format!("c{k}")).unwrap(),
+            config: CodingConfig {
+                base_branch: "main".into(),
+                target_branch: None,
+                instructions: "x".into(),
+                require_review: false,
+                max_reviews: 1,
+                execution_timeout_ms: 1000,
+            },
+        };
+        let mut after = before.clone();
+        let records: Vec<Record> = instance::decide(&before, input, Timestamp(5))
+            .unwrap()
+            .into_iter()
+            .map(|event| {
+                let r = Record {
+                    seq: after.last_seq + 1,
+                    ts: Timestamp(5),
+                    event,
+                };
+                instance::apply(&mut after, &r);
+                r
+            })
+            .collect();
+        fault.arm();
+        store
+            .commit_instances(before.last_seq, &records, &after.changed_since(&before))
+            .unwrap_or_else(|e| panic!("{fault:?}: {e}"));
+        assert!(!hit(fault), "the fault fired");
+        assert_eq!(store.instances().unwrap(), after, "{fault:?}");
+    }
+    let journal = store.instance_events(0, usize::MAX).unwrap();
+    assert_eq!(journal.iter().map(|r| r.seq).collect::<Vec<_>>(), [1, 2, 3]);
+}
