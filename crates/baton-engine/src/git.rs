@@ -10,6 +10,7 @@
 //! snapshot whose work tree and HEAD are those of the previous one is that
 //! same commit (see [`Git::checkpoint`]).
 
+mod keep;
 mod notify;
 mod refs;
 mod remote;
@@ -19,6 +20,7 @@ mod stat;
 #[cfg(test)]
 mod tests;
 
+pub use keep::Held;
 use refs::RefWriter;
 use snapshot::Snapshot;
 use std::os::unix::process::CommandExt;

@@ -1,6 +1,7 @@
 //! The git wrapper against real repositories made in temporary folders:
 //! HEAD reading, phase snapshots, the stat check and the index reader.
 
+use super::Held;
 use super::stat::{EntryStat, parse_index};
 use super::*;
 
@@ -415,4 +416,130 @@ fn snapshot_refs_are_refs_git_reads_in_files_and_reftable_repositories() {
         git(top, &["update-ref", "-d", "refs/baton/t/01-a.i0.a1/start"]);
         assert!(!git(top, &["for-each-ref", "refs/baton"]).contains("/start"));
     }
+}
+
+/// A repository with a local bare remote, `main` pushed, and a worktree
+/// `wt` on branch `feature` with one commit of its own.
+fn repo_with_worktree() -> (tempfile::TempDir, PathBuf, PathBuf, Git) {
+    let (d, top, g) = repo();
+    let bare = d.path().join("remote.git");
+    git(
+        d.path(),
+        &["init", "-q", "--bare", "-b", "main", "remote.git"],
+    );
+    git(
+        &top,
+        &["remote", "add", "origin", &bare.display().to_string()],
+    );
+    git(&top, &["push", "-q", "origin", "main"]);
+    let wt = d.path().join("wt");
+    git(
+        &top,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "feature",
+            &wt.display().to_string(),
+            "main",
+        ],
+    );
+    write(&wt, "feature.txt", "feature\n");
+    git(&wt, &["add", "feature.txt"]);
+    git(&wt, &["commit", "-qm", "feature"]);
+    (d, top, wt, g)
+}
+
+#[test]
+fn work_not_committed_or_not_pushed_keeps_the_worktree_and_branch() {
+    let (_d, top, wt, g) = repo_with_worktree();
+    // A commit on no other branch or remote.
+    assert_eq!(
+        g.held_by(&wt, "feature", "main").unwrap(),
+        Held::Unpushed(1)
+    );
+    assert_eq!(
+        g.remove_if_nothing_held(&wt, "feature", "main").unwrap(),
+        Held::Unpushed(1)
+    );
+    assert!(wt.is_dir());
+    assert!(g.resolve("refs/heads/feature").is_some());
+    // Pushed: held by the remote; but a file not committed, then an
+    // untracked one, keep it all the same.
+    git(&wt, &["push", "-q", "origin", "feature"]);
+    write(&wt, "feature.txt", "changed\n");
+    let held = g.remove_if_nothing_held(&wt, "feature", "main").unwrap();
+    assert_eq!(held, Held::Uncommitted(vec!["feature.txt".into()]));
+    assert!(held.reason().contains("feature.txt"), "{}", held.reason());
+    git(&wt, &["checkout", "-q", "--", "feature.txt"]);
+    write(&wt, "notes/new.md", "draft\n");
+    assert_eq!(
+        g.held_by(&wt, "feature", "main").unwrap(),
+        Held::Uncommitted(vec!["notes/new.md".into()])
+    );
+    std::fs::remove_dir_all(wt.join("notes")).unwrap();
+    // An ignored file is not work.
+    write(&wt, "debug.log", "noise\n");
+    assert_eq!(
+        g.remove_if_nothing_held(&wt, "feature", "main").unwrap(),
+        Held::Nothing
+    );
+    assert!(!wt.exists());
+    assert!(g.resolve("refs/heads/feature").is_none());
+    // Its commits are still on the remote.
+    assert!(git(&top, &["branch", "-r"]).contains("origin/feature"));
+}
+
+#[test]
+fn a_branch_merged_squashed_or_rebased_into_the_base_is_removed() {
+    for how in ["merge", "squash", "rebase"] {
+        let (_d, top, wt, g) = repo_with_worktree();
+        write(&wt, "second.txt", "second\n");
+        git(&wt, &["add", "second.txt"]);
+        git(&wt, &["commit", "-qm", "second"]);
+        assert_eq!(
+            g.held_by(&wt, "feature", "main").unwrap(),
+            Held::Unpushed(2),
+            "{how}"
+        );
+        match how {
+            "merge" => {
+                git(&top, &["merge", "-q", "--no-ff", "-m", "merge", "feature"]);
+            }
+            "squash" => {
+                git(&top, &["merge", "-q", "--squash", "feature"]);
+                git(&top, &["commit", "-qm", "feature, squashed"]);
+            }
+            _ => {
+                git(&top, &["cherry-pick", "main..feature"]);
+            }
+        }
+        // The base moves on after it.
+        write(&top, "later.txt", "later\n");
+        git(&top, &["add", "later.txt"]);
+        git(&top, &["commit", "-qm", "later"]);
+        assert_eq!(
+            g.remove_if_nothing_held(&wt, "feature", "main").unwrap(),
+            Held::Nothing,
+            "{how}"
+        );
+        assert!(!wt.exists(), "{how}");
+        assert!(g.resolve("refs/heads/feature").is_none(), "{how}");
+    }
+}
+
+#[test]
+fn work_added_after_a_squash_merge_is_still_kept() {
+    let (_d, top, wt, g) = repo_with_worktree();
+    git(&top, &["merge", "-q", "--squash", "feature"]);
+    git(&top, &["commit", "-qm", "feature, squashed"]);
+    write(&wt, "more.txt", "after the merge\n");
+    git(&wt, &["add", "more.txt"]);
+    git(&wt, &["commit", "-qm", "more"]);
+    assert_eq!(
+        g.remove_if_nothing_held(&wt, "feature", "main").unwrap(),
+        Held::Unpushed(2)
+    );
+    assert!(wt.join("more.txt").is_file());
 }
