@@ -6,7 +6,7 @@
 //! Needs the real CLIs, as `./scripts/test` installs them
 //! (`BATON_AGENT_CLIS`, and `BATON_AGENT_CLIS_CACHE` for OpenCode); they
 //! run offline against the testkit's scripted model server, whose every
-//! turn here is the text "done". For each of the five built-in adapters,
+//! turn here is the text "done". For each of the seven built-in adapters,
 //! in one git project per CLI (`baton init`, the workflow committed), with
 //! one config home the two sides share:
 //!
@@ -62,13 +62,7 @@ const RUNS: usize = 5;
 /// Runs of the wrapper (and of what it wraps) to measure its own cost.
 const WRAPPER_RUNS: usize = 21;
 const PROMPT: &str = "Say done.";
-const AGENTS: [Agent; 5] = [
-    Agent::Claude,
-    Agent::Codex,
-    Agent::Gemini,
-    Agent::Qwen,
-    Agent::Opencode,
-];
+const AGENTS: [Agent; 7] = Agent::ALL;
 
 /// Wall-clock time in microseconds since the epoch: the clock of the
 /// journal's timestamps and of bash's `$EPOCHREALTIME`.
@@ -365,7 +359,10 @@ fn bench_agent(agent: Agent) -> Row {
         ),
     );
 
-    let chooses_session = matches!(agent, Agent::Claude | Agent::Gemini | Agent::Qwen);
+    let chooses_session = matches!(
+        agent,
+        Agent::Claude | Agent::Gemini | Agent::Qwen | Agent::Copilot
+    );
     let direct = || -> (f64, usize) {
         let run = Run {
             agent,
@@ -673,7 +670,7 @@ fn main() {
         .collect();
     assert!(
         !agents.is_empty(),
-        "BATON_BENCH_AGENTS={only:?} names none of claude, codex, gemini, qwen, opencode"
+        "BATON_BENCH_AGENTS={only:?} names none of claude, codex, gemini, qwen, opencode, copilot, droid"
     );
     let steps = agents.len() + 2;
     eprintln!("[1/{steps}] the stamping wrapper's own cost…");
