@@ -130,7 +130,11 @@ impl Heartbeat {
             let mut renewed = last;
             let mut failures = 0u32;
             while !s.load(Ordering::SeqCst) {
-                std::thread::sleep(Duration::from_millis(25));
+                // Until the next renewal; the drop unparks it at once.
+                std::thread::park_timeout(tick.saturating_sub(last.elapsed()));
+                if s.load(Ordering::SeqCst) {
+                    break;
+                }
                 if last.elapsed() < tick {
                     continue;
                 }
@@ -190,6 +194,7 @@ impl Drop for Heartbeat {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         if let Some(h) = self.handle.take() {
+            h.thread().unpark();
             let _ = h.join();
         }
     }
