@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 const BATON: &str = env!("CARGO_BIN_EXE_baton");
 const PHASES: usize = 400;
 const FILES: usize = 1_000;
-const ROUNDS: usize = 3;
+const ROUNDS: usize = 5;
 /// The same phases split into this many tasks (workflow `small`).
 const TASKS: usize = 20;
 /// The ratio the issue asks for.
