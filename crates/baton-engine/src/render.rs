@@ -87,8 +87,22 @@ impl Background {
 
     /// Waits for every write in flight; the first error, if any.
     pub fn finish(&mut self) -> std::io::Result<()> {
+        self.finish_except(None)
+    }
+
+    /// Waits for every write in flight but those of `task_dir`'s
+    /// `state.json` (the next write of it waits for them).
+    pub fn finish_outputs(&mut self, task_dir: &Path) -> std::io::Result<()> {
+        self.finish_except(Some(&task_dir.join("state.json")))
+    }
+
+    fn finish_except(&mut self, keep: Option<&Path>) -> std::io::Result<()> {
         let mut result = Ok(());
-        for (_, h) in self.pending.drain(..) {
+        let (kept, done): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|(p, _)| Some(p.as_path()) == keep);
+        self.pending = kept;
+        for (_, h) in done {
             let r = joined(h);
             if result.is_ok() {
                 result = r;

@@ -56,6 +56,9 @@ impl Engine {
                 checkpoint,
             },
         )?;
+        // The files rendered for the phases before it are on disk before a
+        // phase runs (a crash from here on finds them).
+        held.rendered.finish_outputs(&self.project.task_dir(&id))?;
         self.observer
             .phase_started(&id, phase.as_str(), attempt, def.kind_name());
         let started = std::time::Instant::now();
