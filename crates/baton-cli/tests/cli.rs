@@ -1600,3 +1600,29 @@ fn help_and_man_page_list_the_exit_codes() {
     assert!(out.contains("Exit codes"), "{out}");
     assert!(out.contains("busy"), "{out}");
 }
+
+/// `[instances]` (issue 10) is checked like every other key: a bad value
+/// stops any command with its code, what is wrong and how to fix it.
+#[test]
+fn a_bad_instances_setting_is_refused_with_its_code_and_fix() {
+    let p = TestProject::new();
+    let config = read(&p, ".baton/config.toml");
+    write(
+        &p,
+        ".baton/config.toml",
+        &format!("{config}\n[instances]\ncleanup_policy = \"never\"\n"),
+    );
+    let (_, err) = expect(&p, &["ls"], 2);
+    assert!(
+        err.contains("WORKFLOW_INVALID_CONFIGURATION")
+            && err.contains("cleanup_policy must be \"auto\" or \"manual\"")
+            && err.contains("docs/config.md"),
+        "{err}"
+    );
+    write(
+        &p,
+        ".baton/config.toml",
+        &format!("{config}\n[instances]\ncleanup_policy = \"manual\"\n"),
+    );
+    expect(&p, &["ls"], 0);
+}

@@ -6,6 +6,10 @@ use baton_store::Synchronous;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
+mod instances;
+
+pub use instances::{CleanupPolicy, InstanceSettings, InstancesConfig};
+
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -20,6 +24,8 @@ pub struct Config {
     pub defaults: DefaultsConfig,
     #[serde(default)]
     pub agents: BTreeMap<String, AgentConfig>,
+    #[serde(default)]
+    pub instances: InstancesConfig,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -157,6 +163,7 @@ impl Config {
         })?;
         cfg.synchronous()?;
         cfg.lease_ttl_ms()?;
+        cfg.instances.settings(std::path::Path::new("."))?;
         for (name, a) in &cfg.agents {
             if a.cli.is_some() && !a.command.is_empty() {
                 return Err(Error::bad_input(format!(
