@@ -57,11 +57,16 @@ fn files(top: &Path, rev: &str) -> Vec<String> {
 /// Waits long enough for every file written so far to be older than
 /// any index git writes next (so it trusts their stat data, and so may
 /// we), then takes a first snapshot: the one after it can be told
-/// apart by stat data (the folders' are taken before git looks).
-fn settle(g: &Git) {
+/// apart by stat data (the folders' are taken before git looks). Returns
+/// the start snapshot of phase `refs/baton/t/01-a` taken after it.
+fn settled_start(g: &Git) -> String {
     std::thread::sleep(std::time::Duration::from_millis(100));
     g.checkpoint("refs/baton/warm/00-w/start", "warm-up", false)
         .unwrap();
+    g.checkpoint("refs/baton/t/01-a/start", "start", false)
+        .unwrap()
+        .snapshot
+        .unwrap()
 }
 
 #[test]
@@ -121,11 +126,7 @@ fn a_snapshot_holds_untracked_files_but_not_baton_nor_ignored_ones() {
 #[test]
 fn an_unchanged_tree_is_the_same_snapshot_and_no_files_changed() {
     let (_d, top, g) = repo();
-    settle(&g);
-    let start = g
-        .checkpoint("refs/baton/t/01-a/start", "start", false)
-        .unwrap();
-    let start = start.snapshot.unwrap();
+    let start = settled_start(&g);
     // The next ones are told apart by stat data alone.
     assert!(g.last.lock().unwrap().as_ref().unwrap().watch.is_some());
     let changed = g
@@ -149,12 +150,7 @@ fn an_unchanged_tree_is_the_same_snapshot_and_no_files_changed() {
 #[test]
 fn the_next_process_starts_from_the_saved_snapshot_and_still_sees_changes() {
     let (_d, top, g) = repo();
-    settle(&g);
-    let start = g
-        .checkpoint("refs/baton/t/01-a/start", "start", false)
-        .unwrap()
-        .snapshot
-        .unwrap();
+    let start = settled_start(&g);
     // A new process: the very same snapshot commit, from the saved state
     // (a rebuilt one would be a new commit, with this new message).
     let fresh = || Git::open(&top.join("proj")).unwrap();
@@ -187,11 +183,7 @@ fn the_next_process_starts_from_the_saved_snapshot_and_still_sees_changes() {
 #[test]
 fn a_changed_tree_is_a_new_snapshot_with_the_files_that_changed() {
     let (_d, top, g) = repo();
-    settle(&g);
-    let start = g
-        .checkpoint("refs/baton/t/01-a/start", "start", false)
-        .unwrap();
-    let start = start.snapshot.unwrap();
+    let start = settled_start(&g);
     // Same size, so only the stat times tell.
     write(&top, "top.txt", "TOP\n");
     write(&top, "proj/added.rs", "added\n");
@@ -219,11 +211,7 @@ fn a_changed_tree_is_a_new_snapshot_with_the_files_that_changed() {
 #[test]
 fn inotify_sees_the_work_tree_change_but_not_baton_nor_git() {
     let (_d, top, g) = repo();
-    settle(&g);
-    let start = g
-        .checkpoint("refs/baton/t/01-a/start", "start", false)
-        .unwrap();
-    let start = start.snapshot.unwrap();
+    let start = settled_start(&g);
     let notify = g
         .last
         .lock()
@@ -268,11 +256,7 @@ fn new_files_are_seen_in_folders_without_staged_files_but_not_in_ignored_ones() 
     write(&top, "target/x/y.rs", "ignored folder\n");
     write(&top, ".gitignore", "*.log\ntarget/\n");
     git(&top, &["commit", "-qam", "ignore target"]);
-    settle(&g);
-    let start = g
-        .checkpoint("refs/baton/t/01-a/start", "start", false)
-        .unwrap();
-    let start = start.snapshot.unwrap();
+    let start = settled_start(&g);
     let watch = g
         .last
         .lock()
