@@ -197,6 +197,11 @@ pub struct Instance {
     pub terminated_at: Option<Timestamp>,
     /// Why it was terminated or failed.
     pub end_reason: Option<String>,
+    /// The tasks that ran its agent, one per turn, oldest first: the
+    /// first with its instructions, each later one with a review's
+    /// feedback, continuing the agent's native session.
+    #[serde(default)]
+    pub turns: Vec<crate::ids::TaskId>,
 }
 
 impl Instance {
@@ -355,6 +360,11 @@ pub enum Input {
     },
     /// The agent did something (keeps `last_activity`).
     Activity { id: InstanceId },
+    /// A turn of its agent starts as task `task`.
+    Turn {
+        id: InstanceId,
+        task: crate::ids::TaskId,
+    },
     /// `request_review`: a review instance `review` on a fork of
     /// `parent`'s branch.
     RequestReview {
@@ -405,6 +415,10 @@ pub enum Event {
     Activity {
         id: InstanceId,
     },
+    Turn {
+        id: InstanceId,
+        task: crate::ids::TaskId,
+    },
     ReviewRequested {
         parent: InstanceId,
         review: InstanceId,
@@ -451,6 +465,7 @@ impl Event {
             Event::Spawned { id, .. }
             | Event::Allocated { id, .. }
             | Event::Activity { id }
+            | Event::Turn { id, .. }
             | Event::PrCreated { id, .. }
             | Event::PrClosed { id, .. }
             | Event::Terminated { id, .. }
@@ -467,6 +482,7 @@ impl Event {
             Event::Spawned { .. } => "spawned",
             Event::Allocated { .. } => "allocated",
             Event::Activity { .. } => "activity",
+            Event::Turn { .. } => "turn",
             Event::ReviewRequested { .. } => "review_requested",
             Event::MergedBack { .. } => "merged_back",
             Event::FeedbackDelivered { .. } => "feedback_delivered",

@@ -14,7 +14,8 @@
 //! 4. an instance that ended never changes status again;
 //! 5. `terminated_at` is set exactly for terminated instances, and a
 //!    `pr_created` coding instance has its pull request;
-//! 6. replaying the journal (also through its JSON) gives the state.
+//! 6. replaying the journal (also through its JSON) gives the state;
+//! 7. a task is the turn of one instance, once.
 
 use baton_core::instance::{
     self, CodingConfig, Decision, ErrorCode, Event, Input, InstanceId, Instances, PullRequest,
@@ -384,6 +385,9 @@ enum Action {
     Spawn(u8, bool, u32),
     Allocate(u8),
     Activity(u8),
+    /// A turn of the agent, as task `t<k>` (or a task that is a turn
+    /// already).
+    Turn(u8, bool),
     Review(u8, u8),
     MergeBack(u8),
     Deliver(u8),
@@ -404,6 +408,7 @@ fn action() -> impl Strategy<Value = Action> {
         3 => (n.clone(), any::<bool>(), 0u32..4).prop_map(|(i, r, m)| Action::Spawn(i, r, m)),
         6 => n.clone().prop_map(Action::Allocate),
         1 => n.clone().prop_map(Action::Activity),
+        1 => (n.clone(), any::<bool>()).prop_map(|(i, again)| Action::Turn(i, again)),
         6 => (n.clone(), 0u8..6).prop_map(|(p, r)| Action::Review(p, r)),
         4 => n.clone().prop_map(Action::MergeBack),
         1 => n.clone().prop_map(Action::Deliver),
@@ -454,6 +459,15 @@ fn input_of(a: &Action, w: &World, k: usize) -> Vec<Input> {
         Action::Activity(i) => vec![Input::Activity {
             id: pick(w, i, false),
         }],
+        Action::Turn(i, again) => {
+            let id_ = pick(w, i, false);
+            let any_turn = w.all.by_id.values().find_map(|x| x.turns.first());
+            let task = match any_turn {
+                Some(t) if again => t.clone(),
+                _ => id(&format!("t{k:03}")),
+            };
+            vec![Input::Turn { id: id_, task }]
+        }
         // A fresh review id each time, or now and then one in use.
         Action::Review(p, r) => vec![Input::RequestReview {
             parent: coding_id(p),
@@ -500,6 +514,13 @@ fn input_of(a: &Action, w: &World, k: usize) -> Vec<Input> {
 }
 
 fn check(w: &World, ended_before: &BTreeMap<InstanceId, Status>) -> Result<(), TestCaseError> {
+    // 7.
+    let mut turns = std::collections::BTreeSet::new();
+    for i in w.all.by_id.values() {
+        for t in &i.turns {
+            prop_assert!(turns.insert(t.clone()), "task {} is a turn twice", t);
+        }
+    }
     for i in w.all.by_id.values() {
         if let Some(c) = i.coding() {
             let max = c.max_reviews;

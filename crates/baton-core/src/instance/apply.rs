@@ -48,6 +48,7 @@ pub fn apply(all: &mut Instances, rec: &Record) {
                     updated_at: now,
                     terminated_at: None,
                     end_reason: None,
+                    turns: Vec::new(),
                 },
             );
         }
@@ -67,6 +68,9 @@ pub fn apply(all: &mut Instances, rec: &Record) {
                     c.last_activity = Some(now);
                 }
             });
+        }
+        Event::Turn { id, task } => {
+            with(all, id, now, |i| i.turns.push(task.clone()));
         }
         Event::ReviewRequested { parent, review } => {
             with(all, parent, now, |p| {

@@ -34,6 +34,17 @@ pub fn decide(all: &Instances, input: Input, now: Timestamp) -> Decided {
             live(all, &id)?;
             Ok(vec![Event::Activity { id }])
         }
+        Input::Turn { id, task } => {
+            live(all, &id)?;
+            if let Some(o) = all.by_id.values().find(|o| o.turns.contains(&task)) {
+                return refuse(
+                    ErrorCode::InvalidConfiguration,
+                    format!("task {task} is a turn of {} already", o.id),
+                    "each turn of an agent is a new task",
+                );
+            }
+            Ok(vec![Event::Turn { id, task }])
+        }
         Input::RequestReview {
             parent,
             review,
