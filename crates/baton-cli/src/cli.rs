@@ -66,6 +66,9 @@ pub enum Command {
     Clean(CleanArgs),
     /// Check the store, rendered files, leases and checkpoints; repair with --fix.
     Doctor(DoctorArgs),
+    /// Coding and review agents in their own git worktrees, with a bounded review loop.
+    #[command(subcommand)]
+    Agent(AgentCommand),
     /// Run queued tasks (`baton run --queue`), N at a time, until stopped.
     Worker(WorkerArgs),
     /// Manage the store: apply migrations, copy a project's history to another store.
@@ -274,4 +277,112 @@ pub struct DemoArgs {
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentCommand {
+    /// Start a coding agent in its own worktree on branch baton/<id>, in the background.
+    Spawn(AgentSpawnArgs),
+    /// List agent instances: id, kind, status, its agent's turn, branch, reviews.
+    Ls(AgentLsArgs),
+    /// Show one instance: state, resources, turns.
+    Show(AgentIdArgs),
+    /// Print an instance's journal (and its reviews' requests and decisions).
+    Log(AgentIdArgs),
+    /// Ask for a review: a review agent starts on a fork of the coding agent's branch.
+    Review(AgentReviewArgs),
+    /// End a review: merge its branch into the coding agent's, and send it the feedback.
+    MergeBack(AgentMergeBackArgs),
+    /// End an instance and its reviews; remove their worktrees unless that would lose work.
+    Kill(AgentKillArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AgentSpawnArgs {
+    /// What the agent is to do (`-` reads it from standard input).
+    pub instructions: String,
+    /// The instance id (default: a slug of the instructions).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// The agent (`[agents.NAME]` in .baton/config.toml; default: [defaults] agent).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// The branch the work starts from (default: the one checked out).
+    #[arg(long, value_name = "BRANCH")]
+    pub base: Option<String>,
+    /// The branch it works on (default: baton/<id>).
+    #[arg(long, value_name = "BRANCH")]
+    pub branch: Option<String>,
+    /// A review is required before a pull request.
+    #[arg(long)]
+    pub require_review: bool,
+    /// At most this many reviews (default: [instances.coding] max_reviews, 3).
+    #[arg(long, value_name = "N")]
+    pub max_reviews: Option<u32>,
+    /// Fail the instance after this long (default: [instances.coding] execution_timeout, 24h).
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Print the instance as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AgentLsArgs {
+    /// Include ended instances.
+    #[arg(long, short)]
+    pub all: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AgentIdArgs {
+    /// The instance (default: the one this agent runs as, $BATON_INSTANCE).
+    pub id: Option<String>,
+    /// Print JSON (`log`: JSON Lines).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AgentReviewArgs {
+    /// The coding instance to review (default: $BATON_INSTANCE).
+    pub id: Option<String>,
+    /// What the reviewer is asked (default: [instances.review] review_prompt).
+    #[arg(long)]
+    pub prompt: Option<String>,
+    /// The reviewing agent (default: the coding instance's).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// The review instance's id (default: <id>-r<N>).
+    #[arg(long = "review-id", value_name = "ID")]
+    pub review_id: Option<String>,
+    /// Print the review instance as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AgentMergeBackArgs {
+    /// The review instance (default: $BATON_INSTANCE).
+    pub id: Option<String>,
+    /// What the coding agent is told to do next.
+    #[arg(long)]
+    pub feedback: String,
+    /// Print the coding instance as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AgentKillArgs {
+    pub id: String,
+    /// Why (recorded).
+    #[arg(long, default_value = "killed by `baton agent kill`")]
+    pub reason: String,
+    /// Print what was removed and kept as JSON.
+    #[arg(long)]
+    pub json: bool,
 }

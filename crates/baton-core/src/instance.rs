@@ -116,6 +116,10 @@ pub struct CodingConfig {
     pub require_review: bool,
     pub max_reviews: u32,
     pub execution_timeout_ms: u64,
+    /// The agent (`[agents.NAME]`) that runs it (the project's default
+    /// when not given).
+    #[serde(default)]
+    pub agent: Option<String>,
 }
 
 /// What a review instance is given.
@@ -124,6 +128,9 @@ pub struct ReviewConfig {
     pub review_prompt: Option<String>,
     pub preserve_changes: bool,
     pub timeout_ms: u64,
+    /// The agent that reviews (its parent's when not given).
+    #[serde(default)]
+    pub agent: Option<String>,
 }
 
 /// The resources an instance holds, recorded when allocated.

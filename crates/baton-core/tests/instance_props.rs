@@ -39,6 +39,7 @@ fn coding(require_review: bool, max_reviews: u32) -> CodingConfig {
         require_review,
         max_reviews,
         execution_timeout_ms: 24 * HOUR as u64,
+        agent: None,
     }
 }
 
@@ -47,6 +48,7 @@ fn review_config() -> ReviewConfig {
         review_prompt: None,
         preserve_changes: false,
         timeout_ms: 30 * 60_000,
+        agent: None,
     }
 }
 

@@ -9,6 +9,7 @@
 mod claim;
 mod crash;
 mod create;
+mod detach;
 mod drive;
 mod hold;
 mod manage;
@@ -101,8 +102,12 @@ pub struct RunOptions {
     pub create_only: bool,
     /// Queue the task for `baton worker` instead of running it.
     pub queue: bool,
-    /// The task continues a session begun outside baton (`baton import`).
+    /// The task continues a session begun outside baton (`baton import`),
+    /// or an agent instance's earlier turn.
     pub imported: Option<Imported>,
+    /// The task is a turn of this agent instance: it runs in the
+    /// instance's worktree.
+    pub instance: Option<baton_core::instance::InstanceId>,
 }
 
 /// A CLI session begun outside baton, read from its native transcript.
@@ -216,8 +221,12 @@ impl Engine {
         self
     }
 
-    fn now(&self) -> Timestamp {
+    pub(crate) fn now(&self) -> Timestamp {
         self.clock.now()
+    }
+
+    pub(crate) fn observer(&self) -> &dyn Observer {
+        self.observer.as_ref()
     }
 
     fn crash_point(&self, point: &str, phase: &str) {

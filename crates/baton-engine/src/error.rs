@@ -2,12 +2,16 @@
 //! `hint:` lines telling the user what to do.
 
 use baton_core::ErrorKind;
+use baton_core::instance::{ErrorCode, InstanceError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
     pub kind: ErrorKind,
     pub message: String,
     pub hints: Vec<String>,
+    /// The review loop's typed code (`WORKFLOW_*`), for errors of agent
+    /// instances; the message starts with it too.
+    pub code: Option<ErrorCode>,
 }
 
 impl Error {
@@ -16,7 +20,33 @@ impl Error {
             kind,
             message: message.into(),
             hints: Vec::new(),
+            code: None,
         }
+    }
+    /// An error of the review loop: `CODE: message`, with the exit code
+    /// its kind gives (a refused request is bad input, exit 2; what failed
+    /// while doing it is operational, exit 1).
+    pub fn coded(code: ErrorCode, message: impl Into<String>) -> Self {
+        let kind = match code {
+            ErrorCode::InvalidConfiguration
+            | ErrorCode::InstanceNotFound
+            | ErrorCode::InvalidState
+            | ErrorCode::ParentNotFound
+            | ErrorCode::ParentInvalidState
+            | ErrorCode::MaxReviewsExceeded
+            | ErrorCode::ReviewInProgress => ErrorKind::BadInput,
+            ErrorCode::ResourceAllocationFailed
+            | ErrorCode::ExecutionTimeout
+            | ErrorCode::CleanupFailed
+            | ErrorCode::ForkFailed
+            | ErrorCode::MergeConflict
+            | ErrorCode::PrCreationFailed
+            | ErrorCode::ReviewTimeout
+            | ErrorCode::ParentUpdateFailed => ErrorKind::Operational,
+        };
+        let mut e = Self::new(kind, format!("{code}: {}", message.into()));
+        e.code = Some(code);
+        e
     }
     pub fn bad_input(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::BadInput, message)
@@ -67,6 +97,12 @@ impl From<baton_store::Error> for Error {
                 .hint("run `baton doctor` to check the store, and `baton doctor --fix` to rebuild it from the rendered files"),
             _ => Error::op(e.to_string()),
         }
+    }
+}
+
+impl From<InstanceError> for Error {
+    fn from(e: InstanceError) -> Self {
+        Error::coded(e.code, e.message).hint(e.hint)
     }
 }
 

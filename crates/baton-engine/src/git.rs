@@ -11,6 +11,7 @@
 //! same commit (see [`Git::checkpoint`]).
 
 mod keep;
+mod merge;
 mod notify;
 mod refs;
 mod remote;
@@ -21,6 +22,7 @@ mod stat;
 mod tests;
 
 pub use keep::Held;
+pub use merge::MergeFailure;
 use refs::RefWriter;
 use snapshot::Snapshot;
 use std::os::unix::process::CommandExt;

@@ -11,6 +11,7 @@ pub mod engine;
 pub mod error;
 pub mod git;
 pub mod host;
+pub mod instances;
 pub mod process;
 pub mod project;
 pub mod render;

@@ -1064,6 +1064,7 @@ fn instances_round_trip_and_writers_serialise(b: &Backend) {
             require_review: true,
             max_reviews: 2,
             execution_timeout_ms: 3_600_000,
+            agent: Some("claude".into()),
         },
     };
     instance_step(s, coding("c1"), 10).unwrap();
@@ -1085,6 +1086,7 @@ fn instances_round_trip_and_writers_serialise(b: &Backend) {
                 review_prompt: None,
                 preserve_changes: false,
                 timeout_ms: 60_000,
+                agent: None,
             },
         },
         12,

@@ -1,5 +1,6 @@
 //! One module per command; `dispatch` routes a parsed command line.
 
+mod agent;
 mod demo;
 mod doctor;
 mod init;
@@ -34,6 +35,7 @@ pub fn dispatch(cli: Cli, printer: &Arc<Printer>) -> Result<Exit> {
         Command::Rm(a) => manage::rm(&project_of(project)?, a, printer),
         Command::Clean(a) => manage::clean(&project_of(project)?, a, printer),
         Command::Doctor(a) => doctor::run(&project_of(project)?, a, printer),
+        Command::Agent(c) => agent::run(&project_of(project)?, c, printer),
         Command::Worker(a) => worker::run(&project_of(project)?, a, printer),
         Command::Store(c) => store::run(&project_of(project)?, c, printer),
         Command::Demo(a) => demo::run(a, printer),

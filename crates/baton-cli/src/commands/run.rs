@@ -56,6 +56,7 @@ pub fn run(project: &Project, args: RunArgs, printer: &Arc<Printer>) -> Result<E
         create_only: args.detach,
         queue: args.queue,
         imported: None,
+        instance: None,
     };
     let (id, outcome) = eng.run(opts)?;
     if outcome == Outcome::Queued {
@@ -72,55 +73,11 @@ pub fn run(project: &Project, args: RunArgs, printer: &Arc<Printer>) -> Result<E
     Ok(report(&eng, &id, outcome, printer))
 }
 
-/// Starts `baton resume ID` in the background, in its own session, with
-/// its output in the task folder.
+/// Runs the task in the background and returns at once.
 fn detach(eng: &baton_engine::Engine, id: &baton_core::TaskId, printer: &Printer) -> Result<Exit> {
-    let project = &eng.project;
-    use std::os::unix::process::CommandExt;
-    let exe = std::env::current_exe()?;
-    let dir = project.task_dir(id);
-    fs_err::create_dir_all(&dir)?;
-    let log = fs_err::File::create(dir.join("detached.log"))?;
-    let mut cmd = std::process::Command::new(exe);
-    cmd.arg("--project")
-        .arg(&project.root)
-        .arg("resume")
-        .arg(id.as_str())
-        .arg("--takeover-from")
-        .arg(std::process::id().to_string())
-        .stdin(std::process::Stdio::null())
-        .stdout(log.try_clone()?.into_parts().0)
-        .stderr(log.into_parts().0)
-        .process_group(0);
-    let mut child = cmd.spawn()?;
-    // Return once the background process holds the lease.
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let snap = eng.load(id)?;
-        if snap
-            .lease
-            .as_ref()
-            .is_some_and(|l| l.owner.pid == child.id())
-        {
-            break;
-        }
-        if let Some(status) = child.try_wait()? {
-            return Err(Error::op(format!(
-                "the background run of {id} ended at once ({status})"
-            ))
-            .hint(format!("see {}", dir.join("detached.log").display())));
-        }
-        if std::time::Instant::now() > until {
-            return Err(Error::op(format!(
-                "the background run of {id} did not start within 30s"
-            ))
-            .hint(format!("see {}", dir.join("detached.log").display())));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let pid = eng.detach(id)?;
     printer.info(&format!(
-        "task {id} runs in the background (pid {}); follow it with `baton log {id} --follow`",
-        child.id()
+        "task {id} runs in the background (pid {pid}); follow it with `baton log {id} --follow`"
     ));
     printer.data(id.as_str());
     Ok(Exit::Done)
@@ -143,7 +100,9 @@ pub fn resume(project: &Project, args: ResumeArgs, printer: &Arc<Printer>) -> Re
             takeover_from: args.takeover_from,
         },
     )?;
-    Ok(report(&eng, &id, outcome, printer))
+    let exit = report(&eng, &id, outcome, printer);
+    baton_engine::instances::turn_ended(&eng, &id);
+    Ok(exit)
 }
 
 pub fn handoff(project: &Project, args: HandoffArgs, printer: &Arc<Printer>) -> Result<Exit> {
@@ -283,6 +242,7 @@ pub fn import(project: &Project, args: ImportArgs, printer: &Arc<Printer>) -> Re
         agent: args.agent,
         create_only: false,
         queue: false,
+        instance: None,
         imported: Some(baton_engine::Imported {
             session: baton_core::state::AgentSession {
                 agent: cli.name().into(),

@@ -61,13 +61,32 @@ pub struct InstanceSettings {
 }
 
 fn invalid(what: String, hint: &str) -> Error {
-    Error::bad_input(format!(
-        "{}: .baton/config.toml: [instances] {what}",
-        ErrorCode::InvalidConfiguration
-    ))
+    Error::coded(
+        ErrorCode::InvalidConfiguration,
+        format!(".baton/config.toml: [instances] {what}"),
+    )
     .hint(format!(
         "in .baton/config.toml, {hint} (see docs/config.md)"
     ))
+}
+
+/// `path` with its `.` and `..` folded away (as written, without asking
+/// the file system), so the worktrees' paths read as the user expects.
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 impl InstancesConfig {
@@ -87,13 +106,13 @@ impl InstancesConfig {
                     "write worktree_base = \"../worktrees\" (a folder, relative to the repository's top) under [instances], or leave it out",
                 ));
             }
-            Some(b) => top.join(b),
+            Some(b) => lexical(&top.join(b)),
             None => {
                 let name = top
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_else(|| "repository".into());
-                top.join("..").join(format!("{name}-worktrees"))
+                lexical(&top.join("..").join(format!("{name}-worktrees")))
             }
         };
         let cleanup_policy = match self.cleanup_policy.as_deref() {
@@ -149,6 +168,7 @@ impl InstancesConfig {
                 review_prompt: r.review_prompt.clone(),
                 preserve_changes: r.preserve_changes.unwrap_or(false),
                 timeout_ms: u64::from(timeout_minutes) * 60_000,
+                agent: None,
             },
         })
     }
@@ -168,7 +188,7 @@ mod tests {
     fn the_defaults_are_those_of_the_issue() {
         let s = settings("").unwrap();
         assert_eq!(s.max_concurrent_instances, 5);
-        assert_eq!(s.worktree_base, Path::new("/src/app/../app-worktrees"));
+        assert_eq!(s.worktree_base, Path::new("/src/app-worktrees"));
         assert_eq!(s.cleanup_policy, CleanupPolicy::Auto);
         assert_eq!((s.require_review, s.max_reviews), (false, 3));
         assert_eq!(s.execution_timeout_ms, 24 * 3_600_000);
@@ -195,7 +215,7 @@ timeout_minutes = 45
         )
         .unwrap();
         assert_eq!(s.max_concurrent_instances, 2);
-        assert_eq!(s.worktree_base, Path::new("/src/app/../wt"));
+        assert_eq!(s.worktree_base, Path::new("/src/wt"));
         assert_eq!(s.cleanup_policy, CleanupPolicy::Manual);
         assert_eq!((s.require_review, s.max_reviews), (true, 1));
         assert_eq!(s.execution_timeout_ms, 2 * 3_600_000);

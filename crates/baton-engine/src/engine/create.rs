@@ -22,7 +22,17 @@ impl Engine {
             .into_iter()
             .map(|(k, v)| (k, serde_json::Value::String(v)))
             .collect();
-        let labels = parse_pairs(&opts.labels, "--label", "issue=42")?;
+        let mut labels = parse_pairs(&opts.labels, "--label", "issue=42")?;
+        if labels.contains_key(crate::instances::INSTANCE_LABEL) {
+            return Err(Error::bad_input(format!(
+                "--label {}=…: that label is baton's own (it ties a task to an agent instance)",
+                crate::instances::INSTANCE_LABEL
+            ))
+            .hint("use another label name"));
+        }
+        if let Some(i) = &opts.instance {
+            labels.insert(crate::instances::INSTANCE_LABEL.into(), i.to_string());
+        }
         let id = match &opts.id {
             Some(id) => TaskId::parse(id).map_err(|e| {
                 Error::bad_input(e.to_string())
@@ -169,7 +179,8 @@ impl Engine {
             .create_task(&state, &records, Holder::Lease(&lease))?;
         // A new task under the id of a cleaned one is a live record again.
         let _ = std::fs::remove_file(self.project.task_dir(id).join(super::CLEANED));
-        let held = self.hold(state, wf, lease, self.project_workspace())?;
+        let ws = self.workspace_of(&state, false)?;
+        let held = self.hold(state, wf, lease, ws)?;
         self.observer.task_started(id, &held.wf.name);
         Ok(held)
     }

@@ -109,10 +109,17 @@ impl Engine {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
         let path = self.project.workflows_dir().join(format!("{name}.toml"));
-        if name == "continue" && !path.is_file() {
+        let builtin = match name {
+            "continue" => Some(CONTINUE_WORKFLOW),
+            crate::instances::TURN_WORKFLOW_NAME => Some(crate::instances::TURN_WORKFLOW),
+            _ => None,
+        };
+        if let Some(text) = builtin
+            && !path.is_file()
+        {
             return Workflow::parse(
-                CONTINUE_WORKFLOW,
-                "baton's built-in continue workflow",
+                text,
+                &format!("baton's built-in {name} workflow"),
                 name,
                 &|p| Err(format!("no file {p}")),
             )

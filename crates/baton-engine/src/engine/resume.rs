@@ -72,6 +72,13 @@ impl Engine {
             // earlier runs of this host left running goes first, so nothing
             // writes into the worktree once it is set up.
             self.kill_local_orphans(&snap.state.task_id);
+        }
+        let own_folder = snap.queued
+            || snap
+                .state
+                .labels
+                .contains_key(crate::instances::INSTANCE_LABEL);
+        if own_folder {
             match self.workspace_for(&snap) {
                 Ok(ws) => held.ws = ws,
                 Err(e) => {
@@ -198,11 +205,19 @@ impl Engine {
 
     /// Where a task's phases run: its own worktree if it is queued.
     pub(super) fn workspace_for(&self, snap: &TaskSnapshot) -> Result<Workspace> {
-        if snap.queued {
-            Workspace::prepare(&self.project, &snap.state, self.now().millis())
-        } else {
-            Ok(self.project_workspace())
+        self.workspace_of(&snap.state, snap.queued)
+    }
+
+    /// A queued task's own worktree, an agent instance's turn's worktree
+    /// (its instance's), or the project folder.
+    pub(super) fn workspace_of(&self, state: &TaskState, queued: bool) -> Result<Workspace> {
+        if queued {
+            return Workspace::prepare(&self.project, state, self.now().millis());
         }
+        if let Some(id) = state.labels.get(crate::instances::INSTANCE_LABEL) {
+            return crate::instances::workspace(self, id);
+        }
+        Ok(self.project_workspace())
     }
 
     /// Compares the pinned definition with the file; returns the new one if

@@ -166,6 +166,7 @@ fn an_instance_commit_lost_before_or_after_commit_lands_exactly_once() {
                 require_review: false,
                 max_reviews: 1,
                 execution_timeout_ms: 1000,
+                agent: None,
             },
         };
         let mut after = before.clone();

@@ -119,7 +119,15 @@ impl Engine {
         // The first run: the interrupted session continued, a new
         // session told what the interrupted one did, or a new one
         // (with the brief on a handoff).
+        // An agent instance's next turn continues its session with the
+        // turn's prompt (a review's feedback) as it is.
+        let next_turn = interrupted.is_none()
+            && held
+                .state
+                .labels
+                .contains_key(crate::instances::INSTANCE_LABEL);
         let (start, text) = match (&resumable, &interrupted) {
+            (Some(_), _) if next_turn => (SessionStart::Resumed, prompt.clone()),
             (Some(_), _) => (SessionStart::Resumed, launch::resumed_prompt(&prompt)),
             (None, Some(_)) if cli.is_some() => (
                 SessionStart::Brief,

@@ -108,7 +108,7 @@ impl Engine {
             summary_file,
             ..
         } = at;
-        vec![
+        let mut env = vec![
             ("BATON_TASK_ID".into(), id.to_string()),
             ("BATON_PHASE".into(), phase.to_string()),
             ("BATON_ATTEMPT".into(), attempt.to_string()),
@@ -124,6 +124,10 @@ impl Engine {
                 summary_file.display().to_string(),
             ),
             ("BATON_BRIEF_FILE".into(), brief_file.display().to_string()),
-        ]
+        ];
+        if let Some(i) = held.state.labels.get(crate::instances::INSTANCE_LABEL) {
+            env.push(("BATON_INSTANCE".into(), i.clone()));
+        }
+        env
     }
 }

@@ -1,0 +1,347 @@
+//! `baton agent …`: coding and review agent instances (the work is in
+//! `baton_engine::instances`; this prints it).
+
+use super::{Result, engine};
+use crate::cli::{
+    AgentCommand, AgentIdArgs, AgentKillArgs, AgentLsArgs, AgentMergeBackArgs, AgentReviewArgs,
+    AgentSpawnArgs,
+};
+use crate::printer::Printer;
+use baton_core::Exit;
+use baton_core::instance::{Instance, Record};
+use baton_engine::instances::{Removal, ReviewOptions, SpawnOptions, View};
+use baton_engine::{Error, Project};
+use serde_json::{Value, json};
+use std::io::Read;
+use std::sync::Arc;
+
+pub fn run(project: &Project, c: AgentCommand, printer: &Arc<Printer>) -> Result<Exit> {
+    let eng = engine(project, printer)?;
+    let agents = eng.agents()?;
+    match c {
+        AgentCommand::Spawn(a) => spawn(&agents, a, printer),
+        AgentCommand::Ls(a) => ls(&agents, a, printer),
+        AgentCommand::Show(a) => show(&agents, a, printer),
+        AgentCommand::Log(a) => log(&agents, a, printer),
+        AgentCommand::Review(a) => review(&agents, a, printer),
+        AgentCommand::MergeBack(a) => merge_back(&agents, a, printer),
+        AgentCommand::Kill(a) => kill(&agents, a, printer),
+    }
+}
+
+type Agents<'e> = baton_engine::instances::Agents<'e>;
+
+fn spawn(agents: &Agents, a: AgentSpawnArgs, printer: &Printer) -> Result<Exit> {
+    let instructions = if a.instructions == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s)?;
+        s
+    } else {
+        a.instructions
+    };
+    let execution_timeout_ms = match &a.timeout {
+        Some(t) => Some(baton_core::workflow::parse_duration(t).map_err(|m| {
+            Error::coded(
+                baton_core::instance::ErrorCode::InvalidConfiguration,
+                format!("--timeout {t:?}: {m}"),
+            )
+            .hint("write e.g. --timeout 2h or --timeout 90m")
+        })?),
+        None => None,
+    };
+    let inst = agents.spawn(SpawnOptions {
+        id: a.id,
+        instructions,
+        agent: a.agent,
+        base: a.base,
+        branch: a.branch,
+        require_review: a.require_review.then_some(true),
+        max_reviews: a.max_reviews,
+        execution_timeout_ms,
+    })?;
+    let view = agents.show(&inst.id)?;
+    if a.json {
+        printer.data(&view_json(&view).to_string());
+    } else {
+        printer.info(&format!(
+            "agent {} works in {} on branch {}; follow it with `baton agent show {}`",
+            inst.id,
+            inst.resources.worktree_path.as_deref().unwrap_or("?"),
+            inst.resources.branch.as_deref().unwrap_or("?"),
+            inst.id
+        ));
+        printer.data(inst.id.as_str());
+    }
+    Ok(Exit::Done)
+}
+
+fn ls(agents: &Agents, a: AgentLsArgs, printer: &Printer) -> Result<Exit> {
+    let all = agents.list()?;
+    let total = all.len();
+    let shown: Vec<&View> = all
+        .iter()
+        .filter(|v| a.all || !v.instance.status.ended())
+        .collect();
+    if a.json {
+        let rows: Vec<Value> = shown.iter().map(|v| view_json(v)).collect();
+        printer.data(&Value::Array(rows).to_string());
+        return Ok(Exit::Done);
+    }
+    if shown.is_empty() {
+        printer.info(if total == 0 {
+            "no agent instances yet; start one with `baton agent spawn \"what to do\"`"
+        } else {
+            "no live agent instances"
+        });
+    } else {
+        let mut lines = vec![format!(
+            "{:<28} {:<7} {:<17} {:<22} {:<8} {:<28} UPDATED",
+            "ID", "KIND", "STATUS", "AGENT", "REVIEWS", "BRANCH"
+        )];
+        for v in &shown {
+            let i = &v.instance;
+            lines.push(format!(
+                "{:<28} {:<7} {:<17} {:<22} {:<8} {:<28} {}",
+                i.id.as_str(),
+                kind(i),
+                i.status.as_str(),
+                turn_text(v),
+                reviews(i),
+                i.resources.branch.as_deref().unwrap_or("-"),
+                short_time(&i.updated_at.rfc3339()),
+            ));
+        }
+        printer.data(&lines.join("\n"));
+    }
+    let hidden = total - shown.len();
+    if hidden > 0 && !a.all {
+        printer.info(&format!(
+            "({hidden} ended instance(s) hidden; --all shows them)"
+        ));
+    }
+    Ok(Exit::Done)
+}
+
+fn show(agents: &Agents, a: AgentIdArgs, printer: &Printer) -> Result<Exit> {
+    let id = agents.resolve(a.id.as_deref())?;
+    let v = agents.show(&id)?;
+    if a.json {
+        printer.data(&view_json(&v).to_string());
+        return Ok(Exit::Done);
+    }
+    let i = &v.instance;
+    let mut lines = vec![
+        format!("instance:   {} ({})", i.id, kind(i)),
+        format!("status:     {}", i.status.as_str()),
+        format!("agent:      {}", turn_text(&v)),
+        format!(
+            "worktree:   {}",
+            i.resources.worktree_path.as_deref().unwrap_or("-")
+        ),
+        format!(
+            "branch:     {}",
+            i.resources.branch.as_deref().unwrap_or("-")
+        ),
+    ];
+    if let Some(s) = &i.resources.agent_session_id {
+        lines.push(format!("session:    {s}"));
+    }
+    if let Some(c) = i.coding() {
+        lines.push(format!("reviews:    {}", reviews(i)));
+        if let Some(r) = &c.current_review_instance_id {
+            lines.push(format!("in review:  {r}"));
+        }
+        if let Some(pr) = &c.pull_request {
+            lines.push(format!("pull req.:  #{} {}", pr.number, pr.url));
+        }
+        if let Some(e) = &c.last_error {
+            lines.push(format!("last error: {e}"));
+        }
+    }
+    if let Some(r) = i.review() {
+        lines.push(format!(
+            "reviews:    {} (review {})",
+            r.parent_instance_id, r.iteration
+        ));
+        if let Some(d) = &r.decision_reason {
+            lines.push(format!("decided:    {d}"));
+        }
+    }
+    if !i.turns.is_empty() {
+        let turns: Vec<&str> = i.turns.iter().map(|t| t.as_str()).collect();
+        lines.push(format!(
+            "turns:      {} (`baton log TASK`)",
+            turns.join(", ")
+        ));
+    }
+    lines.push(format!("started:    {}", i.started_at.rfc3339()));
+    lines.push(format!("updated:    {}", i.updated_at.rfc3339()));
+    if let Some(r) = &i.end_reason {
+        lines.push(format!("ended:      {r}"));
+    }
+    printer.data(&lines.join("\n"));
+    Ok(Exit::Done)
+}
+
+fn log(agents: &Agents, a: AgentIdArgs, printer: &Printer) -> Result<Exit> {
+    let id = agents.resolve(a.id.as_deref())?;
+    let records = agents.events(&id)?;
+    if a.json {
+        let lines: Vec<String> = records.iter().map(|r| record_json(r).to_string()).collect();
+        if !lines.is_empty() {
+            printer.data(&lines.join("\n"));
+        }
+        return Ok(Exit::Done);
+    }
+    let lines: Vec<String> = records
+        .iter()
+        .map(|r| {
+            let ev = serde_json::to_value(&r.event).expect("json");
+            let mut detail: Vec<String> = ev
+                .as_object()
+                .map(|o| {
+                    o.iter()
+                        .filter(|(k, _)| k.as_str() != "kind")
+                        .map(|(k, v)| match v {
+                            Value::String(s) => format!("{k}={s}"),
+                            v => format!("{k}={v}"),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            detail.sort();
+            format!(
+                "{:>5}  {}  {:<18} {}",
+                r.seq,
+                short_time(&r.ts.rfc3339()),
+                r.event.kind(),
+                detail.join(" ")
+            )
+        })
+        .collect();
+    printer.data(&lines.join("\n"));
+    Ok(Exit::Done)
+}
+
+fn review(agents: &Agents, a: AgentReviewArgs, printer: &Printer) -> Result<Exit> {
+    let parent = agents.resolve(a.id.as_deref())?;
+    let r = agents.request_review(
+        &parent,
+        ReviewOptions {
+            id: a.review_id,
+            prompt: a.prompt,
+            agent: a.agent,
+        },
+    )?;
+    if a.json {
+        printer.data(&view_json(&agents.show(&r.id)?).to_string());
+    } else {
+        printer.info(&format!(
+            "review {} of {parent} works in {} on branch {}",
+            r.id,
+            r.resources.worktree_path.as_deref().unwrap_or("?"),
+            r.resources.branch.as_deref().unwrap_or("?"),
+        ));
+        printer.data(r.id.as_str());
+    }
+    Ok(Exit::Done)
+}
+
+fn merge_back(agents: &Agents, a: AgentMergeBackArgs, printer: &Printer) -> Result<Exit> {
+    let review = agents.resolve(a.id.as_deref())?;
+    let parent = agents.merge_back(&review, &a.feedback)?;
+    if a.json {
+        printer.data(&view_json(&agents.show(&parent.id)?).to_string());
+    } else {
+        printer.info(&format!(
+            "review {review} merged into {} ({}); the feedback goes to its agent",
+            parent.id,
+            parent.resources.branch.as_deref().unwrap_or("?")
+        ));
+    }
+    Ok(Exit::Done)
+}
+
+fn kill(agents: &Agents, a: AgentKillArgs, printer: &Printer) -> Result<Exit> {
+    let id = agents.resolve(Some(&a.id))?;
+    let removal = agents.kill(&id, &a.reason)?;
+    if a.json {
+        printer.data(&removal_json(&removal).to_string());
+    } else {
+        printer.info(&format!("agent {id} ended"));
+        for (i, what) in &removal.removed {
+            printer.info(&format!("  {i}: removed {what}"));
+        }
+        for (i, why) in &removal.kept {
+            printer.info(&format!("  {i}: kept its worktree and branch: {why}"));
+        }
+        for (i, e) in &removal.failed {
+            printer.info(&format!("  {i}: WORKFLOW_CLEANUP_FAILED: {e}"));
+        }
+    }
+    Ok(Exit::Done)
+}
+
+fn kind(i: &Instance) -> &'static str {
+    match i.kind() {
+        baton_core::instance::Kind::Coding => "coding",
+        baton_core::instance::Kind::Review => "review",
+    }
+}
+
+fn reviews(i: &Instance) -> String {
+    match i.coding() {
+        Some(c) => format!("{}/{}", c.review_count, c.max_reviews),
+        None => "-".into(),
+    }
+}
+
+fn turn_text(v: &View) -> String {
+    match &v.turn {
+        Some((task, status)) => format!("{task} {}", status.as_str()),
+        None => "-".into(),
+    }
+}
+
+fn short_time(rfc3339: &str) -> String {
+    rfc3339.get(..19).unwrap_or("").replace('T', " ")
+}
+
+/// An instance as `--json` prints it: its stored form, plus `kind` and its
+/// latest turn (`{task, status}`).
+fn view_json(v: &View) -> Value {
+    let mut j = serde_json::to_value(&v.instance).expect("json");
+    if let Some(o) = j.as_object_mut() {
+        o.insert("kind".into(), json!(kind(&v.instance)));
+        o.insert(
+            "turn".into(),
+            match &v.turn {
+                Some((t, s)) => json!({"task": t, "status": s.as_str()}),
+                None => Value::Null,
+            },
+        );
+    }
+    j
+}
+
+fn record_json(r: &Record) -> Value {
+    let mut j = serde_json::to_value(&r.event).expect("json");
+    if let Some(o) = j.as_object_mut() {
+        o.insert("seq".into(), json!(r.seq));
+        o.insert("ts".into(), json!(r.ts.rfc3339()));
+    }
+    j
+}
+
+fn removal_json(r: &Removal) -> Value {
+    let pairs = |v: &[(baton_core::instance::InstanceId, String)]| -> Vec<Value> {
+        v.iter()
+            .map(|(i, s)| json!({"instance": i, "detail": s}))
+            .collect()
+    };
+    json!({
+        "removed": pairs(&r.removed),
+        "kept": pairs(&r.kept),
+        "failed": pairs(&r.failed),
+    })
+}

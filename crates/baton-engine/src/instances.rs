@@ -1,0 +1,507 @@
+//! Coding and review agent instances, with their IO: the review loop's
+//! pure rules (`baton_core::instance`) applied to real git worktrees and
+//! real agent runs.
+//!
+//! Every change goes through [`Agents::step`]: load the instances, decide,
+//! commit the events at the journal position decided from, and decide
+//! again if another process got there first. An instance's agent runs as
+//! tasks, one per turn (`turns`), each a one-phase task of the built-in
+//! [`TURN_WORKFLOW`] in the instance's worktree: the engine's own leases,
+//! crash detection, native session journaling and resume apply to it
+//! unchanged. A later turn continues the agent's native session with the
+//! next prompt (a review's feedback), or gives the brief where that session
+//! cannot be continued.
+//!
+//! What lives where: starting turns and their prompts in `instances/turn.rs`;
+//! `request_review` and `merge_back` in `instances/review.rs`; ending
+//! instances, timeouts and removing what they held (never work) in
+//! `instances/cleanup.rs`.
+
+mod cleanup;
+mod review;
+mod turn;
+
+pub use cleanup::Removal;
+pub use review::ReviewOptions;
+
+use crate::config::InstanceSettings;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::git::Git;
+use crate::workspace::Workspace;
+use baton_core::TaskId;
+use baton_core::instance::{
+    self, CodingConfig, ErrorCode, Input, Instance, InstanceId, Instances, Record, Resources,
+    Status,
+};
+use baton_core::lease::DisplayStatus;
+use std::path::{Path, PathBuf};
+
+/// The label that ties a turn's task to its instance.
+pub const INSTANCE_LABEL: &str = "baton-instance";
+/// The built-in workflow of a turn: one agent phase whose prompt is the
+/// task's description.
+pub const TURN_WORKFLOW_NAME: &str = "agent-turn";
+pub const TURN_WORKFLOW: &str =
+    "name = \"agent-turn\"\n\n[[phase]]\nid = \"work\"\nprompt = \"{{task}}\"\n";
+
+/// How many times a step decides again when other processes keep
+/// committing first.
+const STEP_TRIES: usize = 50;
+
+/// The agent instances of one project.
+pub struct Agents<'e> {
+    eng: &'e Engine,
+    settings: InstanceSettings,
+    git: Git,
+}
+
+/// `baton agent spawn`.
+#[derive(Debug, Clone, Default)]
+pub struct SpawnOptions {
+    pub id: Option<String>,
+    pub instructions: String,
+    pub agent: Option<String>,
+    /// The branch the work starts from (default: the checked-out one).
+    pub base: Option<String>,
+    /// The branch it works on (default `baton/<id>`).
+    pub branch: Option<String>,
+    pub require_review: Option<bool>,
+    pub max_reviews: Option<u32>,
+    pub execution_timeout_ms: Option<u64>,
+}
+
+/// An instance and how its latest turn stands.
+#[derive(Debug, Clone)]
+pub struct View {
+    pub instance: Instance,
+    /// Its latest turn's task and that task's status.
+    pub turn: Option<(TaskId, DisplayStatus)>,
+}
+
+impl Engine {
+    /// The project's agent instances; they live in git worktrees, so the
+    /// project must be in a git repository.
+    pub fn agents(&self) -> Result<Agents<'_>> {
+        let git = self.git().cloned().ok_or_else(|| {
+            Error::coded(
+                ErrorCode::InvalidConfiguration,
+                format!(
+                    "agent instances work in git worktrees, but {} is not in a git repository",
+                    self.project.root.display()
+                ),
+            )
+            .hint("run `git init` and commit your files first")
+        })?;
+        let settings = self.project.config.instances.settings(git.top())?;
+        Ok(Agents {
+            eng: self,
+            settings,
+            git,
+        })
+    }
+}
+
+/// After a task ran: if it was a turn of an agent instance, what waited
+/// for that turn to end happens now (a review's feedback delivered as the
+/// next turn, an ended instance's worktree given back).
+pub fn turn_ended(eng: &Engine, task: &TaskId) {
+    let is_turn = eng
+        .load(task)
+        .is_ok_and(|s| s.state.labels.contains_key(INSTANCE_LABEL));
+    if !is_turn {
+        return;
+    }
+    if let Err(e) = eng.agents().and_then(|a| a.tick()) {
+        eng.observer()
+            .info(&format!("after the turn {task}: {}", e.message));
+    }
+}
+
+/// Where a turn of instance `id` runs: the instance's worktree.
+pub(crate) fn workspace(eng: &Engine, id: &str) -> Result<Workspace> {
+    let all = eng.store.instances()?;
+    let inst = InstanceId::parse(id)
+        .ok()
+        .and_then(|i| all.get(&i).cloned())
+        .ok_or_else(|| {
+            Error::coded(
+                ErrorCode::InstanceNotFound,
+                format!(
+                    "this task is a turn of agent instance {id}, which the store does not know"
+                ),
+            )
+            .hint("`baton agent ls` lists the instances; cancel the task with `baton cancel`")
+        })?;
+    let path = inst
+        .resources
+        .worktree_path
+        .as_deref()
+        .map(PathBuf::from)
+        .filter(|p| p.is_dir())
+        .ok_or_else(|| {
+            Error::coded(
+                ErrorCode::ResourceAllocationFailed,
+                format!("the worktree of agent instance {id} is gone"),
+            )
+            .hint(format!(
+                "`baton doctor` accounts for it; `baton agent kill {id}` ends the instance"
+            ))
+        })?;
+    Ok(Workspace {
+        git: Git::open(&path),
+        cwd: path,
+        branch: None,
+    })
+}
+
+impl Agents<'_> {
+    pub fn settings(&self) -> &InstanceSettings {
+        &self.settings
+    }
+
+    /// Decides `input` against the stored instances and commits what it
+    /// causes; decides again when another process committed first.
+    /// Returns the instances after it.
+    pub fn step(&self, input: Input) -> Result<Instances> {
+        for _ in 0..STEP_TRIES {
+            let all = self.eng.store.instances()?;
+            let now = self.eng.now();
+            let events = instance::decide(&all, input.clone(), now)?;
+            let mut after = all.clone();
+            let records: Vec<Record> = events
+                .into_iter()
+                .enumerate()
+                .map(|(k, event)| Record {
+                    seq: all.last_seq + 1 + k as u64,
+                    ts: now,
+                    event,
+                })
+                .collect();
+            for r in &records {
+                instance::apply(&mut after, r);
+            }
+            let changed = after.changed_since(&all);
+            match self
+                .eng
+                .store
+                .commit_instances(all.last_seq, &records, &changed)
+            {
+                Ok(()) => return Ok(after),
+                Err(baton_store::Error::InstancesChanged { .. }) => {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(Error::busy(format!(
+            "the agent instances kept changing under this command ({STEP_TRIES} tries)"
+        ))
+        .hint("try again"))
+    }
+
+    /// Every instance, after enforcing timeouts and delivering feedback
+    /// that waits.
+    pub fn list(&self) -> Result<Vec<View>> {
+        let all = self.tick()?;
+        Ok(all.by_id.into_values().map(|i| self.view(i)).collect())
+    }
+
+    /// One instance (see [`Agents::list`]).
+    pub fn show(&self, id: &InstanceId) -> Result<View> {
+        let all = self.tick()?;
+        let i = found(&all, id)?.clone();
+        Ok(self.view(i))
+    }
+
+    /// The journal records about `id` (and, for a coding instance, its
+    /// reviews' requests and decisions), in order.
+    pub fn events(&self, id: &InstanceId) -> Result<Vec<Record>> {
+        let all = self.eng.store.instances()?;
+        found(&all, id)?;
+        let mut out = Vec::new();
+        let mut after = 0;
+        loop {
+            let batch = self.eng.store.instance_events(after, 1000)?;
+            let Some(last) = batch.last() else { break };
+            after = last.seq;
+            out.extend(batch.into_iter().filter(|r| about(r, id)));
+        }
+        Ok(out)
+    }
+
+    fn view(&self, mut instance: Instance) -> View {
+        let turn = self.last_turn(&instance);
+        if let Some(s) = self.last_session(&instance) {
+            instance.resources.agent_session_id = Some(s.native_id);
+        }
+        View { instance, turn }
+    }
+
+    /// The instance `id`: given, or the one this process runs in
+    /// (`BATON_INSTANCE`, set for every turn's agent).
+    pub fn resolve(&self, id: Option<&str>) -> Result<InstanceId> {
+        let given = id.map(str::to_string).or_else(|| {
+            std::env::var("BATON_INSTANCE")
+                .ok()
+                .filter(|s| !s.is_empty())
+        });
+        let Some(s) = given else {
+            return Err(Error::bad_input(
+                "which instance? none was given and this is not inside an agent's turn",
+            )
+            .hint("pass its id; `baton agent ls` lists them"));
+        };
+        InstanceId::parse(&s).map_err(|e| {
+            Error::coded(
+                ErrorCode::InstanceNotFound,
+                format!("{s:?} is not an instance id: {e}"),
+            )
+            .hint("`baton agent ls` lists the instances")
+        })
+    }
+
+    /// `baton agent spawn`: a coding instance in a new worktree, and the
+    /// first turn of its agent, in the background.
+    pub fn spawn(&self, o: SpawnOptions) -> Result<Instance> {
+        let before = self.tick()?;
+        let live = before
+            .by_id
+            .values()
+            .filter(|i| !i.status.ended() && i.status != Status::PrCreated)
+            .count();
+        let max = self.settings.max_concurrent_instances as usize;
+        if live >= max {
+            return Err(Error::coded(
+                ErrorCode::ResourceAllocationFailed,
+                format!(
+                    "{live} agent instances are live, as many as [instances] max_concurrent_instances allows ({max})"
+                ),
+            )
+            .hint("end one with `baton agent kill ID`, or raise max_concurrent_instances in .baton/config.toml"));
+        }
+        let agent = self.agent_name(o.agent.as_deref())?;
+        let id = match &o.id {
+            Some(s) => InstanceId::parse(s).map_err(|e| {
+                Error::coded(ErrorCode::InvalidConfiguration, format!("--id {s:?}: {e}"))
+                    .hint("ids use letters, digits, '-', '_' and '.'")
+            })?,
+            None => self.new_id(&o.instructions)?,
+        };
+        if self.eng.store.load(&id)?.is_some() {
+            return Err(Error::coded(
+                ErrorCode::InvalidConfiguration,
+                format!("a task {id} exists already (an instance's first turn takes its id)"),
+            )
+            .hint("pick another --id"));
+        }
+        let base = match o.base.clone() {
+            Some(b) => b,
+            None => self.git.branch().ok_or_else(|| {
+                Error::coded(
+                    ErrorCode::InvalidConfiguration,
+                    "the repository has no branch checked out to start from",
+                )
+                .hint("name the branch the work starts from with --base")
+            })?,
+        };
+        if self.git.resolve(&format!("{base}^{{commit}}")).is_none() {
+            return Err(Error::coded(
+                ErrorCode::InvalidConfiguration,
+                format!("the base branch {base:?} does not exist (or has no commit)"),
+            )
+            .hint("name an existing branch with --base, e.g. --base main"));
+        }
+        let branch = o.branch.clone().unwrap_or_else(|| format!("baton/{id}"));
+        self.check_new_branch(&branch)?;
+        let path = self.worktree_path(&id);
+        if path.exists() {
+            return Err(Error::coded(
+                ErrorCode::InvalidConfiguration,
+                format!("{} exists already", path.display()),
+            )
+            .hint("pick another --id, or move that folder away"));
+        }
+        let config = CodingConfig {
+            base_branch: base.clone(),
+            target_branch: Some(branch.clone()),
+            instructions: o.instructions.clone(),
+            require_review: o.require_review.unwrap_or(self.settings.require_review),
+            max_reviews: o.max_reviews.unwrap_or(self.settings.max_reviews),
+            execution_timeout_ms: o
+                .execution_timeout_ms
+                .unwrap_or(self.settings.execution_timeout_ms),
+            agent: Some(agent.clone()),
+        };
+        self.step(Input::Spawn {
+            id: id.clone(),
+            config,
+        })?;
+        if let Err(e) = self.add_worktree(&path, &branch, &base) {
+            return Err(self.failed(&id, ErrorCode::ResourceAllocationFailed, e));
+        }
+        let all = self.step(Input::Allocated {
+            id: id.clone(),
+            resources: Resources {
+                worktree_path: Some(path.display().to_string()),
+                session_name: None,
+                branch: Some(branch),
+                agent_session_id: None,
+            },
+        })?;
+        let inst = found(&all, &id)?.clone();
+        let prompt = turn::coding_prompt(&inst);
+        if let Err(e) = self.start_turn(&inst, &agent, prompt, None) {
+            return Err(self.failed(&id, ErrorCode::ResourceAllocationFailed, e));
+        }
+        Ok(found(&self.eng.store.instances()?, &id)?.clone())
+    }
+
+    /// The agent to run: given, else the project's default.
+    fn agent_name(&self, given: Option<&str>) -> Result<String> {
+        let cfg = &self.eng.project.config;
+        let name = given
+            .map(str::to_string)
+            .or_else(|| cfg.defaults.agent.clone())
+            .ok_or_else(|| {
+                Error::coded(
+                    ErrorCode::InvalidConfiguration,
+                    "no agent was named and .baton/config.toml has no default agent",
+                )
+                .hint("pass --agent NAME, or set `agent` under [defaults]")
+            })?;
+        if !cfg.agents.contains_key(&name) {
+            let mut known: Vec<&String> = cfg.agents.keys().collect();
+            known.sort();
+            return Err(Error::coded(
+                ErrorCode::InvalidConfiguration,
+                format!("agent {name:?} is not defined in .baton/config.toml"),
+            )
+            .hint(format!(
+                "the agents defined are: {}",
+                known
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        Ok(name)
+    }
+
+    /// A fresh id from the instructions' first words.
+    fn new_id(&self, instructions: &str) -> Result<InstanceId> {
+        let words: Vec<&str> = instructions.split_whitespace().take(5).collect();
+        let slug = baton_core::ids::slugify(1, &words.join(" "));
+        self.free_id(slug.trim_start_matches("01-"))
+    }
+
+    /// `base`, or `base-2`, `base-3`…: the first id no instance, task,
+    /// branch `baton/<id>` or worktree folder uses.
+    fn free_id(&self, base: &str) -> Result<InstanceId> {
+        let all = self.eng.store.instances()?;
+        for n in 1.. {
+            let s = if n == 1 {
+                base.to_string()
+            } else {
+                format!("{base}-{n}")
+            };
+            let id = InstanceId::parse(&s).map_err(|e| Error::op(e.to_string()))?;
+            let taken = all.by_id.contains_key(&id)
+                || self.eng.store.load(&id)?.is_some()
+                || self
+                    .git
+                    .resolve(&format!("refs/heads/baton/{id}"))
+                    .is_some()
+                || self.worktree_path(&id).exists();
+            if !taken {
+                return Ok(id);
+            }
+        }
+        unreachable!("some number is free")
+    }
+
+    fn worktree_path(&self, id: &InstanceId) -> PathBuf {
+        self.settings.worktree_base.join(id.as_str())
+    }
+
+    fn check_new_branch(&self, branch: &str) -> Result<()> {
+        if self
+            .git
+            .run(&["check-ref-format", "--branch", branch], &[])
+            .is_err()
+        {
+            return Err(Error::coded(
+                ErrorCode::InvalidConfiguration,
+                format!("{branch:?} is not a valid branch name"),
+            )
+            .hint("name the branch like `feature/login` (see `git check-ref-format`)"));
+        }
+        if self.git.resolve(&format!("refs/heads/{branch}")).is_some() {
+            return Err(Error::coded(
+                ErrorCode::InvalidConfiguration,
+                format!("a branch {branch} exists already"),
+            )
+            .hint("pick another --branch (or --id), or delete that branch if it is left over"));
+        }
+        Ok(())
+    }
+
+    /// `git worktree add -b BRANCH PATH START`.
+    fn add_worktree(&self, path: &Path, branch: &str, start: &str) -> Result<(), String> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        }
+        let p = path.display().to_string();
+        self.git
+            .run(&["worktree", "add", "-q", "-b", branch, &p, start], &[])
+            .map(|_| ())
+            .map_err(|e| format!("cannot create the worktree {p} on branch {branch}: {e}"))
+    }
+
+    /// Records that `id` failed with `code` (ending its reviews with it)
+    /// and returns the error for the caller.
+    fn failed(&self, id: &InstanceId, code: ErrorCode, why: impl std::fmt::Display) -> Error {
+        let reason = why.to_string();
+        let err = Error::coded(code, reason.clone());
+        match self.step(Input::Fail {
+            id: id.clone(),
+            code,
+            reason,
+        }) {
+            Ok(_) => {
+                let removed = self.clean_up(id);
+                err.hint(removed.summary())
+            }
+            Err(e) => err.hint(format!("recording the failure failed too: {}", e.message)),
+        }
+    }
+}
+
+/// Whether record `r` concerns `id`.
+fn about(r: &Record, id: &InstanceId) -> bool {
+    use instance::Event as E;
+    match &r.event {
+        E::ReviewRequested { parent, review } | E::MergedBack { review, parent, .. } => {
+            parent == id || review == id
+        }
+        E::PrCreated { id: i, owner, .. } => i == id || owner == id,
+        E::Spawned {
+            id: i,
+            parent: Some((p, _)),
+            ..
+        } => i == id || p == id,
+        e => e.instance() == id,
+    }
+}
+
+fn found<'a>(all: &'a Instances, id: &InstanceId) -> Result<&'a Instance> {
+    all.get(id).ok_or_else(|| {
+        Error::coded(
+            ErrorCode::InstanceNotFound,
+            format!("there is no agent instance {id}"),
+        )
+        .hint("`baton agent ls` lists the instances")
+    })
+}

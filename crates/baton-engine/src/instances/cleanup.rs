@@ -1,0 +1,212 @@
+//! Ending instances and giving back what they held: `baton agent kill`
+//! (an instance and its live reviews), timeouts enforced from the store by
+//! whichever baton process looks next (the instance's own may be long
+//! gone), and removing an ended instance's worktree and branch only when
+//! that loses no work: uncommitted changes, or commits that no other
+//! branch, no remote and not the base hold, keep both, and the user is
+//! told why.
+
+use super::{Agents, found};
+use crate::config::CleanupPolicy;
+use crate::error::Result;
+use crate::git::Held;
+use baton_core::instance::{self, Config, Input, InstanceId, Instances};
+use baton_core::lease::DisplayStatus;
+use std::path::Path;
+
+/// What cleaning up did, instance by instance.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Removal {
+    /// Worktrees and branches removed.
+    pub removed: Vec<(InstanceId, String)>,
+    /// Kept, and why (work they hold, or the settings).
+    pub kept: Vec<(InstanceId, String)>,
+    /// Could not be removed (recorded as `WORKFLOW_CLEANUP_FAILED`).
+    pub failed: Vec<(InstanceId, String)>,
+}
+
+impl Removal {
+    fn extend(&mut self, other: Removal) {
+        self.removed.extend(other.removed);
+        self.kept.extend(other.kept);
+        self.failed.extend(other.failed);
+    }
+
+    /// One line for a hint.
+    pub fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        for (id, what) in &self.removed {
+            parts.push(format!("{id}: removed {what}"));
+        }
+        for (id, why) in &self.kept {
+            parts.push(format!("{id}: kept its worktree and branch: {why}"));
+        }
+        for (id, e) in &self.failed {
+            parts.push(format!("{id}: cleanup failed: {e}"));
+        }
+        if parts.is_empty() {
+            "nothing to clean up".into()
+        } else {
+            parts.join("; ")
+        }
+    }
+}
+
+impl Agents<'_> {
+    /// `terminate`: ends `id` and its live reviews, stops their agents and
+    /// removes what they held that loses no work.
+    pub fn kill(&self, id: &InstanceId, reason: &str) -> Result<Removal> {
+        self.tick()?;
+        let before = self.eng.store.instances()?;
+        let after = self.step(Input::Terminate {
+            id: id.clone(),
+            reason: reason.to_string(),
+        })?;
+        let mut removal = Removal::default();
+        for ended in newly_ended(&before, &after) {
+            removal.extend(self.clean_up(&ended));
+        }
+        Ok(removal)
+    }
+
+    /// What every command does first: instances past their deadline fail
+    /// (`WORKFLOW_EXECUTION_TIMEOUT`, `WORKFLOW_REVIEW_TIMEOUT`), feedback
+    /// that waits is delivered, and ended instances give back what they
+    /// held. Returns the instances after it.
+    pub fn tick(&self) -> Result<Instances> {
+        let before = self.eng.store.instances()?;
+        for input in instance::due(&before, self.eng.now()) {
+            // Refused: another process timed it out first.
+            let _ = self.step(input);
+        }
+        let all = self.eng.store.instances()?;
+        self.deliver_feedback(&all)?;
+        for i in all.by_id.values().filter(|i| i.status.ended()) {
+            let holds = i
+                .resources
+                .worktree_path
+                .as_deref()
+                .is_some_and(|p| Path::new(p).exists())
+                || i.resources
+                    .branch
+                    .as_deref()
+                    .is_some_and(|b| self.git.resolve(&format!("refs/heads/{b}")).is_some());
+            let running = self.last_turn(i).is_some_and(|(_, s)| turn_is_live(s));
+            if holds || running {
+                self.clean_up_quietly(&i.id);
+            }
+        }
+        Ok(self.eng.store.instances()?)
+    }
+
+    /// Stops an ended instance's agent turn (not the one this process runs
+    /// in: that one ends by itself) and removes its worktree and branch
+    /// if that loses nothing. A failure is journaled.
+    pub(super) fn clean_up(&self, id: &InstanceId) -> Removal {
+        let removal = self.clean_up_quietly(id);
+        for (i, e) in &removal.failed {
+            let _ = self.step(Input::CleanupFailed {
+                id: i.clone(),
+                error: e.clone(),
+            });
+        }
+        removal
+    }
+
+    fn clean_up_quietly(&self, id: &InstanceId) -> Removal {
+        let mut out = Removal::default();
+        let all = match self.eng.store.instances() {
+            Ok(a) => a,
+            Err(e) => {
+                out.failed.push((id.clone(), e.to_string()));
+                return out;
+            }
+        };
+        let Ok(i) = found(&all, id) else { return out };
+        if let Some((task, status)) = self.last_turn(i)
+            && turn_is_live(status)
+        {
+            if own_turn(&task) {
+                // Removing the worktree under our own agent: later, once
+                // its turn has ended (the next command does it).
+                out.kept.push((
+                    id.clone(),
+                    format!("its agent's turn {task} is still ending"),
+                ));
+                return out;
+            }
+            if let Err(e) = self.eng.cancel(&task) {
+                out.failed.push((
+                    id.clone(),
+                    format!("cannot stop its turn {task}: {}", e.message),
+                ));
+                return out;
+            }
+        }
+        if self.settings.cleanup_policy == CleanupPolicy::Manual {
+            out.kept
+                .push((id.clone(), "[instances] cleanup_policy = \"manual\"".into()));
+            return out;
+        }
+        if let Config::Review(rc) = &i.config
+            && rc.preserve_changes
+        {
+            out.kept.push((
+                id.clone(),
+                "[instances.review] preserve_changes = true".into(),
+            ));
+            return out;
+        }
+        let (Some(path), Some(branch)) = (&i.resources.worktree_path, &i.resources.branch) else {
+            return out;
+        };
+        // What its commits must be held by: its base (a review's parent's
+        // branch).
+        let base = match &i.config {
+            Config::Coding(c) => c.base_branch.clone(),
+            Config::Review(_) => i
+                .review()
+                .and_then(|r| all.get(&r.parent_instance_id))
+                .and_then(|p| p.resources.branch.clone())
+                .unwrap_or_else(|| "HEAD".into()),
+        };
+        match self
+            .git
+            .remove_if_nothing_held(Path::new(path), branch, &base)
+        {
+            Ok(Held::Nothing) => out
+                .removed
+                .push((id.clone(), format!("worktree {path} and branch {branch}"))),
+            Ok(held) => out.kept.push((id.clone(), held.reason())),
+            Err(e) => out.failed.push((id.clone(), e.to_string())),
+        }
+        out
+    }
+}
+
+/// A turn whose task may still have a process: it must be stopped.
+fn turn_is_live(s: DisplayStatus) -> bool {
+    matches!(
+        s,
+        DisplayStatus::Running
+            | DisplayStatus::Crashed
+            | DisplayStatus::Waiting
+            | DisplayStatus::Queued
+    )
+}
+
+/// Whether this process runs inside `task` (an agent calling baton).
+fn own_turn(task: &baton_core::TaskId) -> bool {
+    std::env::var("BATON_TASK_ID").is_ok_and(|t| t == task.as_str())
+}
+
+/// The instances live in `before` and ended in `after`.
+fn newly_ended(before: &Instances, after: &Instances) -> Vec<InstanceId> {
+    after
+        .by_id
+        .values()
+        .filter(|i| i.status.ended())
+        .filter(|i| before.get(&i.id).is_some_and(|b| !b.status.ended()))
+        .map(|i| i.id.clone())
+        .collect()
+}

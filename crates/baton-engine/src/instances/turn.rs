@@ -1,0 +1,207 @@
+//! The turns of an instance's agent: each a task of the built-in turn
+//! workflow, created here and run in the background; the prompts of a
+//! coding agent's first turn, a review agent's turn and a turn that brings
+//! a review's feedback; and that feedback's delivery once the agent's
+//! turn before it has ended (never two turns of one agent at once).
+
+use super::{Agents, TURN_WORKFLOW_NAME};
+use crate::engine::{Imported, RunOptions};
+use crate::error::Result;
+use baton_core::TaskId;
+use baton_core::instance::{Config, Decision, Input, Instance, Instances, Status};
+use baton_core::lease::DisplayStatus;
+use baton_core::state::AgentSession;
+
+impl Agents<'_> {
+    /// Starts a turn of `inst`'s agent in the background: a task whose
+    /// prompt is `prompt`, continuing the native `session` if given.
+    pub(super) fn start_turn(
+        &self,
+        inst: &Instance,
+        agent: &str,
+        prompt: String,
+        session: Option<AgentSession>,
+    ) -> Result<TaskId> {
+        let task = self.turn_id(inst)?;
+        self.eng.run(RunOptions {
+            workflow: TURN_WORKFLOW_NAME.into(),
+            description: prompt,
+            id: Some(task.to_string()),
+            agent: Some(agent.to_string()),
+            create_only: true,
+            instance: Some(inst.id.clone()),
+            imported: session.map(|session| Imported {
+                session,
+                first_prompt: None,
+                events: Vec::new(),
+            }),
+            ..Default::default()
+        })?;
+        self.step(Input::Turn {
+            id: inst.id.clone(),
+            task: task.clone(),
+        })?;
+        self.eng.detach(&task)?;
+        Ok(task)
+    }
+
+    /// The first turn is the instance's own id; later ones `ID-tN`.
+    fn turn_id(&self, inst: &Instance) -> Result<TaskId> {
+        let mut n = inst.turns.len() + 1;
+        loop {
+            let s = if n == 1 {
+                inst.id.to_string()
+            } else {
+                format!("{}-t{n}", inst.id)
+            };
+            let id = TaskId::parse(&s).map_err(|e| crate::Error::op(e.to_string()))?;
+            if self.eng.store.load(&id)?.is_none() {
+                return Ok(id);
+            }
+            n += 1;
+        }
+    }
+
+    /// How the latest turn of `inst` stands, if it had one.
+    pub(super) fn last_turn(&self, inst: &Instance) -> Option<(TaskId, DisplayStatus)> {
+        let t = inst.turns.last()?;
+        let snap = self.eng.load(t).ok()?;
+        Some((t.clone(), self.eng.status_of(&snap)))
+    }
+
+    /// The native session of `inst`'s latest agent run, to continue.
+    pub(super) fn last_session(&self, inst: &Instance) -> Option<AgentSession> {
+        inst.turns.iter().rev().find_map(|t| {
+            let snap = self.eng.load(t).ok()?;
+            snap.state
+                .agent_runs()
+                .last()
+                .map(|(_, run)| run.session.clone())
+        })
+    }
+
+    /// Starts the turn that brings each merged-back review's feedback to
+    /// its coding agent, once that agent's turn before has ended. The
+    /// delivery is journaled first, so two processes never both start it.
+    pub(super) fn deliver_feedback(&self, all: &Instances) -> Result<()> {
+        for r in all.by_id.values() {
+            let Some(rs) = r.review() else { continue };
+            if rs.decision != Some(Decision::MergeBack) || rs.feedback_delivered {
+                continue;
+            }
+            let Some(p) = all.get(&rs.parent_instance_id) else {
+                continue;
+            };
+            if p.status.ended() {
+                continue;
+            }
+            let busy = self.last_turn(p).is_some_and(|(_, s)| {
+                !matches!(
+                    s,
+                    DisplayStatus::Complete | DisplayStatus::Failed | DisplayStatus::Cancelled
+                )
+            });
+            if busy {
+                continue;
+            }
+            if self
+                .step(Input::FeedbackDelivered {
+                    review: r.id.clone(),
+                })
+                .is_err()
+            {
+                continue; // another process delivered it
+            }
+            let agent = match &p.config {
+                Config::Coding(c) => c.agent.clone().unwrap_or_default(),
+                Config::Review(_) => continue,
+            };
+            let prompt = feedback_prompt(p, r, &rs.decision_reason.clone().unwrap_or_default());
+            if let Err(e) = self.start_turn(p, &agent, prompt, self.last_session(p)) {
+                self.eng.observer().info(&format!(
+                    "could not start the turn of {} that brings the feedback of review {}: {} (the feedback is in `baton agent log {}`)",
+                    p.id, r.id, e.message, p.id
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What every turn's agent is told about baton.
+fn footer(inst: &Instance) -> String {
+    let path = inst.resources.worktree_path.as_deref().unwrap_or("?");
+    let branch = inst.resources.branch.as_deref().unwrap_or("?");
+    let Some(c) = inst.coding() else {
+        return String::new();
+    };
+    let Config::Coding(cfg) = &inst.config else {
+        return String::new();
+    };
+    let left = c.max_reviews.saturating_sub(c.review_count);
+    let mut s = format!(
+        "\n\n---\nYou are baton agent instance {id}, working in the git worktree {path} on branch {branch} (from {base}). Commit your work on that branch as you go.\n",
+        id = inst.id,
+        base = cfg.base_branch,
+    );
+    if left > 0 {
+        s.push_str(&format!(
+            "When the work is ready for review, run `baton agent review` (or call baton's MCP tool request_review): a review agent checks it on a copy of your branch, and its changes and feedback come back to you. Reviews left: {left}.\n"
+        ));
+    }
+    if cfg.require_review && c.review_count == 0 {
+        s.push_str("A review is required before this work can become a pull request.\n");
+    }
+    s
+}
+
+/// The prompt of a coding agent's first turn.
+pub(super) fn coding_prompt(inst: &Instance) -> String {
+    let Config::Coding(cfg) = &inst.config else {
+        return String::new();
+    };
+    format!("{}{}", cfg.instructions, footer(inst))
+}
+
+/// The prompt of a review agent's turn, on a fork of `parent`'s branch.
+pub(super) fn review_prompt(review: &Instance, parent: &Instance) -> String {
+    let Config::Review(rc) = &review.config else {
+        return String::new();
+    };
+    let instructions = match &parent.config {
+        Config::Coding(c) => c.instructions.as_str(),
+        Config::Review(_) => "",
+    };
+    let path = review.resources.worktree_path.as_deref().unwrap_or("?");
+    let branch = review.resources.branch.as_deref().unwrap_or("?");
+    let pbranch = parent.resources.branch.as_deref().unwrap_or("?");
+    let ask = rc.review_prompt.clone().unwrap_or_else(|| {
+        "Review this work: is it correct and complete for its instructions, is it tested, is it clear? Fix what you can yourself.".into()
+    });
+    let iteration = review.review().map(|r| r.iteration).unwrap_or(1);
+    format!(
+        "{ask}\n\nYou are baton review instance {rid} (review {iteration} of coding instance {pid}). This worktree ({path}, branch {branch}) is a copy of its branch {pbranch}; `git log` and `git diff` show its work. Its instructions were:\n\n{instructions}\n\n---\nCommit any fix you make on your branch. When you are done, run `baton agent merge-back --feedback \"...\"` (or call baton's MCP tool merge_back): your commits are merged into {pbranch} and your feedback goes to the coding agent, which goes on with it.\n",
+        rid = review.id,
+        pid = parent.id,
+    )
+}
+
+/// The prompt of the turn that brings review `r`'s feedback to `p`.
+fn feedback_prompt(p: &Instance, r: &Instance, feedback: &str) -> String {
+    let iteration = r.review().map(|s| s.iteration).unwrap_or(1);
+    let branch = p.resources.branch.as_deref().unwrap_or("?");
+    let mut s = format!(
+        "Review {iteration} of your work is done (by baton review instance {rid}); its changes were merged into your branch {branch}. The reviewer's feedback:\n\n{feedback}\n\nAddress it and commit.",
+        rid = r.id,
+    );
+    if let Some(c) = p.coding() {
+        let left = c.max_reviews.saturating_sub(c.review_count);
+        if left > 0 && p.status == Status::Working {
+            s.push_str(&format!(
+                " When it is ready, run `baton agent review` again (reviews left: {left})."
+            ));
+        }
+    }
+    s.push('\n');
+    s
+}
