@@ -359,6 +359,9 @@ pub struct AgentReviewArgs {
     /// The review instance's id (default: <id>-r<N>).
     #[arg(long = "review-id", value_name = "ID")]
     pub review_id: Option<String>,
+    /// Fail the review after this long (default: [instances.review] timeout_minutes, 30).
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
     /// Print the review instance as JSON.
     #[arg(long)]
     pub json: bool,

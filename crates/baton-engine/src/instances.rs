@@ -219,13 +219,15 @@ impl Agents<'_> {
     pub fn events(&self, id: &InstanceId) -> Result<Vec<Record>> {
         let all = self.eng.store.instances()?;
         found(&all, id)?;
+        let mut ids: Vec<&InstanceId> = all.reviews_of(id).map(|r| &r.id).collect();
+        ids.push(id);
         let mut out = Vec::new();
         let mut after = 0;
         loop {
             let batch = self.eng.store.instance_events(after, 1000)?;
             let Some(last) = batch.last() else { break };
             after = last.seq;
-            out.extend(batch.into_iter().filter(|r| about(r, id)));
+            out.extend(batch.into_iter().filter(|r| about(r, &ids)));
         }
         Ok(out)
     }
@@ -479,20 +481,16 @@ impl Agents<'_> {
     }
 }
 
-/// Whether record `r` concerns `id`.
-fn about(r: &Record, id: &InstanceId) -> bool {
+/// Whether record `r` concerns `ids` (an instance and its reviews).
+fn about(r: &Record, ids: &[&InstanceId]) -> bool {
     use instance::Event as E;
+    let hit = |i: &InstanceId| ids.contains(&i);
     match &r.event {
         E::ReviewRequested { parent, review } | E::MergedBack { review, parent, .. } => {
-            parent == id || review == id
+            hit(parent) || hit(review)
         }
-        E::PrCreated { id: i, owner, .. } => i == id || owner == id,
-        E::Spawned {
-            id: i,
-            parent: Some((p, _)),
-            ..
-        } => i == id || p == id,
-        e => e.instance() == id,
+        E::PrCreated { id, owner, .. } => hit(id) || hit(owner),
+        e => hit(e.instance()),
     }
 }
 

@@ -39,16 +39,7 @@ fn spawn(agents: &Agents, a: AgentSpawnArgs, printer: &Printer) -> Result<Exit> 
     } else {
         a.instructions
     };
-    let execution_timeout_ms = match &a.timeout {
-        Some(t) => Some(baton_core::workflow::parse_duration(t).map_err(|m| {
-            Error::coded(
-                baton_core::instance::ErrorCode::InvalidConfiguration,
-                format!("--timeout {t:?}: {m}"),
-            )
-            .hint("write e.g. --timeout 2h or --timeout 90m")
-        })?),
-        None => None,
-    };
+    let execution_timeout_ms = timeout(a.timeout.as_deref())?;
     let inst = agents.spawn(SpawnOptions {
         id: a.id,
         instructions,
@@ -231,6 +222,7 @@ fn review(agents: &Agents, a: AgentReviewArgs, printer: &Printer) -> Result<Exit
             id: a.review_id,
             prompt: a.prompt,
             agent: a.agent,
+            timeout_ms: timeout(a.timeout.as_deref())?,
         },
     )?;
     if a.json {
@@ -280,6 +272,20 @@ fn kill(agents: &Agents, a: AgentKillArgs, printer: &Printer) -> Result<Exit> {
         }
     }
     Ok(Exit::Done)
+}
+
+/// `--timeout DURATION`.
+fn timeout(t: Option<&str>) -> Result<Option<u64>> {
+    let Some(t) = t else { return Ok(None) };
+    baton_core::workflow::parse_duration(t)
+        .map(Some)
+        .map_err(|m| {
+            Error::coded(
+                baton_core::instance::ErrorCode::InvalidConfiguration,
+                format!("--timeout {t:?}: {m}"),
+            )
+            .hint("write e.g. --timeout 2h or --timeout 90m")
+        })
 }
 
 fn kind(i: &Instance) -> &'static str {

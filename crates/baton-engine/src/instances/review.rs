@@ -19,6 +19,9 @@ pub struct ReviewOptions {
     pub prompt: Option<String>,
     /// The reviewing agent (default: the coding instance's).
     pub agent: Option<String>,
+    /// Fail the review after this long (default: `[instances.review]
+    /// timeout_minutes`).
+    pub timeout_ms: Option<u64>,
 }
 
 impl Agents<'_> {
@@ -48,7 +51,7 @@ impl Agents<'_> {
         let config = ReviewConfig {
             review_prompt: o.prompt.clone().or(defaults.review_prompt.clone()),
             preserve_changes: defaults.preserve_changes,
-            timeout_ms: defaults.timeout_ms,
+            timeout_ms: o.timeout_ms.unwrap_or(defaults.timeout_ms),
             agent: Some(agent.clone()),
         };
         let all = self.step(Input::RequestReview {

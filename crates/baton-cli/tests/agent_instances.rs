@@ -1,0 +1,515 @@
+//! Coding and review agent instances (`baton agent …`) in real git
+//! repositories with a local bare remote, driven by scripted agents (shell
+//! scripts run as generic agents, calling `baton agent …` from inside
+//! their turn as a real agent's shell tool would): the review loop with
+//! feedback reaching the coding agent, every refusal with its code and
+//! exit code, a merge conflict that leaves the parent untouched, timeouts
+//! enforced with no baton process left alive, and cleanup that never
+//! removes a worktree or branch holding work.
+
+use baton_testkit::{TestProject, baton_bin, on_both_backends, process_gone, wait_for};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The scripted agents: each reads its prompt file and acts like an agent
+/// would, committing with git and calling baton from its "shell tool".
+fn agents_config(baton: &Path) -> String {
+    let b = baton.display();
+    let script = |body: &str| {
+        format!(
+            "command = [\"sh\", \"-c\", '''prompt=$(cat \"$1\"); {body}''', \"agent\", \"{{{{prompt_file}}}}\"]\n"
+        )
+    };
+    let commit = "git add -A && git -c user.email=a@a -c user.name=agent commit -qm";
+    let mut s = String::from("\n[instances]\nworktree_base = \".wt\"\n\n");
+    // Codes; asks for a review on its first turn; on a feedback turn
+    // does what the feedback says (writes the file it names).
+    s.push_str("[agents.coder]\n");
+    s.push_str(&script(&format!(
+        "case \"$prompt\" in *\"reviewer's feedback\"*) f=$(printf '%s' \"$prompt\" | sed -n 's/.*please write \\([a-z.]*\\).*/\\1/p' | head -n1); echo \"$prompt\" > \"$f\"; {commit} \"wrote $f\"; echo handled;; *) echo work > work.txt; {commit} work; {b} agent review --agent reviewer; echo coded;; esac"
+    )));
+    // Reviews: commits a fix and merges back with feedback.
+    s.push_str("[agents.reviewer]\n");
+    s.push_str(&script(&format!(
+        "echo \"checked by $BATON_INSTANCE\" >> REVIEW.md; {commit} 'review fix'; {b} agent merge-back --feedback \"please write tests.txt\"; echo reviewed"
+    )));
+    // Does nothing and ends its turn.
+    s.push_str("[agents.idle]\n");
+    s.push_str(&script("echo idle"));
+    // Works on and on.
+    s.push_str("[agents.sleeper]\n");
+    s.push_str(&script(
+        "echo $$ > \"$BATON_STATE_DIR/agent.pid\"; sleep 60",
+    ));
+    // Commits work nobody else has.
+    s.push_str("[agents.committer]\n");
+    s.push_str(&script(&format!(
+        "echo \"mine of $BATON_INSTANCE\" > mine.txt; {commit} mine"
+    )));
+    // Leaves changes uncommitted.
+    s.push_str("[agents.dirty]\n");
+    s.push_str(&script("echo draft > draft.txt; echo left it"));
+    s
+}
+
+/// A project with the scripted agents, its settings committed and pushed
+/// to a bare remote.
+fn project() -> (TestProject, tempfile::TempDir) {
+    let p = TestProject::new();
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str(&agents_config(&baton_bin()));
+    fs_err::write(&cfg, text).unwrap();
+    fs_err::write(p.root().join(".git/info/exclude"), ".wt/\n").unwrap();
+    let remote = tempfile::tempdir().unwrap();
+    let ok = Command::new("git")
+        .args(["init", "-q", "--bare", "-b", "main"])
+        .arg(remote.path())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    p.git(&["remote", "add", "origin", remote.path().to_str().unwrap()]);
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-qm", "baton settings"]);
+    p.git(&["push", "-q", "origin", "main"]);
+    (p, remote)
+}
+
+fn ok(p: &TestProject, args: &[&str]) -> String {
+    let (code, out, err) = p.run(args);
+    assert_eq!(code, 0, "baton {args:?} failed:\n{out}\n{err}");
+    out
+}
+
+fn show(p: &TestProject, id: &str) -> Value {
+    serde_json::from_str(&ok(p, &["agent", "show", id, "--json"])).unwrap()
+}
+
+/// Waits until `id`'s latest turn has ended (its task is no longer
+/// running) and returns the instance.
+fn settled(p: &TestProject, id: &str) -> Value {
+    wait_for(&format!("the turn of {id} to end"), || {
+        let v = show(p, id);
+        let status = v["turn"]["status"].as_str()?.to_string();
+        (status != "RUNNING").then_some(v)
+    })
+}
+
+fn branch_exists(p: &TestProject, branch: &str) -> bool {
+    Command::new("git")
+        .args([
+            "rev-parse",
+            "--verify",
+            "-q",
+            &format!("refs/heads/{branch}"),
+        ])
+        .current_dir(p.root())
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+fn log_of(p: &TestProject, branch: &str) -> String {
+    p.git(&["log", "--format=%s", branch])
+}
+
+fn worktree(v: &Value) -> PathBuf {
+    PathBuf::from(v["resources"]["worktree_path"].as_str().unwrap())
+}
+
+/// Runs baton and expects a refusal: exit `code` and `WORKFLOW_…` in the
+/// message, with a hint.
+fn refused(p: &TestProject, args: &[&str], exit: i32, code: &str) -> String {
+    let (got, out, err) = p.run(args);
+    assert_eq!(got, exit, "baton {args:?}: {out}\n{err}");
+    assert!(
+        err.contains(&format!("error: {code}: ")),
+        "baton {args:?} should fail with {code}: {err}"
+    );
+    assert!(err.contains("hint: "), "no hint: {err}");
+    err
+}
+
+on_both_backends! {
+    /// The whole loop: the coding agent works and asks for a review from
+    /// its turn; the reviewer commits a fix and merges back with feedback;
+    /// the feedback reaches the coding agent as its next turn, which acts
+    /// on it; a second review does the same. Every commit is on the coding
+    /// agent's branch, the reviews' worktrees and branches are gone, and
+    /// main is untouched.
+    fn the_review_loop_runs_in_real_worktrees() {
+        let (p, _remote) = project();
+        let main_before = p.git(&["rev-parse", "main"]);
+        let out = ok(&p, &["agent", "spawn", "write the work file", "--id", "c1", "--agent", "coder", "--max-reviews", "2"]);
+        assert_eq!(out.trim(), "c1");
+        // Turn 1 (codes, asks), the review (merges back), turn 2 (the feedback).
+        let v = wait_for("the feedback turn", || {
+            let v = settled(&p, "c1");
+            (v["turns"].as_array()?.len() == 2 && v["turn"]["status"] == "COMPLETE").then_some(v)
+        });
+        assert_eq!(v["status"], "working");
+        assert_eq!(v["state"]["review_count"], 1);
+        assert_eq!(v["state"]["current_review_instance_id"], Value::Null);
+        let wt = worktree(&v);
+        assert!(wt.starts_with(p.root().join(".wt")), "{}", wt.display());
+        // The feedback reached the agent: it wrote what the reviewer asked.
+        let tests = fs_err::read_to_string(wt.join("tests.txt")).unwrap();
+        assert!(tests.contains("please write tests.txt"), "{tests}");
+        assert!(tests.contains("Review 1 of your work"), "{tests}");
+        let log = log_of(&p, "baton/c1");
+        for s in ["work", "review fix", "baton: merge back review c1-r1 into c1", "wrote tests.txt"] {
+            assert!(log.lines().any(|l| l == s), "{s:?} not in the branch's log:\n{log}");
+        }
+        assert_eq!(p.git(&["rev-parse", "main"]), main_before, "main moved");
+        // The review ended, decided, and gave its worktree and branch back.
+        let r = show(&p, "c1-r1");
+        assert_eq!(r["status"], "terminated");
+        assert_eq!(r["state"]["decision"], "merge_back");
+        assert_eq!(r["state"]["feedback_delivered"], true);
+        assert!(!worktree(&r).exists());
+        assert!(!branch_exists(&p, "baton/c1-r1"));
+
+        // A second review, asked by hand, ends the same way.
+        let out = ok(&p, &["agent", "review", "c1", "--agent", "reviewer"]);
+        assert_eq!(out.trim(), "c1-r2");
+        let v = wait_for("the second feedback turn", || {
+            let v = settled(&p, "c1");
+            (v["turns"].as_array()?.len() == 3 && v["turn"]["status"] == "COMPLETE").then_some(v)
+        });
+        assert_eq!(v["state"]["review_count"], 2);
+        assert!(log_of(&p, "baton/c1").contains("merge back review c1-r2"));
+        // Its journal (with its reviews') tells the story, in order.
+        let kinds: Vec<String> = ok(&p, &["agent", "log", "c1", "--json"])
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                v["kind"].as_str().unwrap().to_string()
+            })
+            .collect();
+        let review = [
+            "spawned", "review_requested", "allocated", "turn", "merged_back",
+            "feedback_delivered", "turn",
+        ];
+        let mut expected = vec!["spawned", "allocated", "turn"];
+        expected.extend(review);
+        expected.extend(review);
+        assert_eq!(kinds, expected);
+        // The limit: a third review is refused.
+        let err = refused(&p, &["agent", "review", "c1"], 2, "WORKFLOW_MAX_REVIEWS_EXCEEDED");
+        assert!(err.contains("2 of its 2 reviews"), "{err}");
+    }
+}
+
+/// Every refusal the CLI can meet, with its code and exit code, and
+/// nothing changed by any of them.
+#[test]
+fn every_refusal_has_its_code_and_changes_nothing() {
+    let (p, _remote) = project();
+    ok(
+        &p,
+        &[
+            "agent",
+            "spawn",
+            "idle work",
+            "--id",
+            "c1",
+            "--agent",
+            "idle",
+        ],
+    );
+    settled(&p, "c1");
+    refused(
+        &p,
+        &["agent", "show", "nope"],
+        2,
+        "WORKFLOW_INSTANCE_NOT_FOUND",
+    );
+    refused(
+        &p,
+        &["agent", "review", "nope"],
+        2,
+        "WORKFLOW_PARENT_NOT_FOUND",
+    );
+    refused(
+        &p,
+        &["agent", "merge-back", "c1", "--feedback", "x"],
+        2,
+        "WORKFLOW_INVALID_STATE",
+    );
+    refused(
+        &p,
+        &[
+            "agent",
+            "spawn",
+            "x",
+            "--base",
+            "no-such-branch",
+            "--agent",
+            "idle",
+        ],
+        2,
+        "WORKFLOW_INVALID_CONFIGURATION",
+    );
+    refused(
+        &p,
+        &["agent", "spawn", "x", "--agent", "nobody"],
+        2,
+        "WORKFLOW_INVALID_CONFIGURATION",
+    );
+    refused(
+        &p,
+        &["agent", "spawn", "x", "--id", "c1", "--agent", "idle"],
+        2,
+        "WORKFLOW_INVALID_CONFIGURATION",
+    );
+    // A review in flight: a second one is refused.
+    ok(
+        &p,
+        &[
+            "agent",
+            "review",
+            "c1",
+            "--agent",
+            "idle",
+            "--timeout",
+            "1h",
+        ],
+    );
+    let err = refused(
+        &p,
+        &["agent", "review", "c1", "--agent", "idle"],
+        2,
+        "WORKFLOW_REVIEW_IN_PROGRESS",
+    );
+    assert!(err.contains("c1-r1"), "{err}");
+    // A review of a review.
+    refused(
+        &p,
+        &["agent", "review", "c1-r1"],
+        2,
+        "WORKFLOW_PARENT_INVALID_STATE",
+    );
+    // A killed instance cannot be reviewed.
+    ok(&p, &["agent", "kill", "c1"]);
+    refused(
+        &p,
+        &["agent", "review", "c1"],
+        2,
+        "WORKFLOW_PARENT_INVALID_STATE",
+    );
+    let r = show(&p, "c1-r1");
+    assert_eq!(r["status"], "terminated", "its review ended with it");
+    // max_concurrent_instances.
+    let cfg = p.root().join(".baton/config.toml");
+    let text = fs_err::read_to_string(&cfg).unwrap().replace(
+        "worktree_base = \".wt\"",
+        "worktree_base = \".wt\"\nmax_concurrent_instances = 1",
+    );
+    fs_err::write(&cfg, text).unwrap();
+    ok(
+        &p,
+        &["agent", "spawn", "one", "--id", "c2", "--agent", "idle"],
+    );
+    refused(
+        &p,
+        &["agent", "spawn", "two", "--id", "c3", "--agent", "idle"],
+        1,
+        "WORKFLOW_RESOURCE_ALLOCATION_FAILED",
+    );
+    let all: Value = serde_json::from_str(&ok(&p, &["agent", "ls", "--all", "--json"])).unwrap();
+    let ids: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["c1", "c1-r1", "c2"], "refusals created nothing");
+}
+
+/// A conflicting merge-back changes nothing on the parent's branch, names
+/// the file, and leaves the review working so it can resolve and retry.
+#[test]
+fn a_merge_conflict_leaves_the_parent_untouched() {
+    let (p, _remote) = project();
+    ok(
+        &p,
+        &["agent", "spawn", "x", "--id", "c1", "--agent", "committer"],
+    );
+    let c = settled(&p, "c1");
+    ok(&p, &["agent", "review", "c1", "--agent", "idle"]);
+    let r = settled(&p, "c1-r1");
+    // Both sides change mine.txt after the fork.
+    let commit = |dir: &Path, text: &str| {
+        fs_err::write(dir.join("mine.txt"), text).unwrap();
+        for args in [&["add", "-A"][..], &["commit", "-qm", text][..]] {
+            let s = Command::new("git")
+                .args(["-c", "user.email=t@t", "-c", "user.name=t"])
+                .args(args)
+                .current_dir(dir)
+                .status()
+                .unwrap();
+            assert!(s.success());
+        }
+    };
+    commit(&worktree(&c), "coder's version\n");
+    commit(&worktree(&r), "reviewer's version\n");
+    let parent_head = p.git(&["rev-parse", "baton/c1"]);
+    let err = refused(
+        &p,
+        &["agent", "merge-back", "c1-r1", "--feedback", "x"],
+        1,
+        "WORKFLOW_MERGE_CONFLICT",
+    );
+    assert!(err.contains("mine.txt"), "{err}");
+    assert_eq!(p.git(&["rev-parse", "baton/c1"]), parent_head);
+    let st = Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(worktree(&c))
+        .output()
+        .unwrap();
+    assert!(st.stdout.is_empty(), "the parent's worktree is as it was");
+    assert_eq!(show(&p, "c1-r1")["status"], "working");
+    assert_eq!(show(&p, "c1")["status"], "review_requested");
+}
+
+/// Timeouts are enforced from the store by the next command, after the
+/// process that started the instance is long gone: the review's (its
+/// parent goes back to work, told why) and the instance's own (its
+/// running agent is stopped).
+#[test]
+fn timeouts_are_enforced_with_no_baton_process_alive() {
+    let (p, _remote) = project();
+    ok(
+        &p,
+        &["agent", "spawn", "x", "--id", "c1", "--agent", "idle"],
+    );
+    settled(&p, "c1");
+    ok(
+        &p,
+        &[
+            "agent",
+            "review",
+            "c1",
+            "--agent",
+            "idle",
+            "--timeout",
+            "1s",
+        ],
+    );
+    settled(&p, "c1-r1");
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let r = show(&p, "c1-r1");
+    assert_eq!(r["status"], "failed");
+    assert!(
+        r["end_reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("WORKFLOW_REVIEW_TIMEOUT"),
+        "{r}"
+    );
+    let c = show(&p, "c1");
+    assert_eq!(c["status"], "working");
+    assert!(
+        c["state"]["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("WORKFLOW_REVIEW_TIMEOUT")
+    );
+
+    // An agent still at work when its instance times out is stopped.
+    ok(
+        &p,
+        &[
+            "agent",
+            "spawn",
+            "y",
+            "--id",
+            "c2",
+            "--agent",
+            "sleeper",
+            "--timeout",
+            "2s",
+        ],
+    );
+    let pid_file = p.root().join(".baton/tasks/c2/agent.pid");
+    let pid: u32 = wait_for("the sleeper's pid", || {
+        fs_err::read_to_string(&pid_file).ok()?.trim().parse().ok()
+    });
+    std::thread::sleep(std::time::Duration::from_millis(2200));
+    let v = show(&p, "c2");
+    assert_eq!(v["status"], "failed");
+    assert!(
+        v["state"]["failure_reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("WORKFLOW_EXECUTION_TIMEOUT"),
+        "{v}"
+    );
+    wait_for("the timed-out agent to be stopped", || {
+        process_gone(pid).then_some(())
+    });
+    assert_eq!(show(&p, "c2")["turn"]["status"], "CANCELLED");
+}
+
+/// Ending instances never loses work: a worktree holding unpushed commits
+/// and one holding uncommitted changes are kept (and the user told why);
+/// one holding nothing and one whose branch was squash-merged into main
+/// are removed with their branches.
+#[test]
+fn cleanup_keeps_every_worktree_that_holds_work() {
+    let (p, _remote) = project();
+    for (id, agent) in [
+        ("keeps-commits", "committer"),
+        ("keeps-changes", "dirty"),
+        ("holds-nothing", "idle"),
+        ("squashed", "committer"),
+    ] {
+        ok(&p, &["agent", "spawn", "x", "--id", id, "--agent", agent]);
+    }
+    for id in [
+        "keeps-commits",
+        "keeps-changes",
+        "holds-nothing",
+        "squashed",
+    ] {
+        settled(&p, id);
+    }
+    // The squashed one's work reaches main by a squash merge.
+    p.git(&["merge", "--squash", "baton/squashed"]);
+    p.git(&["commit", "-qm", "squash of squashed"]);
+
+    let kill = |id: &str| -> Value {
+        serde_json::from_str(&ok(&p, &["agent", "kill", id, "--json"])).unwrap()
+    };
+    let k = kill("keeps-commits");
+    assert_eq!(k["removed"], Value::Array(vec![]));
+    assert!(
+        k["kept"][0]["detail"].as_str().unwrap().contains("commit"),
+        "{k}"
+    );
+    assert!(branch_exists(&p, "baton/keeps-commits"));
+    assert!(p.root().join(".wt/keeps-commits/mine.txt").is_file());
+
+    let k = kill("keeps-changes");
+    assert!(
+        k["kept"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("draft.txt"),
+        "{k}"
+    );
+    assert!(p.root().join(".wt/keeps-changes/draft.txt").is_file());
+
+    for id in ["holds-nothing", "squashed"] {
+        let k = kill(id);
+        assert_eq!(k["kept"], Value::Array(vec![]), "{id}: {k}");
+        assert!(!p.root().join(".wt").join(id).exists(), "{id}");
+        assert!(!branch_exists(&p, &format!("baton/{id}")), "{id}");
+    }
+    // Later commands leave the kept ones as they are.
+    ok(&p, &["agent", "ls", "--all"]);
+    assert!(branch_exists(&p, "baton/keeps-commits"));
+    assert!(p.root().join(".wt/keeps-changes/draft.txt").is_file());
+}
