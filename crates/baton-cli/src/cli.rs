@@ -293,8 +293,28 @@ pub enum AgentCommand {
     Review(AgentReviewArgs),
     /// End a review: merge its branch into the coding agent's, and send it the feedback.
     MergeBack(AgentMergeBackArgs),
+    /// Push the coding agent's branch and open its pull request (from a review: merge it in first).
+    Push(AgentPushArgs),
     /// End an instance and its reviews; remove their worktrees unless that would lose work.
     Kill(AgentKillArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AgentPushArgs {
+    /// The coding instance, or the review deciding to push (default: $BATON_INSTANCE).
+    pub id: Option<String>,
+    /// The pull request's title (default: the first line of the instructions).
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Its description (default: the instructions).
+    #[arg(long)]
+    pub body: Option<String>,
+    /// Open it as a draft.
+    #[arg(long)]
+    pub draft: bool,
+    /// Print the coding instance as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

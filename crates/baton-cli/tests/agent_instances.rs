@@ -513,3 +513,95 @@ fn cleanup_keeps_every_worktree_that_holds_work() {
     assert!(branch_exists(&p, "baton/keeps-commits"));
     assert!(p.root().join(".wt/keeps-changes/draft.txt").is_file());
 }
+
+/// baton SIGKILLed in the middle of `request_review` (the review's
+/// worktree made, not yet recorded), then its review's runner SIGKILLed
+/// while the reviewer works: `doctor` says what is wrong, `doctor --fix`
+/// and `agent kill` bring every instance to a true state, and no
+/// worktree, branch or process is left over.
+#[test]
+fn a_crash_during_a_review_leaves_nothing_unaccounted() {
+    let (p, _remote) = project();
+    let cfg = p.root().join(".baton/config.toml");
+    let text = fs_err::read_to_string(&cfg)
+        .unwrap()
+        .replace("ttl = \"30s\"", "ttl = \"1s\"");
+    fs_err::write(&cfg, text).unwrap();
+    ok(
+        &p,
+        &["agent", "spawn", "x", "--id", "c1", "--agent", "idle"],
+    );
+    settled(&p, "c1");
+    let out = p
+        .baton(&["agent", "review", "c1", "--agent", "idle"])
+        .env("BATON_TEST_CRASH_AT", "review-forked:c1-r1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), None, "baton was to die by SIGKILL");
+    assert_eq!(show(&p, "c1")["status"], "review_requested");
+    assert_eq!(show(&p, "c1-r1")["status"], "started");
+    assert!(p.root().join(".wt/c1-r1").is_dir());
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let (code, out, _) = p.run(&["doctor"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        out.contains("c1-r1 is started but its start was cut short"),
+        "{out}"
+    );
+    let (_, out, _) = p.run(&["doctor", "--fix"]);
+    assert!(out.contains("c1-r1: its start was cut short"), "{out}");
+    assert!(out.contains("removed its worktree"), "{out}");
+    let r = show(&p, "c1-r1");
+    assert_eq!(r["status"], "failed");
+    assert!(!p.root().join(".wt/c1-r1").exists());
+    assert!(!branch_exists(&p, "baton/c1-r1"));
+    let c = show(&p, "c1");
+    assert_eq!(c["status"], "working", "the coding agent can go on");
+    assert!(
+        c["state"]["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("WORKFLOW_RESOURCE_ALLOCATION_FAILED")
+    );
+
+    // A review whose runner dies while its agent works.
+    let rid = ok(&p, &["agent", "review", "c1", "--agent", "sleeper"]);
+    let rid = rid.trim();
+    assert_eq!(rid, "c1-r2");
+    let pid_file = p.root().join(".baton/tasks/c1-r2/agent.pid");
+    let agent_pid: u32 = wait_for("the reviewer's pid", || {
+        fs_err::read_to_string(&pid_file).ok()?.trim().parse().ok()
+    });
+    let ls: Value = serde_json::from_str(&ok(&p, &["ls", "--json"])).unwrap();
+    let runner = ls
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "c1-r2")
+        .unwrap()["owner"]["pid"]
+        .as_u64()
+        .unwrap() as u32;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(runner as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    wait_for("the runner to die", || process_gone(runner).then_some(()));
+    assert_eq!(show(&p, "c1-r2")["turn"]["status"], "CRASHED");
+    let k: Value = serde_json::from_str(&ok(&p, &["agent", "kill", "c1-r2", "--json"])).unwrap();
+    assert_eq!(k["kept"], Value::Array(vec![]), "{k}");
+    wait_for("the orphaned reviewer to be stopped", || {
+        process_gone(agent_pid).then_some(())
+    });
+    assert!(!p.root().join(".wt/c1-r2").exists());
+    assert_eq!(show(&p, "c1")["status"], "working");
+    let (code, out, err) = p.run(&["doctor"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("3 agent instance(s) accounted for"), "{out}");
+    let wt = p.git(&["worktree", "list", "--porcelain"]);
+    assert_eq!(
+        wt.lines().filter(|l| l.starts_with("worktree ")).count(),
+        2,
+        "only the project and c1's worktree remain:\n{wt}"
+    );
+}

@@ -26,6 +26,22 @@ pub struct Config {
     pub agents: BTreeMap<String, AgentConfig>,
     #[serde(default)]
     pub instances: InstancesConfig,
+    #[serde(default)]
+    pub github: GithubConfig,
+}
+
+/// `[github]`: where pull requests are opened.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GithubConfig {
+    /// The REST API's base URL (default `$GITHUB_API_URL`, else
+    /// https://api.github.com; GitHub Enterprise: https://HOST/api/v3).
+    pub api_url: Option<String>,
+    /// `owner/name` (default: read from the remote's URL).
+    pub repository: Option<String>,
+    /// The git remote branches are pushed to (default: `[workers] remote`,
+    /// else `origin`).
+    pub remote: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -164,6 +180,28 @@ impl Config {
         cfg.synchronous()?;
         cfg.lease_ttl_ms()?;
         cfg.instances.settings(std::path::Path::new("."))?;
+        if let Some(r) = &cfg.github.repository
+            && crate::github::Repo::parse(r).is_none()
+        {
+            return Err(Error::coded(
+                baton_core::instance::ErrorCode::InvalidConfiguration,
+                format!("{file}: [github] repository = {r:?} is not of the form owner/name"),
+            )
+            .hint(format!(
+                "in {file}, write e.g. repository = \"acme/app\" under [github]"
+            )));
+        }
+        if let Some(u) = &cfg.github.api_url
+            && !(u.starts_with("https://") || u.starts_with("http://"))
+        {
+            return Err(Error::coded(
+                baton_core::instance::ErrorCode::InvalidConfiguration,
+                format!("{file}: [github] api_url = {u:?} is not an http(s) URL"),
+            )
+            .hint(format!(
+                "in {file}, write api_url = \"https://api.github.com\" (GitHub Enterprise: \"https://HOST/api/v3\") under [github]"
+            )));
+        }
         for (name, a) in &cfg.agents {
             if a.cli.is_some() && !a.command.is_empty() {
                 return Err(Error::bad_input(format!(

@@ -23,21 +23,21 @@ pub struct Finding {
 }
 
 impl Finding {
-    fn ok(m: impl Into<String>) -> Self {
+    pub(crate) fn ok(m: impl Into<String>) -> Self {
         Finding {
             level: "ok",
             message: m.into(),
             hint: None,
         }
     }
-    fn problem(m: impl Into<String>, hint: impl Into<String>) -> Self {
+    pub(crate) fn problem(m: impl Into<String>, hint: impl Into<String>) -> Self {
         Finding {
             level: "problem",
             message: m.into(),
             hint: Some(hint.into()),
         }
     }
-    fn fixed(m: impl Into<String>) -> Self {
+    pub(crate) fn fixed(m: impl Into<String>) -> Self {
         Finding {
             level: "fixed",
             message: m.into(),
@@ -323,6 +323,11 @@ fn check_tasks(eng: &Engine, fix: bool, shared: bool) -> Result<Vec<Finding>> {
                     "run `baton doctor --fix` to delete them",
                 ));
             }
+        }
+        // Agent instances, before the prune: a worktree they lost is
+        // accounted for first.
+        if let Ok(agents) = eng.agents() {
+            out.extend(agents.reconcile(fix));
         }
         if let Ok(prunable) = git.run(&["worktree", "prune", "--dry-run", "-v"], &[]) {
             let lines: Vec<&str> = prunable.lines().filter(|l| !l.trim().is_empty()).collect();

@@ -229,7 +229,12 @@ impl Engine {
         self.observer.as_ref()
     }
 
-    fn crash_point(&self, point: &str, phase: &str) {
+    /// How long a lease lives without a heartbeat.
+    pub(crate) fn ttl_ms(&self) -> i64 {
+        self.ttl_ms
+    }
+
+    pub(crate) fn crash_point(&self, point: &str, phase: &str) {
         if self.crash_at.as_deref() == Some(&format!("{point}:{phase}")) {
             let _ =
                 nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGKILL);

@@ -13,15 +13,20 @@
 //! cannot be continued.
 //!
 //! What lives where: starting turns and their prompts in `instances/turn.rs`;
-//! `request_review` and `merge_back` in `instances/review.rs`; ending
+//! `request_review` and `merge_back` in `instances/review.rs`; the pull
+//! request (`create_pr`, `push_to_github`) in `instances/pull_request.rs`;
+//! ending
 //! instances, timeouts and removing what they held (never work) in
 //! `instances/cleanup.rs`.
 
 mod cleanup;
+mod pull_request;
+mod reconcile;
 mod review;
 mod turn;
 
 pub use cleanup::Removal;
+pub use pull_request::PushOptions;
 pub use review::ReviewOptions;
 
 use crate::config::InstanceSettings;

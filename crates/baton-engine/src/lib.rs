@@ -10,6 +10,7 @@ pub mod doctor;
 pub mod engine;
 pub mod error;
 pub mod git;
+pub mod github;
 pub mod host;
 pub mod instances;
 pub mod process;

@@ -3,13 +3,13 @@
 
 use super::{Result, engine};
 use crate::cli::{
-    AgentCommand, AgentIdArgs, AgentKillArgs, AgentLsArgs, AgentMergeBackArgs, AgentReviewArgs,
-    AgentSpawnArgs,
+    AgentCommand, AgentIdArgs, AgentKillArgs, AgentLsArgs, AgentMergeBackArgs, AgentPushArgs,
+    AgentReviewArgs, AgentSpawnArgs,
 };
 use crate::printer::Printer;
 use baton_core::Exit;
 use baton_core::instance::{Instance, Record};
-use baton_engine::instances::{Removal, ReviewOptions, SpawnOptions, View};
+use baton_engine::instances::{PushOptions, Removal, ReviewOptions, SpawnOptions, View};
 use baton_engine::{Error, Project};
 use serde_json::{Value, json};
 use std::io::Read;
@@ -25,6 +25,7 @@ pub fn run(project: &Project, c: AgentCommand, printer: &Arc<Printer>) -> Result
         AgentCommand::Log(a) => log(&agents, a, printer),
         AgentCommand::Review(a) => review(&agents, a, printer),
         AgentCommand::MergeBack(a) => merge_back(&agents, a, printer),
+        AgentCommand::Push(a) => push(&agents, a, printer),
         AgentCommand::Kill(a) => kill(&agents, a, printer),
     }
 }
@@ -250,6 +251,30 @@ fn merge_back(agents: &Agents, a: AgentMergeBackArgs, printer: &Printer) -> Resu
             parent.id,
             parent.resources.branch.as_deref().unwrap_or("?")
         ));
+    }
+    Ok(Exit::Done)
+}
+
+fn push(agents: &Agents, a: AgentPushArgs, printer: &Printer) -> Result<Exit> {
+    let id = agents.resolve(a.id.as_deref())?;
+    let owner = agents.push(
+        &id,
+        PushOptions {
+            title: a.title,
+            body: a.body,
+            draft: a.draft,
+        },
+    )?;
+    if a.json {
+        printer.data(&view_json(&agents.show(&owner.id)?).to_string());
+    } else if let Some(pr) = owner.coding().and_then(|c| c.pull_request.as_ref()) {
+        printer.info(&format!(
+            "pull request #{} opened for {} ({})",
+            pr.number,
+            owner.id,
+            owner.resources.branch.as_deref().unwrap_or("?")
+        ));
+        printer.data(&pr.url);
     }
     Ok(Exit::Done)
 }

@@ -93,7 +93,7 @@ impl Agents<'_> {
                     .is_some_and(|b| self.git.resolve(&format!("refs/heads/{b}")).is_some());
             let running = self.last_turn(i).is_some_and(|(_, s)| turn_is_live(s));
             if holds || running {
-                self.clean_up_quietly(&i.id);
+                self.clean_up_quietly(&i.id, false);
             }
         }
         Ok(self.eng.store.instances()?)
@@ -103,7 +103,7 @@ impl Agents<'_> {
     /// in: that one ends by itself) and removes its worktree and branch
     /// if that loses nothing. A failure is journaled.
     pub(super) fn clean_up(&self, id: &InstanceId) -> Removal {
-        let removal = self.clean_up_quietly(id);
+        let removal = self.clean_up_quietly(id, false);
         for (i, e) in &removal.failed {
             let _ = self.step(Input::CleanupFailed {
                 id: i.clone(),
@@ -113,7 +113,8 @@ impl Agents<'_> {
         removal
     }
 
-    fn clean_up_quietly(&self, id: &InstanceId) -> Removal {
+    /// `forced` (`doctor --fix`): also under `cleanup_policy = "manual"`.
+    pub(super) fn clean_up_quietly(&self, id: &InstanceId, forced: bool) -> Removal {
         let mut out = Removal::default();
         let all = match self.eng.store.instances() {
             Ok(a) => a,
@@ -143,7 +144,7 @@ impl Agents<'_> {
                 return out;
             }
         }
-        if self.settings.cleanup_policy == CleanupPolicy::Manual {
+        if self.settings.cleanup_policy == CleanupPolicy::Manual && !forced {
             out.kept
                 .push((id.clone(), "[instances] cleanup_policy = \"manual\"".into()));
             return out;
@@ -157,9 +158,9 @@ impl Agents<'_> {
             ));
             return out;
         }
-        let (Some(path), Some(branch)) = (&i.resources.worktree_path, &i.resources.branch) else {
-            return out;
-        };
+        let (path, branch) = self.owned(i);
+        let path = path.display().to_string();
+        let branch = &branch;
         // What its commits must be held by: its base (a review's parent's
         // branch).
         let base = match &i.config {
@@ -172,7 +173,7 @@ impl Agents<'_> {
         };
         match self
             .git
-            .remove_if_nothing_held(Path::new(path), branch, &base)
+            .remove_if_nothing_held(Path::new(&path), branch, &base)
         {
             Ok(Held::Nothing) => out
                 .removed

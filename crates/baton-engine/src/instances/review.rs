@@ -90,6 +90,7 @@ impl Agents<'_> {
         {
             return Err(self.failed(&rid, ErrorCode::ForkFailed, e));
         }
+        self.eng.crash_point("review-forked", rid.as_str());
         let all = self.step(Input::Allocated {
             id: rid.clone(),
             resources: Resources {

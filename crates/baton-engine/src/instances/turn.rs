@@ -151,6 +151,8 @@ fn footer(inst: &Instance) -> String {
     }
     if cfg.require_review && c.review_count == 0 {
         s.push_str("A review is required before this work can become a pull request.\n");
+    } else {
+        s.push_str("When the work is ready to be merged, run `baton agent push` (or call baton's MCP tool create_pr): your branch is pushed and a pull request opened.\n");
     }
     s
 }
@@ -180,7 +182,7 @@ pub(super) fn review_prompt(review: &Instance, parent: &Instance) -> String {
     });
     let iteration = review.review().map(|r| r.iteration).unwrap_or(1);
     format!(
-        "{ask}\n\nYou are baton review instance {rid} (review {iteration} of coding instance {pid}). This worktree ({path}, branch {branch}) is a copy of its branch {pbranch}; `git log` and `git diff` show its work. Its instructions were:\n\n{instructions}\n\n---\nCommit any fix you make on your branch. When you are done, run `baton agent merge-back --feedback \"...\"` (or call baton's MCP tool merge_back): your commits are merged into {pbranch} and your feedback goes to the coding agent, which goes on with it.\n",
+        "{ask}\n\nYou are baton review instance {rid} (review {iteration} of coding instance {pid}). This worktree ({path}, branch {branch}) is a copy of its branch {pbranch}; `git log` and `git diff` show its work. Its instructions were:\n\n{instructions}\n\n---\nCommit any fix you make on your branch. When you are done, decide:\n- more work is needed: run `baton agent merge-back --feedback \"...\"` (or call baton's MCP tool merge_back): your commits are merged into {pbranch} and your feedback goes to the coding agent, which goes on with it;\n- the work is ready: run `baton agent push` (or call baton's MCP tool push_to_github): your commits are merged into {pbranch}, which is pushed, and a pull request is opened.\n",
         rid = review.id,
         pid = parent.id,
     )

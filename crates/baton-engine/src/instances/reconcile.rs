@@ -1,0 +1,155 @@
+//! `baton doctor` for agent instances: every instance, worktree and branch
+//! accounted for. An instance whose worktree is gone, or whose start was
+//! cut short (a crash between its record and its worktree), is marked
+//! failed; the worktrees and branches baton recorded for instances that
+//! ended are removed with `--fix`, except those holding work, which are
+//! kept and reported. What baton owns is known from the store (the
+//! instance's recorded resources, or the worktree and branch it was to
+//! get), never from a name pattern.
+
+use super::{Agents, cleanup::Removal};
+use crate::doctor::Finding;
+use baton_core::instance::{self, ErrorCode, Input, Instance, Status};
+use std::path::{Path, PathBuf};
+
+impl Agents<'_> {
+    /// The doctor's findings; with `fix`, the repairs made.
+    pub fn reconcile(&self, fix: bool) -> Vec<Finding> {
+        let mut out = Vec::new();
+        let all = match self.eng.store.instances() {
+            Ok(a) => a,
+            Err(e) => {
+                out.push(Finding::problem(
+                    format!("agent instances cannot be read: {e}"),
+                    "run `baton doctor` again once the store is repaired",
+                ));
+                return out;
+            }
+        };
+        let now = self.eng.now();
+        // Past their deadline: the next command fails them; --fix does now.
+        for input in instance::due(&all, now) {
+            let Input::TimedOut { id } = &input else {
+                continue;
+            };
+            if fix {
+                if self.step(input.clone()).is_ok() {
+                    out.push(Finding::fixed(format!(
+                        "agent instance {id} ran past its timeout: marked failed"
+                    )));
+                }
+            } else {
+                out.push(Finding::problem(
+                    format!("agent instance {id} has run past its timeout"),
+                    "run `baton doctor --fix` (or any `baton agent` command) to mark it failed",
+                ));
+            }
+        }
+        let all = self.eng.store.instances().unwrap_or(all);
+        for i in all.by_id.values().filter(|i| !i.status.ended()) {
+            if let Some(why) = self.lost(i, now.millis()) {
+                let code = ErrorCode::ResourceAllocationFailed;
+                if fix {
+                    let failed = self.step(Input::Fail {
+                        id: i.id.clone(),
+                        code,
+                        reason: why.clone(),
+                    });
+                    if failed.is_ok() {
+                        out.push(Finding::fixed(format!(
+                            "agent instance {}: {why}; marked failed ({code})",
+                            i.id
+                        )));
+                    }
+                } else {
+                    out.push(Finding::problem(
+                        format!("agent instance {} is {} but {why}", i.id, i.status.as_str()),
+                        "run `baton doctor --fix` to mark it failed",
+                    ));
+                }
+            }
+        }
+        // What ended instances still hold.
+        let all = self.eng.store.instances().unwrap_or(all);
+        let mut removal = Removal::default();
+        for i in all.by_id.values().filter(|i| i.status.ended()) {
+            let (path, branch) = self.owned(i);
+            let here = path.exists() || self.git.resolve(&format!("refs/heads/{branch}")).is_some();
+            if !here {
+                continue;
+            }
+            if fix {
+                let r = self.clean_up_quietly(&i.id, true);
+                removal.removed.extend(r.removed);
+                removal.kept.extend(r.kept);
+                removal.failed.extend(r.failed);
+            } else {
+                out.push(Finding::problem(
+                    format!(
+                        "agent instance {} ended ({}) but its worktree {} or branch {branch} remains",
+                        i.id,
+                        i.status.as_str(),
+                        path.display()
+                    ),
+                    "run `baton doctor --fix` to remove them (a worktree or branch holding work is kept)",
+                ));
+            }
+        }
+        for (id, what) in removal.removed {
+            out.push(Finding::fixed(format!(
+                "agent instance {id} had ended: removed its {what}"
+            )));
+        }
+        for (id, why) in removal.kept {
+            out.push(Finding::problem(
+                format!("agent instance {id} has ended; its worktree and branch are kept: {why}"),
+                "push or merge that work (or discard it yourself); baton never deletes it",
+            ));
+        }
+        for (id, e) in removal.failed {
+            out.push(Finding::problem(
+                format!("agent instance {id}: {}: {e}", ErrorCode::CleanupFailed),
+                "see the error; `git worktree list` shows the worktrees",
+            ));
+        }
+        out.push(Finding::ok(format!(
+            "{} agent instance(s) accounted for",
+            all.by_id.len()
+        )));
+        out
+    }
+
+    /// Why a live instance cannot go on, if it cannot.
+    fn lost(&self, i: &Instance, now_ms: i64) -> Option<String> {
+        if i.status == Status::Started {
+            // Its worktree is made within moments of its record: silent
+            // for a lease's time to live, the process making it is gone.
+            return (now_ms - i.updated_at.millis() > self.eng.ttl_ms())
+                .then(|| "its start was cut short (no worktree and agent were recorded)".into());
+        }
+        let path = i.resources.worktree_path.as_deref()?;
+        (!Path::new(path).is_dir()).then(|| format!("its worktree {path} is gone"))
+    }
+
+    /// The worktree and branch baton made (or was making) for `i`.
+    pub(super) fn owned(&self, i: &Instance) -> (PathBuf, String) {
+        let path = i
+            .resources
+            .worktree_path
+            .as_deref()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| self.worktree_path(&i.id));
+        let branch = i
+            .resources
+            .branch
+            .clone()
+            .unwrap_or_else(|| match &i.config {
+                instance::Config::Coding(c) => c
+                    .target_branch
+                    .clone()
+                    .unwrap_or_else(|| format!("baton/{}", i.id)),
+                instance::Config::Review(_) => format!("baton/{}", i.id),
+            });
+        (path, branch)
+    }
+}
