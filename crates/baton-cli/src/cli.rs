@@ -289,6 +289,8 @@ pub enum AgentCommand {
     Show(AgentIdArgs),
     /// Print an instance's journal (and its reviews' requests and decisions).
     Log(AgentIdArgs),
+    /// Attach your terminal to an interactive instance's tmux session (detach: Ctrl-b d).
+    Attach(AgentAttachArgs),
     /// Ask for a review: a review agent starts on a fork of the coding agent's branch.
     Review(AgentReviewArgs),
     /// End a review: merge its branch into the coding agent's, and send it the feedback.
@@ -342,9 +344,17 @@ pub struct AgentSpawnArgs {
     /// Fail the instance after this long (default: [instances.coding] execution_timeout, 24h).
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
+    /// Run the agent's own terminal UI in a tmux session (`baton agent attach`).
+    #[arg(long)]
+    pub interactive: bool,
     /// Print the instance as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AgentAttachArgs {
+    pub id: String,
 }
 
 #[derive(Debug, Args)]

@@ -605,3 +605,66 @@ fn a_crash_during_a_review_leaves_nothing_unaccounted() {
         "only the project and c1's worktree remain:\n{wt}"
     );
 }
+
+/// An interactive instance runs its agent's terminal program in tmux on
+/// baton's own socket: `baton agent attach` (run here inside a real
+/// terminal) puts a person in front of it, who types and reads; a
+/// review's feedback is typed into its pane; ending it saves the pane to
+/// the instance's log and ends its processes.
+#[test]
+fn attach_puts_a_person_inside_an_interactive_agent() {
+    let (p, _remote) = project();
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str(
+        "[agents.tui]\ncommand = [\"sh\", \"-c\", '''echo \"task: $1\" | head -n1; echo $$ > \"$BATON_PROJECT/.baton/tui.pid\"; while printf 'say> '; read -r line; do echo \"you said: $line\"; done''', \"tui\", \"{{prompt}}\"]\n",
+    );
+    fs_err::write(&cfg, text).unwrap();
+    ok(
+        &p,
+        &[
+            "agent",
+            "spawn",
+            "talk to me",
+            "--id",
+            "c1",
+            "--agent",
+            "tui",
+            "--interactive",
+        ],
+    );
+    let v = show(&p, "c1");
+    assert_eq!(v["tmux"]["state"], "running", "{v}");
+    let pid: u32 = wait_for("the agent's pid", || {
+        fs_err::read_to_string(p.root().join(".baton/tui.pid"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    });
+    let term = baton_testkit::Tmux::start(&format!(
+        "cd {} && {} agent attach c1",
+        p.root().display(),
+        baton_bin().display()
+    ));
+    term.wait_for("task: talk to me", 20);
+    term.wait_for("say>", 20);
+    term.send(&["hello there", "Enter"]);
+    term.wait_for("you said: hello there", 20);
+
+    // A review's feedback is typed into the pane.
+    ok(&p, &["agent", "review", "c1", "--agent", "reviewer"]);
+    term.wait_for("you said: Review 1 of your work is done", 30);
+    assert_eq!(show(&p, "c1-r1")["state"]["feedback_delivered"], true);
+
+    let k: Value = serde_json::from_str(&ok(&p, &["agent", "kill", "c1", "--json"])).unwrap();
+    assert_eq!(k["failed"], Value::Array(vec![]), "{k}");
+    wait_for("the agent to be ended", || process_gone(pid).then_some(()));
+    let pane = fs_err::read_to_string(p.root().join(".baton/agents/c1/pane.log")).unwrap();
+    assert!(pane.contains("you said: hello there"), "{pane}");
+    let v = show(&p, "c1");
+    assert_eq!(v["tmux"]["state"], "gone");
+    let (code, _, err) = p.run(&["agent", "attach", "c1"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("WORKFLOW_INVALID_STATE"), "{err}");
+}

@@ -23,6 +23,7 @@ mod cleanup;
 mod pull_request;
 mod reconcile;
 mod review;
+mod session;
 mod turn;
 
 pub use cleanup::Removal;
@@ -74,14 +75,20 @@ pub struct SpawnOptions {
     pub require_review: Option<bool>,
     pub max_reviews: Option<u32>,
     pub execution_timeout_ms: Option<u64>,
+    /// Run the agent's terminal UI in a tmux session (`baton agent
+    /// attach`) instead of headless turns.
+    pub interactive: bool,
 }
 
-/// An instance and how its latest turn stands.
+/// An instance and how its agent stands.
 #[derive(Debug, Clone)]
 pub struct View {
     pub instance: Instance,
     /// Its latest turn's task and that task's status.
     pub turn: Option<(TaskId, DisplayStatus)>,
+    /// An interactive instance's tmux session: whether its program still
+    /// runs (`None`: the session is gone).
+    pub session: Option<bool>,
 }
 
 impl Engine {
@@ -242,7 +249,17 @@ impl Agents<'_> {
         if let Some(s) = self.last_session(&instance) {
             instance.resources.agent_session_id = Some(s.native_id);
         }
-        View { instance, turn }
+        let session = instance
+            .resources
+            .session_name
+            .as_deref()
+            .and_then(|n| self.tmux().pane(n))
+            .map(|(_, dead)| !dead);
+        View {
+            instance,
+            turn,
+            session,
+        }
     }
 
     /// The instance `id`: given, or the one this process runs in
@@ -288,6 +305,13 @@ impl Agents<'_> {
             .hint("end one with `baton agent kill ID`, or raise max_concurrent_instances in .baton/config.toml"));
         }
         let agent = self.agent_name(o.agent.as_deref())?;
+        if o.interactive && self.eng.project.config.agents[&agent].cli.is_some() {
+            return Err(Error::coded(
+                ErrorCode::InvalidConfiguration,
+                format!("agent {agent:?} is a built-in CLI adapter, which baton runs headless; --interactive runs `command = [...]` agents in tmux for now"),
+            )
+            .hint(format!("drop --interactive (its turns then run headless, with native resume), or define an agent with command = [\"{agent}\", \"{{{{prompt}}}}\"] for its terminal UI")));
+        }
         let id = match &o.id {
             Some(s) => InstanceId::parse(s).map_err(|e| {
                 Error::coded(ErrorCode::InvalidConfiguration, format!("--id {s:?}: {e}"))
@@ -351,14 +375,19 @@ impl Agents<'_> {
             id: id.clone(),
             resources: Resources {
                 worktree_path: Some(path.display().to_string()),
-                session_name: None,
+                session_name: o.interactive.then(|| session::session_name(&id)),
                 branch: Some(branch),
                 agent_session_id: None,
             },
         })?;
         let inst = found(&all, &id)?.clone();
         let prompt = turn::coding_prompt(&inst);
-        if let Err(e) = self.start_turn(&inst, &agent, prompt, None) {
+        let started = if o.interactive {
+            self.start_session(&inst, &agent, &prompt)
+        } else {
+            self.start_turn(&inst, &agent, prompt, None).map(|_| ())
+        };
+        if let Err(e) = started {
             return Err(self.failed(&id, ErrorCode::ResourceAllocationFailed, e));
         }
         Ok(found(&self.eng.store.instances()?, &id)?.clone())

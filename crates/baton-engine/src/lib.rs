@@ -18,6 +18,7 @@ pub mod project;
 pub mod render;
 pub mod store;
 pub mod techstack;
+pub mod tmux;
 pub mod worker;
 pub mod workspace;
 

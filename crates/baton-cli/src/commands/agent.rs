@@ -3,8 +3,8 @@
 
 use super::{Result, engine};
 use crate::cli::{
-    AgentCommand, AgentIdArgs, AgentKillArgs, AgentLsArgs, AgentMergeBackArgs, AgentPushArgs,
-    AgentReviewArgs, AgentSpawnArgs,
+    AgentAttachArgs, AgentCommand, AgentIdArgs, AgentKillArgs, AgentLsArgs, AgentMergeBackArgs,
+    AgentPushArgs, AgentReviewArgs, AgentSpawnArgs,
 };
 use crate::printer::Printer;
 use baton_core::Exit;
@@ -23,6 +23,7 @@ pub fn run(project: &Project, c: AgentCommand, printer: &Arc<Printer>) -> Result
         AgentCommand::Ls(a) => ls(&agents, a, printer),
         AgentCommand::Show(a) => show(&agents, a, printer),
         AgentCommand::Log(a) => log(&agents, a, printer),
+        AgentCommand::Attach(a) => attach(&agents, a),
         AgentCommand::Review(a) => review(&agents, a, printer),
         AgentCommand::MergeBack(a) => merge_back(&agents, a, printer),
         AgentCommand::Push(a) => push(&agents, a, printer),
@@ -50,6 +51,7 @@ fn spawn(agents: &Agents, a: AgentSpawnArgs, printer: &Printer) -> Result<Exit> 
         require_review: a.require_review.then_some(true),
         max_reviews: a.max_reviews,
         execution_timeout_ms,
+        interactive: a.interactive,
     })?;
     let view = agents.show(&inst.id)?;
     if a.json {
@@ -212,7 +214,23 @@ fn log(agents: &Agents, a: AgentIdArgs, printer: &Printer) -> Result<Exit> {
         })
         .collect();
     printer.data(&lines.join("\n"));
+    let pane = agents.folder(&id).join("pane.log");
+    if pane.is_file() {
+        printer.info(&format!(
+            "its terminal, as it was when its session ended: {}",
+            pane.display()
+        ));
+    }
     Ok(Exit::Done)
+}
+
+fn attach(agents: &Agents, a: AgentAttachArgs) -> Result<Exit> {
+    use std::os::unix::process::CommandExt;
+    let id = agents.resolve(Some(&a.id))?;
+    let mut cmd = agents.attach_command(&id)?;
+    // Becomes tmux: the terminal is the person's until they detach.
+    let e = cmd.exec();
+    Err(Error::op(format!("cannot run tmux attach: {e}")).hint("install tmux"))
 }
 
 fn review(agents: &Agents, a: AgentReviewArgs, printer: &Printer) -> Result<Exit> {
@@ -328,6 +346,13 @@ fn reviews(i: &Instance) -> String {
 }
 
 fn turn_text(v: &View) -> String {
+    if v.instance.resources.session_name.is_some() {
+        return match v.session {
+            Some(true) => "tmux running".into(),
+            Some(false) => "tmux exited".into(),
+            None => "tmux gone".into(),
+        };
+    }
     match &v.turn {
         Some((task, status)) => format!("{task} {}", status.as_str()),
         None => "-".into(),
@@ -351,6 +376,19 @@ fn view_json(v: &View) -> Value {
                 None => Value::Null,
             },
         );
+        if let Some(name) = &v.instance.resources.session_name {
+            o.insert(
+                "tmux".into(),
+                json!({
+                    "session": name,
+                    "state": match v.session {
+                        Some(true) => "running",
+                        Some(false) => "exited",
+                        None => "gone",
+                    },
+                }),
+            );
+        }
     }
     j
 }

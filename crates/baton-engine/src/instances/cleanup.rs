@@ -91,7 +91,11 @@ impl Agents<'_> {
                     .branch
                     .as_deref()
                     .is_some_and(|b| self.git.resolve(&format!("refs/heads/{b}")).is_some());
-            let running = self.last_turn(i).is_some_and(|(_, s)| turn_is_live(s));
+            let running = self.last_turn(i).is_some_and(|(_, s)| turn_is_live(s))
+                || i.resources
+                    .session_name
+                    .as_deref()
+                    .is_some_and(|n| self.tmux().has_session(n));
             if holds || running {
                 self.clean_up_quietly(&i.id, false);
             }
@@ -143,6 +147,11 @@ impl Agents<'_> {
                 ));
                 return out;
             }
+        }
+        if let Err(e) = self.end_session(i) {
+            out.failed
+                .push((id.clone(), format!("cannot end its tmux session: {e}")));
+            return out;
         }
         if self.settings.cleanup_policy == CleanupPolicy::Manual && !forced {
             out.kept

@@ -128,7 +128,11 @@ impl Agents<'_> {
                 .then(|| "its start was cut short (no worktree and agent were recorded)".into());
         }
         let path = i.resources.worktree_path.as_deref()?;
-        (!Path::new(path).is_dir()).then(|| format!("its worktree {path} is gone"))
+        if !Path::new(path).is_dir() {
+            return Some(format!("its worktree {path} is gone"));
+        }
+        let name = i.resources.session_name.as_deref()?;
+        (!self.tmux().has_session(name)).then(|| format!("its tmux session {name} is gone"))
     }
 
     /// The worktree and branch baton made (or was making) for `i`.

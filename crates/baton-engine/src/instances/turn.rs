@@ -95,6 +95,28 @@ impl Agents<'_> {
             if p.status.ended() {
                 continue;
             }
+            if let Some(name) = &p.resources.session_name {
+                // An interactive agent: the feedback is typed into its pane.
+                if self.tmux().pane(name).is_none_or(|(_, dead)| dead) {
+                    continue;
+                }
+                if self
+                    .step(Input::FeedbackDelivered {
+                        review: r.id.clone(),
+                    })
+                    .is_err()
+                {
+                    continue;
+                }
+                let prompt = feedback_prompt(p, r, &rs.decision_reason.clone().unwrap_or_default());
+                if let Err(e) = self.tmux().type_text(name, &prompt) {
+                    self.eng.observer().info(&format!(
+                        "could not type the feedback of review {} into {}'s pane: {e} (the feedback is in `baton agent log {}`)",
+                        r.id, p.id, p.id
+                    ));
+                }
+                continue;
+            }
             let busy = self.last_turn(p).is_some_and(|(_, s)| {
                 !matches!(
                     s,

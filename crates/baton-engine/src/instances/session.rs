@@ -1,0 +1,116 @@
+//! Interactive instances: the agent's own terminal UI in a tmux session on
+//! baton's socket (`baton agent attach` puts a person inside it), feedback
+//! typed into its pane, the pane captured into the instance's log before
+//! the session ends.
+
+use super::Agents;
+use crate::error::{Error, Result};
+use crate::tmux::Tmux;
+use baton_core::instance::{ErrorCode, Instance, InstanceId};
+use std::path::PathBuf;
+
+impl Agents<'_> {
+    pub(super) fn tmux(&self) -> Tmux {
+        Tmux::for_project(&self.eng.project.root)
+    }
+
+    /// Where an instance's own files go (its prompt, its captured pane).
+    pub fn folder(&self, id: &InstanceId) -> PathBuf {
+        self.eng
+            .project
+            .baton_dir()
+            .join("agents")
+            .join(id.as_str())
+    }
+
+    /// Starts `inst`'s agent in its tmux session, with `prompt`.
+    pub(super) fn start_session(&self, inst: &Instance, agent: &str, prompt: &str) -> Result<()> {
+        let name = inst
+            .resources
+            .session_name
+            .as_deref()
+            .expect("an interactive instance has a session name");
+        let cfg = &self.eng.project.config.agents[agent];
+        let dir = self.folder(&inst.id);
+        fs_err::create_dir_all(&dir)?;
+        let prompt_file = dir.join("prompt.md");
+        fs_err::write(&prompt_file, prompt)?;
+        let argv: Vec<String> = cfg
+            .command
+            .iter()
+            .map(|a| {
+                a.replace("{{prompt_file}}", &prompt_file.display().to_string())
+                    .replace("{{prompt}}", prompt)
+            })
+            .collect();
+        let mut env = vec![
+            (
+                "BATON_PROJECT".to_string(),
+                self.eng.project.root.display().to_string(),
+            ),
+            ("BATON_INSTANCE".to_string(), inst.id.to_string()),
+            ("BATON_AGENT".to_string(), agent.to_string()),
+        ];
+        env.extend(cfg.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        if let Some(url) = std::env::var("BATON_DATABASE_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+        {
+            env.push(("BATON_DATABASE_URL".into(), url));
+        }
+        let cwd = PathBuf::from(inst.resources.worktree_path.as_deref().unwrap_or("."));
+        self.tmux()
+            .new_session(name, &cwd, &argv, &env)
+            .map_err(|e| Error::coded(ErrorCode::ResourceAllocationFailed, e))
+    }
+
+    /// The command that attaches a person's terminal to `id`'s session.
+    pub fn attach_command(&self, id: &InstanceId) -> Result<std::process::Command> {
+        let v = self.show(id)?;
+        let Some(name) = v.instance.resources.session_name.clone() else {
+            return Err(Error::coded(
+                ErrorCode::InvalidState,
+                format!("{id} runs headless: it has no terminal to attach to"),
+            )
+            .hint(format!(
+                "follow its turns with `baton log TASK --follow` (`baton agent show {id}` names them); spawn with --interactive for a terminal"
+            )));
+        };
+        let tmux = self.tmux();
+        if !tmux.has_session(&name) {
+            return Err(Error::coded(
+                ErrorCode::InvalidState,
+                format!(
+                    "{id}'s tmux session {name} is gone ({})",
+                    v.instance.status.as_str()
+                ),
+            )
+            .hint(format!("`baton agent log {id}` shows what its pane showed")));
+        }
+        Ok(tmux.attach_command(&name))
+    }
+
+    /// Saves what the pane shows into the instance's folder, then ends the
+    /// session and its processes.
+    pub(super) fn end_session(&self, inst: &Instance) -> Result<(), String> {
+        let Some(name) = inst.resources.session_name.as_deref() else {
+            return Ok(());
+        };
+        let tmux = self.tmux();
+        if !tmux.has_session(name) {
+            return Ok(());
+        }
+        if let Ok(text) = tmux.capture(name) {
+            let dir = self.folder(&inst.id);
+            let _ = fs_err::create_dir_all(&dir);
+            let _ = fs_err::write(dir.join("pane.log"), text);
+        }
+        tmux.kill(name)
+    }
+}
+
+/// A tmux session name for instance `id` (tmux reads `.` and `:` in a
+/// target as window and pane).
+pub(super) fn session_name(id: &InstanceId) -> String {
+    id.as_str().replace(['.', ':'], "_")
+}
