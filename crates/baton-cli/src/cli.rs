@@ -299,6 +299,31 @@ pub enum AgentCommand {
     Push(AgentPushArgs),
     /// End an instance and its reviews; remove their worktrees unless that would lose work.
     Kill(AgentKillArgs),
+    /// Wait until an instance's work is done: its pull request open (exit 0), or it failed (exit 1).
+    Wait(AgentIdArgs),
+    /// Internal: the process of a workflow's agent phase run as a coding instance.
+    #[command(hide = true)]
+    Phase(AgentPhaseArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AgentPhaseArgs {
+    #[arg(long)]
+    pub id: String,
+    #[arg(long, value_name = "FILE")]
+    pub instructions_file: std::path::PathBuf,
+    #[arg(long)]
+    pub agent: Option<String>,
+    #[arg(long)]
+    pub base: Option<String>,
+    #[arg(long)]
+    pub require_review: Option<bool>,
+    #[arg(long)]
+    pub max_reviews: Option<u32>,
+    #[arg(long, value_name = "MS")]
+    pub timeout_ms: Option<u64>,
+    #[arg(long)]
+    pub interactive: bool,
 }
 
 #[derive(Debug, Args)]

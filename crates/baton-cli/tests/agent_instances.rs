@@ -668,3 +668,52 @@ fn attach_puts_a_person_inside_an_interactive_agent() {
     assert_eq!(code, 2);
     assert!(err.contains("WORKFLOW_INVALID_STATE"), "{err}");
 }
+
+/// An agent phase of a workflow run as a coding instance: the phase waits
+/// through the review loop and passes when the instance's work is done;
+/// an instance that times out fails its phase with the instance's code.
+#[test]
+fn a_workflow_phase_runs_as_a_coding_instance() {
+    let (p, _remote) = project();
+    p.workflow(
+        "loop",
+        "name = \"loop\"\n\n[[phase]]\nid = \"build\"\nagent = \"coder\"\nprompt = \"Build {{task}}\"\ninstance = { max_reviews = 1 }\n\n[[phase]]\nid = \"after\"\nrun = \"true\"\n",
+    );
+    let (code, out, err) = p.run(&["run", "loop", "the thing", "--id", "t1"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let st = p.state("t1");
+    assert_eq!(st["status"], "COMPLETE");
+    let build = &st["completed_phases"][0];
+    assert_eq!(
+        build["summary"], "agent instance t1-build finished its work",
+        "{st}"
+    );
+    let c = show(&p, "t1-build");
+    assert_eq!(c["config"]["instructions"], "Build the thing");
+    assert_eq!(
+        c["state"]["review_count"], 1,
+        "the loop ran inside the phase"
+    );
+    assert!(log_of(&p, "baton/t1-build").contains("wrote tests.txt"));
+
+    p.workflow(
+        "slow",
+        "name = \"slow\"\n\n[[phase]]\nid = \"build\"\nagent = \"sleeper\"\nprompt = \"Build {{task}}\"\ninstance = { timeout = \"1s\" }\n",
+    );
+    let (code, out, err) = p.run(&["run", "slow", "it", "--id", "t2"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    let st = p.state("t2");
+    assert_eq!(st["status"], "FAILED");
+    let failure = st.to_string();
+    assert!(failure.contains("WORKFLOW_EXECUTION_TIMEOUT"), "{failure}");
+    assert_eq!(show(&p, "t2-build")["status"], "failed");
+
+    // A phase key that makes no sense elsewhere is refused.
+    p.workflow(
+        "bad",
+        "name = \"bad\"\n\n[[phase]]\nid = \"x\"\nrun = \"true\"\ninstance = { max_reviews = 1 }\n",
+    );
+    let (code, _, err) = p.run(&["run", "bad"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("`instance` has no effect"), "{err}");
+}

@@ -49,6 +49,29 @@ pub struct Phase {
     pub max_attempts: u32,
     pub on_failure: OnFailure,
     pub timeout_ms: Option<u64>,
+    /// An agent phase run as a coding agent instance (its own worktree,
+    /// the bounded review loop): `instance = { require_review = true }`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<InstanceSpec>,
+}
+
+/// `instance = { … }` on an agent phase: what the coding instance is
+/// given; the rest comes from `[instances]` in config.toml.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstanceSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require_review: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_reviews: Option<u32>,
+    /// The branch the work starts from (default: the checked-out one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    /// Its execution timeout (default `[instances.coding]`'s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Run the agent's terminal UI in tmux instead of headless turns.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interactive: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -317,8 +340,12 @@ impl Workflow {
                     ("on_failure", p.on_failure.as_ref().map(|o| o.span())),
                     ("agent", p.agent.as_ref().map(|a| a.span())),
                     ("loop_to", p.loop_to.as_ref().map(|l| l.span())),
+                    ("instance", p.instance.as_ref().map(|i| i.span())),
                 ],
-                PhaseKind::Run { .. } => vec![("agent", p.agent.as_ref().map(|a| a.span()))],
+                PhaseKind::Run { .. } => vec![
+                    ("agent", p.agent.as_ref().map(|a| a.span())),
+                    ("instance", p.instance.as_ref().map(|i| i.span())),
+                ],
                 PhaseKind::Prompt { .. } => Vec::new(),
             };
             if let Some((key, span)) = ignored.into_iter().find(|(_, s)| s.is_some()) {
@@ -357,6 +384,32 @@ impl Workflow {
                     format!("phase \"{id}\" sets max_iterations without loop_to"),
                 ));
             }
+            let instance = match &p.instance {
+                None => None,
+                Some(i) => {
+                    let r = i.get_ref();
+                    if r.require_review == Some(true) && r.max_reviews == Some(0) {
+                        return Err(at(
+                            Some(i.span()),
+                            format!(
+                                "phase \"{id}\": instance requires a review but allows max_reviews = 0"
+                            ),
+                        ));
+                    }
+                    Some(InstanceSpec {
+                        require_review: r.require_review,
+                        max_reviews: r.max_reviews,
+                        base: r.base.clone(),
+                        timeout_ms: match &r.timeout {
+                            Some(t) => Some(parse_timeout(t).map_err(|m| {
+                                at(Some(i.span()), format!("instance timeout: {m}"))
+                            })?),
+                            None => None,
+                        },
+                        interactive: r.interactive.unwrap_or(false),
+                    })
+                }
+            };
             let max_attempts = match &p.max_attempts {
                 Some(m) if *m.get_ref() == 0 => {
                     return Err(at(Some(m.span()), "max_attempts must be at least 1".into()));
@@ -385,6 +438,7 @@ impl Workflow {
                     Some(t) => Some(parse_timeout(t.get_ref()).map_err(|m| at(Some(t.span()), m))?),
                     None => defaults.timeout_ms,
                 },
+                instance,
             });
         }
 
@@ -641,6 +695,17 @@ struct RawPhase {
     on_failure: Option<Spanned<String>>,
     timeout: Option<Spanned<String>>,
     wait: Option<Spanned<RawWait>>,
+    instance: Option<Spanned<RawInstance>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawInstance {
+    require_review: Option<bool>,
+    max_reviews: Option<u32>,
+    base: Option<String>,
+    timeout: Option<String>,
+    interactive: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -827,5 +892,26 @@ wait = { human = "Ship it?", options = ["yes", "no"] }
         let b = parse("name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"false\"\n").unwrap();
         assert_ne!(a.hash(), b.hash());
         assert_eq!(a.hash(), a.clone().hash());
+    }
+
+    #[test]
+    fn an_agent_phase_may_run_as_a_coding_instance() {
+        let wf = parse(
+            "name = \"wf\"\n[[phase]]\nid = \"a\"\nprompt = \"x\"\ninstance = { require_review = true, max_reviews = 2, timeout = \"2h\" }\n",
+        )
+        .unwrap();
+        let spec = wf.phases[0].instance.clone().unwrap();
+        assert_eq!(spec.require_review, Some(true));
+        assert_eq!(spec.max_reviews, Some(2));
+        assert_eq!(spec.timeout_ms, Some(7_200_000));
+        let e = parse(
+            "name = \"wf\"\n[[phase]]\nid = \"a\"\nprompt = \"x\"\ninstance = { reviews = 2 }\n",
+        )
+        .unwrap_err();
+        assert!(e.message.contains("unknown field `reviews`"), "{e}");
+        // Definitions pinned before `instance` existed keep their hash.
+        let plain = parse("name = \"wf\"\n[[phase]]\nid = \"a\"\nprompt = \"x\"\n").unwrap();
+        let json = serde_json::to_string(&plain).unwrap();
+        assert!(!json.contains("instance"), "{json}");
     }
 }

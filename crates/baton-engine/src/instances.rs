@@ -25,10 +25,12 @@ mod reconcile;
 mod review;
 mod session;
 mod turn;
+mod wait;
 
 pub use cleanup::Removal;
 pub use pull_request::PushOptions;
 pub use review::ReviewOptions;
+pub use wait::Done;
 
 use crate::config::InstanceSettings;
 use crate::engine::Engine;

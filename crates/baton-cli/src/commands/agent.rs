@@ -4,12 +4,12 @@
 use super::{Result, engine};
 use crate::cli::{
     AgentAttachArgs, AgentCommand, AgentIdArgs, AgentKillArgs, AgentLsArgs, AgentMergeBackArgs,
-    AgentPushArgs, AgentReviewArgs, AgentSpawnArgs,
+    AgentPhaseArgs, AgentPushArgs, AgentReviewArgs, AgentSpawnArgs,
 };
 use crate::printer::Printer;
 use baton_core::Exit;
 use baton_core::instance::{Instance, Record};
-use baton_engine::instances::{PushOptions, Removal, ReviewOptions, SpawnOptions, View};
+use baton_engine::instances::{Done, PushOptions, Removal, ReviewOptions, SpawnOptions, View};
 use baton_engine::{Error, Project};
 use serde_json::{Value, json};
 use std::io::Read;
@@ -28,6 +28,8 @@ pub fn run(project: &Project, c: AgentCommand, printer: &Arc<Printer>) -> Result
         AgentCommand::MergeBack(a) => merge_back(&agents, a, printer),
         AgentCommand::Push(a) => push(&agents, a, printer),
         AgentCommand::Kill(a) => kill(&agents, a, printer),
+        AgentCommand::Wait(a) => wait(&agents, a, printer),
+        AgentCommand::Phase(a) => phase(&agents, a, printer),
     }
 }
 
@@ -295,6 +297,52 @@ fn push(agents: &Agents, a: AgentPushArgs, printer: &Printer) -> Result<Exit> {
         printer.data(&pr.url);
     }
     Ok(Exit::Done)
+}
+
+fn wait(agents: &Agents, a: AgentIdArgs, printer: &Printer) -> Result<Exit> {
+    let id = agents.resolve(a.id.as_deref())?;
+    let done = agents.wait(&id)?;
+    if a.json {
+        printer.data(&view_json(&agents.show(&id)?).to_string());
+    } else {
+        printer.data(&done_line(&id, &done));
+    }
+    Ok(Exit::Done)
+}
+
+/// A workflow's agent phase as a coding instance: its last line is the
+/// phase's summary.
+fn phase(agents: &Agents, a: AgentPhaseArgs, printer: &Printer) -> Result<Exit> {
+    let id = agents.resolve(Some(&a.id))?;
+    let instructions = fs_err::read_to_string(&a.instructions_file)?;
+    printer.always(&format!(
+        "agent instance {id}: spawned or found, waiting for its work"
+    ));
+    let (id, done) = agents.run_phase(
+        &id,
+        SpawnOptions {
+            id: None,
+            instructions,
+            agent: a.agent,
+            base: a.base,
+            branch: None,
+            require_review: a.require_review,
+            max_reviews: a.max_reviews,
+            execution_timeout_ms: a.timeout_ms,
+            interactive: a.interactive,
+        },
+    )?;
+    printer.data(&done_line(&id, &done));
+    Ok(Exit::Done)
+}
+
+fn done_line(id: &baton_core::instance::InstanceId, done: &Done) -> String {
+    match done {
+        Done::PullRequest { number, url } => {
+            format!("agent instance {id} opened pull request #{number}: {url}")
+        }
+        Done::Finished => format!("agent instance {id} finished its work"),
+    }
 }
 
 fn kill(agents: &Agents, a: AgentKillArgs, printer: &Printer) -> Result<Exit> {

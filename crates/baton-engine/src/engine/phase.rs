@@ -1,6 +1,7 @@
 //! One attempt of a phase, from its start to its journaled end: started in
 //! `phase/start.rs`, its process prepared by `phase/command.rs` (a `run`
-//! command) or `phase/prompt.rs` (an agent CLI), run and watched by
+//! command), `phase/prompt.rs` (an agent CLI) or `phase/instance.rs` (an
+//! agent phase run as a coding agent instance), run and watched by
 //! `phase/launch.rs` (held at the gate, journaled, an agent's stream read
 //! as it is written), and its end judged and journaled in `phase/end.rs`.
 
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 
 mod command;
 mod end;
+mod instance;
 mod launch;
 mod prompt;
 mod start;
@@ -66,7 +68,10 @@ impl Engine {
         // followed by a second one, when its session could not be continued).
         let launched = match &at.def.kind {
             PhaseKind::Run { command } => self.launch_command(held, &at, command)?,
-            PhaseKind::Prompt { template: t, .. } => self.launch_prompt(held, &at, t)?,
+            PhaseKind::Prompt { template: t, .. } => match &at.def.instance {
+                Some(spec) => self.launch_instance(held, &at, t, spec)?,
+                None => self.launch_prompt(held, &at, t)?,
+            },
             PhaseKind::Wait(_) => unreachable!("wait phases are not started"),
         };
         // baton's brief leaves the memory files when the phase ends, before
