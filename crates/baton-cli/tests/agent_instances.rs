@@ -717,3 +717,184 @@ fn a_workflow_phase_runs_as_a_coding_instance() {
     assert_eq!(code, 2);
     assert!(err.contains("`instance` has no effect"), "{err}");
 }
+
+/// The whole loop to its end: coding → request_review → merge_back with
+/// feedback → request_review → push_to_github, against a local GitHub API
+/// that checks every request against GitHub's OpenAPI description (and
+/// answers the first create with a 502). The coding instance ends
+/// `pr_created` with the number and URL; its branch is on the remote.
+#[test]
+fn the_loop_ends_with_a_pull_request() {
+    let github = baton_testkit::github::FakeGitHub::start(1);
+    let (p, remote) = project();
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    let b = baton_bin();
+    text.push_str(&format!(
+        "[agents.pusher]\ncommand = [\"sh\", \"-c\", '''echo \"ok by $BATON_INSTANCE\" >> REVIEW.md; git add -A && git -c user.email=a@a -c user.name=agent commit -qm 'last touch'; {} agent push''']\nenv = {{ GITHUB_TOKEN = \"test-token\" }}\n\n[github]\napi_url = \"{}\"\nrepository = \"acme/widgets\"\n",
+        b.display(),
+        github.url
+    ));
+    fs_err::write(&cfg, text).unwrap();
+    ok(
+        &p,
+        &[
+            "agent",
+            "spawn",
+            "Add the widget\n\nIt must spin.",
+            "--id",
+            "c1",
+            "--agent",
+            "coder",
+            "--require-review",
+        ],
+    );
+    wait_for("the feedback turn", || {
+        let v = settled(&p, "c1");
+        (v["turns"].as_array()?.len() == 2 && v["turn"]["status"] == "COMPLETE").then_some(())
+    });
+    ok(&p, &["agent", "review", "c1", "--agent", "pusher"]);
+    let v = wait_for("the pull request", || {
+        let v = show(&p, "c1");
+        (v["status"] == "pr_created").then_some(v)
+    });
+    let pr = &v["state"]["pull_request"];
+    assert_eq!(pr["number"], 1);
+    assert_eq!(pr["url"], "https://github.com/acme/widgets/pull/1");
+    assert_eq!(v["state"]["review_count"], 2);
+    let r = show(&p, "c1-r2");
+    assert_eq!(r["state"]["decision"], "push_to_github");
+    // The branch on the remote has everything: work, both reviews, the feedback's tests.
+    let remote_log = String::from_utf8(
+        Command::new("git")
+            .args(["log", "--format=%s", "baton/c1"])
+            .current_dir(remote.path())
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    for s in ["work", "review fix", "wrote tests.txt", "last touch"] {
+        assert!(
+            remote_log.lines().any(|l| l == s),
+            "{s:?} not on the remote:\n{remote_log}"
+        );
+    }
+    // What GitHub was asked, and that every request was valid.
+    let reqs = github.requests();
+    let creates: Vec<&Value> = reqs.iter().filter(|r| r["method"] == "POST").collect();
+    assert_eq!(creates.len(), 2, "one 502, then the retry: {reqs:?}");
+    assert_eq!(creates[0]["status"], 502);
+    assert_eq!(creates[1]["status"], 201);
+    let body = &creates[1]["body"];
+    assert_eq!(body["head"], "baton/c1");
+    assert_eq!(body["base"], "main");
+    assert_eq!(body["title"], "Add the widget");
+    assert_eq!(creates[1]["headers"]["authorization"], "Bearer test-token");
+    for r in &reqs {
+        let problems: Vec<&str> = r["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_str().unwrap())
+            .filter(|p| !p.starts_with("warning:"))
+            .collect();
+        assert!(problems.is_empty(), "{r}");
+    }
+    // The journal says who opened it.
+    let kinds: Vec<String> = ok(&p, &["agent", "log", "c1", "--json"])
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("pr_created"),
+        "{kinds:?}"
+    );
+    // Once open, nothing more is asked of it.
+    refused(
+        &p,
+        &["agent", "review", "c1"],
+        2,
+        "WORKFLOW_PARENT_INVALID_STATE",
+    );
+}
+
+/// Without a token nothing is pushed and the refusal says how to give one;
+/// a coding instance that requires a review cannot open its pull request
+/// before one.
+#[test]
+fn a_pull_request_needs_a_token_and_the_required_review() {
+    let github = baton_testkit::github::FakeGitHub::start(0);
+    let (p, remote) = project();
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str(&format!(
+        "\n[github]\napi_url = \"{}\"\nrepository = \"acme/widgets\"\n",
+        github.url
+    ));
+    fs_err::write(&cfg, text).unwrap();
+    ok(
+        &p,
+        &["agent", "spawn", "x", "--id", "c1", "--agent", "committer"],
+    );
+    settled(&p, "c1");
+    let out = p
+        .baton(&["agent", "push", "c1"])
+        .env_remove("GITHUB_TOKEN")
+        .env_remove("GH_TOKEN")
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("WORKFLOW_PR_CREATION_FAILED: no GitHub token"),
+        "{err}"
+    );
+    assert!(err.contains("hint: export GITHUB_TOKEN"), "{err}");
+    let heads = Command::new("git")
+        .args(["branch", "--list", "baton/c1"])
+        .current_dir(remote.path())
+        .output()
+        .unwrap();
+    assert!(heads.stdout.is_empty(), "nothing was pushed");
+    assert!(github.requests().is_empty());
+
+    ok(
+        &p,
+        &[
+            "agent",
+            "spawn",
+            "y",
+            "--id",
+            "c2",
+            "--agent",
+            "committer",
+            "--require-review",
+        ],
+    );
+    settled(&p, "c2");
+    let err = refused(&p, &["agent", "push", "c2"], 2, "WORKFLOW_INVALID_STATE");
+    assert!(err.contains("requires a review"), "{err}");
+    // With a token, c1's pull request opens.
+    let out = p
+        .baton(&["agent", "push", "c1", "--title", "Mine"])
+        .env("GITHUB_TOKEN", "t")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "https://github.com/acme/widgets/pull/1"
+    );
+}

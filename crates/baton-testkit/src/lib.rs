@@ -2,6 +2,7 @@
 //! and the real `baton` binary run against it.
 
 pub mod agents;
+pub mod github;
 pub mod model_server;
 pub mod pg;
 
