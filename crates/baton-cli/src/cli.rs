@@ -69,6 +69,8 @@ pub enum Command {
     /// Coding and review agents in their own git worktrees, with a bounded review loop.
     #[command(subcommand)]
     Agent(AgentCommand),
+    /// Serve baton's MCP tools over stdio (agent CLIs start this; see docs/mcp.md).
+    Mcp,
     /// Run queued tasks (`baton run --queue`), N at a time, until stopped.
     Worker(WorkerArgs),
     /// Manage the store: apply migrations, copy a project's history to another store.

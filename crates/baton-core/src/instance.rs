@@ -367,6 +367,8 @@ pub enum Input {
     },
     /// The agent did something (keeps `last_activity`).
     Activity { id: InstanceId },
+    /// The agent recorded where its work stands (`checkpoint`).
+    Checkpoint { id: InstanceId, note: String },
     /// A turn of its agent starts as task `task`.
     Turn {
         id: InstanceId,
@@ -422,6 +424,10 @@ pub enum Event {
     Activity {
         id: InstanceId,
     },
+    Checkpoint {
+        id: InstanceId,
+        note: String,
+    },
     Turn {
         id: InstanceId,
         task: crate::ids::TaskId,
@@ -472,6 +478,7 @@ impl Event {
             Event::Spawned { id, .. }
             | Event::Allocated { id, .. }
             | Event::Activity { id }
+            | Event::Checkpoint { id, .. }
             | Event::Turn { id, .. }
             | Event::PrCreated { id, .. }
             | Event::PrClosed { id, .. }
@@ -489,6 +496,7 @@ impl Event {
             Event::Spawned { .. } => "spawned",
             Event::Allocated { .. } => "allocated",
             Event::Activity { .. } => "activity",
+            Event::Checkpoint { .. } => "checkpoint",
             Event::Turn { .. } => "turn",
             Event::ReviewRequested { .. } => "review_requested",
             Event::MergedBack { .. } => "merged_back",

@@ -458,8 +458,12 @@ fn input_of(a: &Action, w: &World, k: usize) -> Vec<Input> {
             id: pick(w, i, false),
             resources: resources(&format!("x{i}")),
         }],
-        Action::Activity(i) => vec![Input::Activity {
+        Action::Activity(i) if k.is_multiple_of(2) => vec![Input::Activity {
             id: pick(w, i, false),
+        }],
+        Action::Activity(i) => vec![Input::Checkpoint {
+            id: pick(w, i, false),
+            note: format!("note {k}"),
         }],
         Action::Turn(i, again) => {
             let id_ = pick(w, i, false);

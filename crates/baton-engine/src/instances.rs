@@ -246,6 +246,31 @@ impl Agents<'_> {
         Ok(out)
     }
 
+    /// `checkpoint` by instance `id`'s agent: journaled. The same note
+    /// again within a minute (a client's retry) is that same checkpoint.
+    /// Returns its journal position.
+    pub fn checkpoint(&self, id: &InstanceId, note: &str) -> Result<u64> {
+        let all = self.eng.store.instances()?;
+        found(&all, id)?;
+        let recent = self
+            .eng
+            .store
+            .instance_events(all.last_seq.saturating_sub(32), 32)?;
+        let now = self.eng.now().millis();
+        let again = recent.iter().rev().find(|r| {
+            matches!(&r.event, instance::Event::Checkpoint { id: i, note: n } if i == id && n == note)
+                && now - r.ts.millis() < 60_000
+        });
+        if let Some(r) = again {
+            return Ok(r.seq);
+        }
+        let after = self.step(Input::Checkpoint {
+            id: id.clone(),
+            note: note.to_string(),
+        })?;
+        Ok(after.last_seq)
+    }
+
     fn view(&self, mut instance: Instance) -> View {
         let turn = self.last_turn(&instance);
         if let Some(s) = self.last_session(&instance) {

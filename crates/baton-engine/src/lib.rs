@@ -5,6 +5,7 @@
 //! checkpoints, and the files rendered from the store. It never talks to the
 //! user directly; it reports through an [`Observer`].
 
+pub mod agent_reports;
 pub mod config;
 pub mod doctor;
 pub mod engine;

@@ -3,6 +3,7 @@
 
 pub mod agents;
 pub mod github;
+pub mod mcp;
 pub mod model_server;
 pub mod pg;
 

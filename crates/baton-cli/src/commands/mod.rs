@@ -36,6 +36,7 @@ pub fn dispatch(cli: Cli, printer: &Arc<Printer>) -> Result<Exit> {
         Command::Clean(a) => manage::clean(&project_of(project)?, a, printer),
         Command::Doctor(a) => doctor::run(&project_of(project)?, a, printer),
         Command::Agent(c) => agent::run(&project_of(project)?, c, printer),
+        Command::Mcp => baton_mcp::serve_stdio(project_of(project)?).map(|()| Exit::Done),
         Command::Worker(a) => worker::run(&project_of(project)?, a, printer),
         Command::Store(c) => store::run(&project_of(project)?, c, printer),
         Command::Demo(a) => demo::run(a, printer),

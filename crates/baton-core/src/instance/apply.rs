@@ -62,7 +62,7 @@ pub fn apply(all: &mut Instances, rec: &Record) {
                 }
             });
         }
-        Event::Activity { id } => {
+        Event::Activity { id } | Event::Checkpoint { id, .. } => {
             with(all, id, now, |i| {
                 if let State::Coding(c) = &mut i.state {
                     c.last_activity = Some(now);

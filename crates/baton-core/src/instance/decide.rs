@@ -34,6 +34,17 @@ pub fn decide(all: &Instances, input: Input, now: Timestamp) -> Decided {
             live(all, &id)?;
             Ok(vec![Event::Activity { id }])
         }
+        Input::Checkpoint { id, note } => {
+            live(all, &id)?;
+            if note.trim().is_empty() {
+                return refuse(
+                    ErrorCode::InvalidConfiguration,
+                    "the checkpoint's note is empty".into(),
+                    "say in a sentence where the work stands",
+                );
+            }
+            Ok(vec![Event::Checkpoint { id, note }])
+        }
         Input::Turn { id, task } => {
             live(all, &id)?;
             if let Some(o) = all.by_id.values().find(|o| o.turns.contains(&task)) {

@@ -117,6 +117,17 @@ impl Engine {
             )),
             Err(f) => Err(f),
         };
+        // What the agent recorded through baton's MCP tools during the
+        // attempt (`checkpoint`), journaled in order.
+        for note in crate::agent_reports::checkpoints(&at.summary_file) {
+            self.decide_commit(
+                held,
+                Input::Note {
+                    phase: Some(phase.clone()),
+                    text: format!("checkpoint: {note}"),
+                },
+            )?;
+        }
         self.record_end(held, at, result, elapsed)?;
         Ok(None)
     }
@@ -144,6 +155,16 @@ impl Engine {
             Some((_, transcript)) => process::tail(transcript, 16_000).to_string(),
             None => process::read_tail(stdout, 16_000),
         };
+        // The agent said it cannot go on (`report_blocker`): the attempt
+        // fails with its reason, whatever its exit.
+        if let Some(reason) = crate::agent_reports::blocker(summary_file) {
+            return Ok(Err(failure(
+                format!("blocked: {reason}"),
+                None,
+                false,
+                stderr,
+            )));
+        }
         let summary = std::fs::read_to_string(summary_file)
             .ok()
             .map(|s| s.trim().to_string())

@@ -1,0 +1,315 @@
+//! `baton mcp`, judged by the official MCP SDKs as clients (Python `mcp`
+//! in both of its handshakes, and TypeScript `@modelcontextprotocol/sdk`,
+//! which checks every structured result against the tool's output
+//! schema), and on the raw wire in the revision Codex and Gemini CLI speak
+//! (2025-06-18): every tool listed with its schemas, the review loop driven
+//! through the tools, refusals as tool errors carrying their codes, and
+//! retried calls having their effect once.
+
+mod common;
+
+use baton_testkit::baton_bin;
+use baton_testkit::mcp::{self, McpClient};
+use common::instances::*;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+
+const TOOLS: [&str; 7] = [
+    "checkpoint",
+    "create_pr",
+    "merge_back",
+    "phase_complete",
+    "push_to_github",
+    "report_blocker",
+    "request_review",
+];
+
+/// Runs `client` as the agent of instance `id` (or of no instance).
+fn as_agent(
+    p: &baton_testkit::TestProject,
+    client: McpClient,
+    id: Option<&str>,
+    extra: &[(&str, &str)],
+    calls: Value,
+) -> Value {
+    let root = p.root().display().to_string();
+    let mut env: Vec<(&str, &str)> = vec![("BATON_PROJECT", &root)];
+    if let Some(id) = id {
+        env.push(("BATON_INSTANCE", id));
+    }
+    let url;
+    if let Some(u) = &p.database_url {
+        url = u.clone();
+        env.push(("BATON_DATABASE_URL", &url));
+    }
+    env.extend_from_slice(extra);
+    mcp::run(client, &baton_bin(), p.root(), &env, &calls)
+}
+
+fn result<'a>(report: &'a Value, i: usize) -> &'a Value {
+    &report["results"][i]
+}
+
+/// A tool error with `code`, and its hint.
+fn assert_refused(r: &Value, code: &str) {
+    assert_eq!(r["isError"], true, "{r}");
+    let text = r["text"].as_str().unwrap();
+    assert!(text.starts_with(&format!("{code}: ")), "{r}");
+    assert!(text.contains("\nhint: "), "{r}");
+}
+
+fn check_listing(report: &Value) {
+    assert_eq!(report["server"], "baton");
+    assert!(
+        report["instructions"]
+            .as_str()
+            .unwrap_or("")
+            .contains("request_review"),
+        "{report}"
+    );
+    let mut names: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, TOOLS);
+    for t in report["tools"].as_array().unwrap() {
+        assert_eq!(t["inputSchema"]["type"], "object", "{t}");
+        assert!(
+            t["outputSchema"].is_object(),
+            "every tool returns data: {t}"
+        );
+        assert!(
+            !t.to_string().contains("\"format\""),
+            "no integer formats that clients warn about: {t}"
+        );
+    }
+}
+
+/// The review loop through the tools, in one client's hands: the coding
+/// agent asks for a review (and its retry gets the same review), the
+/// reviewer merges back (twice: once in effect), and each may call only
+/// its own tools.
+fn review_loop_through(client: McpClient) {
+    let (p, _remote) = project();
+    ok(
+        &p,
+        &["agent", "spawn", "x", "--id", "c1", "--agent", "idle"],
+    );
+    settled(&p, "c1");
+    let coding = as_agent(
+        &p,
+        client,
+        Some("c1"),
+        &[],
+        json!([
+            {"tool": "checkpoint", "args": {"note": "tests pass"}},
+            {"tool": "checkpoint", "args": {"note": "tests pass"}},
+            {"tool": "request_review", "args": {}},
+            {"tool": "request_review", "args": {}},
+            {"tool": "request_review", "args": {"prompt": "look at something else"}},
+            {"tool": "merge_back", "args": {"feedback": "x"}},
+            {"tool": "push_to_github", "args": {}},
+            {"tool": "create_pr", "args": {}},
+            {"tool": "checkpoint", "args": {"note": " "}},
+        ]),
+    );
+    check_listing(&coding);
+    let (c1, c2) = (result(&coding, 0), result(&coding, 1));
+    assert_eq!(c1["isError"], false, "{c1}");
+    assert_eq!(
+        c1["structured"], c2["structured"],
+        "a retried checkpoint is one"
+    );
+    let r = result(&coding, 2);
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(r["structured"]["review_id"], "c1-r1");
+    assert_eq!(r["structured"]["iteration"], 1);
+    assert_eq!(r["structured"]["branch"], "baton/c1-r1");
+    assert_eq!(
+        result(&coding, 3)["structured"],
+        r["structured"],
+        "a retried request_review answers as the first"
+    );
+    assert_refused(result(&coding, 4), "WORKFLOW_REVIEW_IN_PROGRESS");
+    assert_refused(result(&coding, 5), "WORKFLOW_INVALID_STATE");
+    assert_refused(result(&coding, 6), "WORKFLOW_INVALID_STATE");
+    assert_refused(result(&coding, 7), "WORKFLOW_REVIEW_IN_PROGRESS");
+    assert_refused(result(&coding, 8), "WORKFLOW_INVALID_CONFIGURATION");
+    let kinds = ok(&p, &["agent", "log", "c1", "--json"]);
+    assert_eq!(
+        kinds.matches("\"kind\":\"checkpoint\"").count(),
+        1,
+        "{kinds}"
+    );
+    assert_eq!(kinds.matches("\"kind\":\"review_requested\"").count(), 1);
+
+    settled(&p, "c1-r1");
+    let review = as_agent(
+        &p,
+        client,
+        Some("c1-r1"),
+        &[],
+        json!([
+            {"tool": "request_review", "args": {}},
+            {"tool": "create_pr", "args": {}},
+            {"tool": "merge_back", "args": {"feedback": "add tests"}},
+            {"tool": "merge_back", "args": {"feedback": "add tests"}},
+            {"tool": "merge_back", "args": {"feedback": "something else"}},
+        ]),
+    );
+    assert_refused(result(&review, 0), "WORKFLOW_INVALID_STATE");
+    assert_refused(result(&review, 1), "WORKFLOW_INVALID_STATE");
+    let m = result(&review, 2);
+    assert_eq!(m["isError"], false, "{m}");
+    assert_eq!(m["structured"]["parent_id"], "c1");
+    assert_eq!(m["structured"]["review_count"], 1);
+    assert_eq!(result(&review, 3)["structured"], m["structured"], "retry");
+    assert_refused(result(&review, 4), "WORKFLOW_INVALID_STATE");
+    let kinds = ok(&p, &["agent", "log", "c1", "--json"]);
+    assert_eq!(
+        kinds.matches("\"kind\":\"merged_back\"").count(),
+        1,
+        "{kinds}"
+    );
+    assert_eq!(show(&p, "c1")["state"]["review_count"], 1);
+
+    // Not an instance, not in a phase; then inside a phase's attempt.
+    let none = as_agent(
+        &p,
+        client,
+        None,
+        &[],
+        json!([
+            {"tool": "request_review", "args": {}},
+            {"tool": "phase_complete", "args": {"summary": "done"}},
+        ]),
+    );
+    assert_refused(result(&none, 0), "WORKFLOW_INVALID_STATE");
+    assert_refused(result(&none, 1), "WORKFLOW_INVALID_STATE");
+    let dir = tempfile::tempdir().unwrap();
+    let summary = dir.path().join("summary.md");
+    let s = summary.display().to_string();
+    let phase = as_agent(
+        &p,
+        client,
+        None,
+        &[("BATON_SUMMARY_FILE", &s)],
+        json!([
+            {"tool": "phase_complete", "args": {"summary": "built it", "files_changed": ["a.rs"], "acceptance_criteria": ["it spins"]}},
+            {"tool": "checkpoint", "args": {"note": "half way"}},
+            {"tool": "checkpoint", "args": {"note": "half way"}},
+            {"tool": "report_blocker", "args": {"reason": "needs a key"}},
+            {"tool": "report_blocker", "args": {"reason": ""}},
+        ]),
+    );
+    for i in 0..4 {
+        assert_eq!(result(&phase, i)["isError"], false, "{}", result(&phase, i));
+    }
+    assert_eq!(result(&phase, 2)["structured"]["seq"], 1, "one checkpoint");
+    assert_refused(result(&phase, 4), "WORKFLOW_INVALID_CONFIGURATION");
+    let text = fs_err::read_to_string(&summary).unwrap();
+    assert!(text.starts_with("built it"), "{text}");
+    assert!(
+        text.contains("a.rs") && text.contains("- it spins"),
+        "{text}"
+    );
+    assert_eq!(
+        fs_err::read_to_string(dir.path().join("summary.md.blocker")).unwrap(),
+        "needs a key"
+    );
+}
+
+#[test]
+fn the_python_sdk_drives_the_loop_through_server_discover() {
+    review_loop_through(McpClient::PythonAuto);
+}
+
+#[test]
+fn the_typescript_sdk_drives_the_loop_and_every_result_fits_its_schema() {
+    review_loop_through(McpClient::TypeScript);
+}
+
+/// The three protocol revisions the agent CLIs speak: 2026-07-28 (Claude
+/// Code, Python SDK), 2025-11-25 (Qwen, OpenCode, TypeScript SDK),
+/// 2025-06-18 (Codex, Gemini CLI) — the last on the raw wire, where
+/// stdout must carry JSON-RPC only and the server must exit when stdin
+/// closes.
+#[test]
+fn three_protocol_revisions_are_spoken() {
+    let (p, _remote) = project();
+    let calls = json!([]);
+    let auto = as_agent(&p, McpClient::PythonAuto, None, &[], calls.clone());
+    assert_eq!(auto["protocol"], "2026-07-28");
+    let legacy = as_agent(&p, McpClient::PythonLegacy, None, &[], calls.clone());
+    assert_eq!(legacy["protocol"], "2025-11-25");
+    let ts = as_agent(&p, McpClient::TypeScript, None, &[], calls);
+    assert_eq!(ts["protocol"], "2025-11-25");
+    assert_eq!(ts["warnings"], json!([]), "the SDK warned: {ts}");
+
+    let mut child = Command::new(baton_bin())
+        .arg("mcp")
+        .current_dir(p.root())
+        .env_remove("BATON_INSTANCE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut ask = |msg: Value| {
+        writeln!(stdin, "{msg}").unwrap();
+    };
+    ask(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "codex-like", "version": "1"}}}),
+    );
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let init: Value = serde_json::from_str(&line).expect("stdout carries JSON-RPC only");
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
+    ask(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    ask(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "merge_back", "arguments": {"feedback": "x"}}}),
+    );
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    let call: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(call["id"], 2);
+    assert_eq!(call["result"]["isError"], true, "{call}");
+    assert!(
+        call["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("WORKFLOW_INVALID_STATE: ")
+    );
+    // Arguments that do not fit the schema are a tool error too.
+    ask(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "merge_back", "arguments": {}}}),
+    );
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    let bad: Value = serde_json::from_str(&line).unwrap();
+    assert!(
+        bad["result"]["isError"] == true || bad["error"].is_object(),
+        "{bad}"
+    );
+    drop(stdin);
+    let started = std::time::Instant::now();
+    let status = baton_testkit::wait_child(&mut child, "baton mcp after stdin closed");
+    assert!(status.success(), "{status}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "exits promptly when stdin closes"
+    );
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    assert!(
+        rest.trim().is_empty(),
+        "nothing but JSON-RPC on stdout: {rest}"
+    );
+}

@@ -1,0 +1,51 @@
+//! `baton mcp`: baton's MCP server, which the agent CLIs baton starts are
+//! told about. Over stdio (rmcp) it offers the review loop's tools to the
+//! agent of a coding or review instance (`request_review`, `create_pr`,
+//! `merge_back`, `push_to_github`) and, to any agent phase,
+//! `phase_complete`, `report_blocker` and `checkpoint`.
+//!
+//! The server knows who calls from the environment baton gave the agent
+//! (`BATON_INSTANCE`, `BATON_SUMMARY_FILE`, …; see [`Caller`]). A refused
+//! or failed call is a tool error (`isError`) whose text starts with the
+//! review loop's code (`WORKFLOW_*`) and gives a hint. A call repeated by
+//! a client (a retry) has its effect once and answers as the first did.
+//! stdout carries JSON-RPC only (baton's own messages go to stderr), and
+//! the server exits when stdin closes.
+
+mod caller;
+mod tools;
+
+pub use caller::Caller;
+
+use baton_engine::{Engine, Project};
+use std::sync::Arc;
+
+/// What the agent reads about the server (Claude Code and Codex show it
+/// to the model).
+pub const INSTRUCTIONS: &str = "baton runs this agent as part of a durable workflow and records every step. \
+Coding agents: call request_review when your work is ready to be reviewed (a review agent checks a copy of your branch; its changes and feedback come back to you), \
+and create_pr when it is ready to be merged. Review agents: finish with merge_back(feedback) when more work is needed, or push_to_github when it is ready. \
+Any agent: checkpoint(note) to record where the work stands, phase_complete(summary) when the phase's work is done, report_blocker(reason) when it cannot go on. \
+Errors carry a WORKFLOW_* code and a hint saying what to do.";
+
+/// Serves MCP over stdin/stdout until stdin closes.
+pub fn serve_stdio(project: Project) -> Result<(), baton_engine::Error> {
+    let engine = Engine::open(project, Arc::new(baton_engine::engine::Silent))?;
+    let server = tools::Baton::new(Arc::new(engine), Caller::from_env());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| baton_engine::Error::op(format!("cannot start the MCP server: {e}")))?;
+    rt.block_on(async move {
+        use rmcp::ServiceExt;
+        let running = server
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| baton_engine::Error::op(format!("MCP handshake failed: {e}")))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| baton_engine::Error::op(format!("the MCP server stopped: {e}")))?;
+        Ok(())
+    })
+}

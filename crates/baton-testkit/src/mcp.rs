@@ -1,0 +1,84 @@
+//! The official MCP SDK clients (`mcp-clients/client.py` with PyPI `mcp`,
+//! `mcp-clients/client.mjs` with npm `@modelcontextprotocol/sdk`) run
+//! against `baton mcp`, as an agent baton started would run it. Their
+//! packages are installed by `./scripts/test` (`MCP_PY`, `MCP_TS_MODULES`);
+//! a test that needs them fails loudly when they are missing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Which client, and for Python which handshake.
+#[derive(Debug, Clone, Copy)]
+pub enum McpClient {
+    /// Python SDK, `mode="auto"`: `server/discover` (2026-07-28) first.
+    PythonAuto,
+    /// Python SDK, `mode="legacy"`: `initialize`.
+    PythonLegacy,
+    /// TypeScript SDK: `initialize` (2025-11-25), and structured results
+    /// checked against each tool's output schema.
+    TypeScript,
+}
+
+fn clients_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp-clients")
+}
+
+/// Runs `client` against `baton mcp` started in `cwd` with `env` (and
+/// `BATON_DATABASE_URL` as given), making `calls` in order. Returns the
+/// client's JSON report; panics if the client itself fails.
+pub fn run(
+    client: McpClient,
+    baton: &Path,
+    cwd: &Path,
+    env: &[(&str, &str)],
+    calls: &serde_json::Value,
+) -> serde_json::Value {
+    // The SDKs pass only a few variables to a stdio server; `env` sets ours.
+    let mut server: Vec<String> = vec!["env".into()];
+    for (k, v) in env {
+        server.push(format!("{k}={v}"));
+    }
+    server.push(baton.display().to_string());
+    server.push("mcp".into());
+    let mut cmd = match client {
+        McpClient::PythonAuto | McpClient::PythonLegacy => {
+            let py = std::env::var("MCP_PY").expect(
+                "MCP_PY is not set: run the tests with ./scripts/test, which installs the Python MCP SDK",
+            );
+            let mut c = Command::new(py);
+            c.arg(clients_dir().join("client.py")).arg(match client {
+                McpClient::PythonAuto => "auto",
+                _ => "legacy",
+            });
+            c
+        }
+        McpClient::TypeScript => {
+            let modules = std::env::var("MCP_TS_MODULES").expect(
+                "MCP_TS_MODULES is not set: run the tests with ./scripts/test, which installs the TypeScript MCP SDK",
+            );
+            let mut c = Command::new("node");
+            c.arg(clients_dir().join("client.mjs"))
+                .env("MCP_TS_MODULES", modules);
+            c
+        }
+    };
+    let out = cmd
+        .arg(calls.to_string())
+        .arg("--")
+        .args(&server)
+        .current_dir(cwd)
+        .output()
+        .expect("the MCP client could not be started");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| {
+        panic!(
+            "the {client:?} client printed no report ({e}): {text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert!(
+        out.status.success() && v.get("failure").is_none(),
+        "the {client:?} client failed: {v}"
+    );
+    v
+}
