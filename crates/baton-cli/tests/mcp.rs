@@ -47,7 +47,7 @@ fn as_agent(
     mcp::run(client, &baton_bin(), p.root(), &env, &calls)
 }
 
-fn result<'a>(report: &'a Value, i: usize) -> &'a Value {
+fn result(report: &Value, i: usize) -> &Value {
     &report["results"][i]
 }
 
