@@ -103,6 +103,12 @@ pub trait AgentCli: Send + Sync {
     /// The memory file it reads from its working folder (where a handoff
     /// brief goes).
     fn memory_file(&self) -> &'static str;
+    /// How it is told about baton's MCP server for one run, given the
+    /// run's environment `env` (a setting there is kept and added to);
+    /// `None`: baton does not configure it for this CLI yet.
+    fn mcp_wiring(&self, _server: &McpServer<'_>, _env: Env<'_>) -> Option<McpWiring> {
+        None
+    }
 
     // --- its stream ------------------------------------------------------
 
@@ -220,6 +226,35 @@ pub enum Invocation<'a> {
         native_id: &'a str,
         dir: Option<&'a str>,
     },
+}
+
+/// baton's MCP server (`baton mcp`) as an agent CLI starts it: the
+/// program, its arguments and the environment it must be given (the
+/// instance, the project, the attempt's summary file, the store).
+#[derive(Debug, Clone)]
+pub struct McpServer<'a> {
+    pub command: &'a str,
+    pub args: &'a [String],
+    pub env: &'a [(String, String)],
+}
+
+impl McpServer<'_> {
+    /// `{"command", "args", "env"}` as most CLIs' settings write a stdio
+    /// server.
+    pub fn json_env(&self) -> Map<String, Value> {
+        self.env
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect()
+    }
+}
+
+/// What a run of a CLI gets so that it finds baton's MCP server:
+/// arguments right after its program name, and environment variables.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct McpWiring {
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
 }
 
 /// What an agent's configuration says about one run.

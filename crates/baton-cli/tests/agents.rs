@@ -224,7 +224,11 @@ fn agent_config_mistakes_are_refused_with_a_hint() {
         ),
         (
             "[agents.x]\ncommand = [\"a\"]\nmodel = \"m\"\n",
-            "model, args and permission go with a built-in cli",
+            "model, args, permission and mcp go with a built-in cli",
+        ),
+        (
+            "[agents.x]\ncommand = [\"a\"]\nmcp = false\n",
+            "model, args, permission and mcp go with a built-in cli",
         ),
         // Crush has no built-in adapter (it cannot run offline: a generic
         // `command` preset).

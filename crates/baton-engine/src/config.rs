@@ -118,6 +118,9 @@ pub struct AgentConfig {
     pub env: BTreeMap<String, String>,
     /// Built-in only: "edit" (default), "read-only" or "full".
     pub permission: Option<Permission>,
+    /// Built-in only: tell the CLI about baton's MCP server (default true,
+    /// for the CLIs baton configures: Claude Code, Codex, OpenCode).
+    pub mcp: Option<bool>,
 }
 
 fn built_in<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<baton_agents::Cli>, D::Error> {
@@ -212,10 +215,13 @@ impl Config {
                 )));
             }
             if a.cli.is_none()
-                && (a.model.is_some() || !a.args.is_empty() || a.permission.is_some())
+                && (a.model.is_some()
+                    || !a.args.is_empty()
+                    || a.permission.is_some()
+                    || a.mcp.is_some())
             {
                 return Err(Error::bad_input(format!(
-                    "{file}: [agents.{name}] model, args and permission go with a built-in cli"
+                    "{file}: [agents.{name}] model, args, permission and mcp go with a built-in cli"
                 ))
                 .hint(format!(
                     "in {file}, put them in command = [...], or set cli = \"NAME\" ({}) under [agents.{name}]",

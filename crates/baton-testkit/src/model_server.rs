@@ -590,8 +590,17 @@ fn responses(r: &Reply, u: &Usage, model: &str, id: &str) -> Body {
             "content": [{ "type": "output_text", "text": t, "annotations": [] }] }));
     }
     if let Some(t) = &r.tool {
-        items.push(json!({ "type": "function_call", "id": format!("fc_{id}"), "call_id": format!("call_{id}"),
-            "name": t.name, "arguments": t.args.to_string(), "status": "completed" }));
+        let mut call = json!({ "type": "function_call", "id": format!("fc_{id}"), "call_id": format!("call_{id}"),
+            "name": t.name, "arguments": t.args.to_string(), "status": "completed" });
+        // An MCP tool Codex offers in a namespace (`mcp__SERVER`) is called
+        // as that namespace's function.
+        if let Some((ns, name)) = t.name.rsplit_once("__")
+            && ns.starts_with("mcp__")
+        {
+            call["namespace"] = json!(ns);
+            call["name"] = json!(name);
+        }
+        items.push(call);
     }
     let response = |status: &str, output: Value| {
         json!({ "id": resp_id, "object": "response", "created_at": 0, "status": status, "model": model,

@@ -65,6 +65,30 @@ impl AgentCli for Claude {
     fn memory_file(&self) -> &'static str {
         "CLAUDE.md"
     }
+    fn mcp_wiring(
+        &self,
+        server: &crate::McpServer<'_>,
+        _env: crate::Env<'_>,
+    ) -> Option<crate::McpWiring> {
+        // Only baton's server (--strict-mcp-config), its tools allowed
+        // without asking (a headless run cannot be asked).
+        let config = serde_json::json!({"mcpServers": {"baton": {
+            "type": "stdio",
+            "command": server.command,
+            "args": server.args,
+            "env": server.json_env(),
+        }}});
+        Some(crate::McpWiring {
+            args: vec![
+                "--mcp-config".into(),
+                config.to_string(),
+                "--strict-mcp-config".into(),
+                "--allowedTools".into(),
+                "mcp__baton".into(),
+            ],
+            env: Vec::new(),
+        })
+    }
     fn parse_line(&self, v: &Value, seen: &Seen<'_>) -> Vec<AgentEvent> {
         parse_line(v, seen.last_text)
     }

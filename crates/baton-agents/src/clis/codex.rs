@@ -60,6 +60,34 @@ impl AgentCli for Codex {
     fn memory_file(&self) -> &'static str {
         "AGENTS.md"
     }
+    fn mcp_wiring(
+        &self,
+        server: &crate::McpServer<'_>,
+        _env: crate::Env<'_>,
+    ) -> Option<crate::McpWiring> {
+        // `-c key=TOML value`; JSON strings and arrays of strings are TOML.
+        let s = |v: &str| Value::String(v.to_string()).to_string();
+        let env: Vec<String> = server
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={}", s(v)))
+            .collect();
+        let args: Vec<String> = server.args.iter().map(|a| s(a)).collect();
+        Some(crate::McpWiring {
+            args: vec![
+                "-c".into(),
+                format!("mcp_servers.baton.command={}", s(server.command)),
+                "-c".into(),
+                format!("mcp_servers.baton.args=[{}]", args.join(",")),
+                "-c".into(),
+                format!("mcp_servers.baton.env={{{}}}", env.join(",")),
+                // Its tools run without asking: a headless run cannot ask.
+                "-c".into(),
+                "mcp_servers.baton.default_tools_approval_mode=\"approve\"".into(),
+            ],
+            env: Vec::new(),
+        })
+    }
     fn parse_line(&self, v: &Value, seen: &Seen<'_>) -> Vec<AgentEvent> {
         parse_line(v, seen.last_text)
     }

@@ -67,6 +67,40 @@ impl AgentCli for Opencode {
     fn memory_file(&self) -> &'static str {
         "AGENTS.md"
     }
+    fn mcp_wiring(
+        &self,
+        server: &crate::McpServer<'_>,
+        env: crate::Env<'_>,
+    ) -> Option<crate::McpWiring> {
+        let mut command = vec![server.command.to_string()];
+        command.extend(server.args.iter().cloned());
+        // Added to the configuration the run has already (the user's own
+        // OPENCODE_CONFIG_CONTENT: providers, models), never replacing it.
+        let mut config: Map<String, Value> = env("OPENCODE_CONFIG_CONTENT")
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+        let mcp = config
+            .entry("mcp")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(m) = mcp {
+            m.insert(
+                "baton".into(),
+                serde_json::json!({
+                    "type": "local",
+                    "command": command,
+                    "enabled": true,
+                    "environment": server.json_env(),
+                }),
+            );
+        }
+        Some(crate::McpWiring {
+            args: Vec::new(),
+            env: vec![(
+                "OPENCODE_CONFIG_CONTENT".into(),
+                Value::Object(config).to_string(),
+            )],
+        })
+    }
     fn parse_line(&self, v: &Value, seen: &Seen<'_>) -> Vec<AgentEvent> {
         parse_line(v, seen.last_text)
     }

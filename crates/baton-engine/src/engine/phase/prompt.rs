@@ -29,6 +29,51 @@ struct AgentRun<'a> {
 }
 
 impl Engine {
+    /// How `cli` is told about `baton mcp` for a run with `env` (the
+    /// attempt's `BATON_*` variables, which the server is given).
+    fn mcp_wiring(&self, cli: Cli, env: &[(String, String)]) -> Option<baton_agents::McpWiring> {
+        let exe = std::env::current_exe().ok()?.display().to_string();
+        let args = vec![
+            "--project".to_string(),
+            self.project.root.display().to_string(),
+            "mcp".to_string(),
+        ];
+        let mut server_env: Vec<(String, String)> = env
+            .iter()
+            .filter(|(k, _)| {
+                matches!(
+                    k.as_str(),
+                    "BATON_PROJECT"
+                        | "BATON_TASK_ID"
+                        | "BATON_PHASE"
+                        | "BATON_SUMMARY_FILE"
+                        | "BATON_INSTANCE"
+                )
+            })
+            .cloned()
+            .collect();
+        if let Ok(url) = std::env::var("BATON_DATABASE_URL")
+            && !url.is_empty()
+        {
+            server_env.push(("BATON_DATABASE_URL".into(), url));
+        }
+        let lookup = |k: &str| {
+            env.iter()
+                .rev()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.clone())
+                .or_else(|| std::env::var(k).ok())
+        };
+        cli.mcp_wiring(
+            &baton_agents::McpServer {
+                command: &exe,
+                args: &args,
+                env: &server_env,
+            },
+            &lookup,
+        )
+    }
+
     /// Launches the agent CLI of a prompt phase and waits for it. `None`:
     /// the attempt failed before its process could start (journaled).
     pub(super) fn launch_prompt(
@@ -212,7 +257,17 @@ impl Engine {
                     session: new_id.as_deref(),
                 },
             };
-            let argv = launch::argv_for(agent, how, &text, &prompt_file);
+            let mut argv = launch::argv_for(agent, how, &text, &prompt_file);
+            // The CLI is told about baton's MCP server, which learns the
+            // attempt (and instance) from the environment passed to it.
+            let mut run_env = env.clone();
+            if let Some(w) = cli
+                .filter(|_| agent.mcp.unwrap_or(true))
+                .and_then(|c| self.mcp_wiring(c, &env))
+            {
+                argv.splice(1..1, w.args);
+                run_env.extend(w.env);
+            }
             if let Some(big) = argv.iter().find(|a| a.len() > MAX_ARG_BYTES) {
                 let message = format!(
                     "an argument of agent {name:?} is {} bytes (the prompt is {}), more than the {MAX_ARG_BYTES} bytes one argument may have; use {{{{prompt_file}}}} instead of {{{{prompt}}}} in [agents.{name}] command in .baton/config.toml",
@@ -242,7 +297,7 @@ impl Engine {
             let l = launch::Launch {
                 program: argv[0].clone(),
                 args: argv[1..].to_vec(),
-                env,
+                env: run_env,
                 stdout: dir.join("logs").join(format!("{label}{suffix}.out")),
                 stderr: dir.join("logs").join(format!("{label}{suffix}.err")),
                 cli,

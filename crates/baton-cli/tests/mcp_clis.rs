@@ -1,0 +1,78 @@
+//! The real agent CLIs baton tells about its MCP server (Claude Code,
+//! Codex, OpenCode) calling baton's tools in an agent phase, driven by the
+//! scripted model server, which asks for the tool by the name each CLI
+//! gives it: the CLI starts `baton mcp` with what baton wrote into its
+//! configuration, and the call reaches baton's journal.
+
+use baton_testkit::TestProject;
+use baton_testkit::agents::Agent;
+use baton_testkit::model_server::{ModelServer, Reply};
+use serde_json::json;
+
+fn checkpoint_through(agent: Agent, tool_name: &str) {
+    let server = ModelServer::start(vec![
+        Reply::tool(tool_name, json!({"note": "half way there"})),
+        Reply::text("all done"),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let p = TestProject::new();
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str(&agent.baton_config("cc", &server, home.path()));
+    fs_err::write(&cfg, text).unwrap();
+    p.workflow(
+        "w",
+        "name = \"w\"\n[[phase]]\nid = \"work\"\nagent = \"cc\"\nmax_attempts = 1\nprompt = \"Work on {{task}}\"\n",
+    );
+    let (code, out, err) = p.run(&["run", "w", "the thing", "--id", "t"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let notes: Vec<String> = p
+        .journal("t")
+        .iter()
+        .filter(|e| e["kind"] == "note")
+        .map(|e| e["text"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(
+        notes.iter().any(|n| n == "checkpoint: half way there"),
+        "{} did not call baton's checkpoint: notes {notes:?}; requests: {:?}",
+        agent.program(),
+        server
+            .model_requests()
+            .iter()
+            .map(|r| {
+                let names: Vec<String> = r.body["tools"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .map(|t| format!("{}:{}", t["type"], t["name"]))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let b = r.body.to_string();
+                let i = b.find("function_call_output").unwrap_or(0);
+                format!(
+                    "tools {names:?}; {}",
+                    b.chars()
+                        .skip(i.saturating_sub(200))
+                        .take(800)
+                        .collect::<String>()
+                )
+            })
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn opencode_calls_baton_checkpoint() {
+    checkpoint_through(Agent::Opencode, "baton_checkpoint");
+}
+
+#[test]
+fn claude_code_calls_baton_checkpoint() {
+    checkpoint_through(Agent::Claude, "mcp__baton__checkpoint");
+}
+
+#[test]
+fn codex_calls_baton_checkpoint() {
+    checkpoint_through(Agent::Codex, "mcp__baton__checkpoint");
+}
