@@ -781,3 +781,86 @@ fn a_pull_request_needs_a_token_and_the_required_review() {
         "https://github.com/acme/widgets/pull/1"
     );
 }
+
+/// The rarer failures, each with its code: a fork onto a branch that
+/// exists (`WORKFLOW_FORK_FAILED`, nothing started, that branch left
+/// alone), a merge-back
+/// git refuses because of the parent's uncommitted changes
+/// (`WORKFLOW_PARENT_UPDATE_FAILED`, nothing merged), and a worktree git
+/// will not remove (`WORKFLOW_CLEANUP_FAILED`, recorded, the instance
+/// ended all the same).
+#[test]
+fn the_rarer_failures_have_their_codes() {
+    let (p, _remote) = project();
+    ok(
+        &p,
+        &["agent", "spawn", "x", "--id", "c1", "--agent", "committer"],
+    );
+    let c = settled(&p, "c1");
+    p.git(&["branch", "baton/rx", "main"]);
+    let err = refused(
+        &p,
+        &[
+            "agent",
+            "review",
+            "c1",
+            "--review-id",
+            "rx",
+            "--agent",
+            "idle",
+        ],
+        1,
+        "WORKFLOW_FORK_FAILED",
+    );
+    assert!(err.contains("baton/rx"), "{err}");
+    assert!(err.contains("nothing was started"), "{err}");
+    assert_eq!(show(&p, "c1")["status"], "working");
+    let (code, _, _) = p.run(&["agent", "show", "rx"]);
+    assert_eq!(code, 2, "no review was recorded");
+    // The branch baton did not make is never taken for the review's.
+    ok(&p, &["agent", "ls", "--all"]);
+    assert!(branch_exists(&p, "baton/rx"));
+
+    let rid = ok(&p, &["agent", "review", "c1", "--agent", "idle"]);
+    let rid = rid.trim();
+    assert_eq!(rid, "c1-r1");
+    let r = settled(&p, rid);
+    let git_in = |dir: &Path, args: &[&str]| {
+        let s = Command::new("git")
+            .args(["-c", "user.email=t@t", "-c", "user.name=t"])
+            .args(args)
+            .current_dir(dir)
+            .status()
+            .unwrap();
+        assert!(s.success());
+    };
+    fs_err::write(worktree(&r).join("mine.txt"), "the reviewer's\n").unwrap();
+    git_in(&worktree(&r), &["commit", "-qam", "review"]);
+    fs_err::write(worktree(&c).join("mine.txt"), "not committed\n").unwrap();
+    let head = p.git(&["rev-parse", "baton/c1"]);
+    refused(
+        &p,
+        &["agent", "merge-back", rid, "--feedback", "x"],
+        1,
+        "WORKFLOW_PARENT_UPDATE_FAILED",
+    );
+    assert_eq!(p.git(&["rev-parse", "baton/c1"]), head, "nothing merged");
+    assert_eq!(
+        fs_err::read_to_string(worktree(&c).join("mine.txt")).unwrap(),
+        "not committed\n",
+        "the parent's change is as it was"
+    );
+
+    // A locked worktree cannot be removed: the failure is recorded.
+    git_in(
+        p.root(),
+        &["worktree", "lock", worktree(&r).to_str().unwrap()],
+    );
+    git_in(&worktree(&r), &["reset", "-q", "--hard", "HEAD~1"]);
+    let k: Value = serde_json::from_str(&ok(&p, &["agent", "kill", rid, "--json"])).unwrap();
+    assert_eq!(k["failed"][0]["instance"], rid, "{k}");
+    assert_eq!(show(&p, rid)["status"], "terminated");
+    let log = ok(&p, &["agent", "log", rid, "--json"]);
+    assert!(log.contains("\"kind\":\"cleanup_failed\""), "{log}");
+    assert!(worktree(&r).exists(), "kept");
+}

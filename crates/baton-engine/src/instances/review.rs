@@ -47,6 +47,22 @@ impl Agents<'_> {
             Some(a) => self.agent_name(Some(a))?,
             None => parent_agent,
         };
+        // The review's branch and folder must be new: what baton records as
+        // the review's is then only ever what baton made.
+        let rbranch = format!("baton/{rid}");
+        let rpath: PathBuf = self.worktree_path(&rid);
+        self.check_new_branch(&rbranch).map_err(|e| {
+            Error::coded(ErrorCode::ForkFailed, e.message.clone()).hint(format!(
+                "nothing was started; pick another --review-id, or delete the branch {rbranch} if it is left over"
+            ))
+        })?;
+        if rpath.exists() {
+            return Err(Error::coded(
+                ErrorCode::ForkFailed,
+                format!("{} exists already", rpath.display()),
+            )
+            .hint("nothing was started; pick another --review-id, or move that folder away"));
+        }
         let defaults = &self.settings.review;
         let config = ReviewConfig {
             review_prompt: o.prompt.clone().or(defaults.review_prompt.clone()),
@@ -81,13 +97,7 @@ impl Agents<'_> {
                 format!("cannot commit the work of {parent} in {ppath}: {e}"),
             ));
         }
-        let rbranch = format!("baton/{rid}");
-        let rpath: PathBuf = self.worktree_path(&rid);
-        if let Err(e) = self
-            .check_new_branch(&rbranch)
-            .map_err(|e| e.message)
-            .and_then(|()| self.add_worktree(&rpath, &rbranch, pbranch))
-        {
+        if let Err(e) = self.add_worktree(&rpath, &rbranch, pbranch) {
             return Err(self.failed(&rid, ErrorCode::ForkFailed, e));
         }
         self.eng.crash_point("review-forked", rid.as_str());
