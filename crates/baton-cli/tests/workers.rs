@@ -420,6 +420,22 @@ fn store_copy_moves_history_to_postgresql_and_back() {
     assert_eq!(p.run(&["run", "w", "one", "--id", "one"]).0, 0);
     assert_eq!(p.run(&["run", "w", "two", "--id", "two"]).0, 0);
     assert_eq!(p.run(&["run", "f", "bad", "--id", "bad"]).0, 1);
+    // An agent instance, its first turn done, and a second ended.
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str("\n[instances]\nworktree_base = \".wt\"\n\n[agents.idle]\ncommand = [\"sh\", \"-c\", \"echo idle\"]\n");
+    fs_err::write(&cfg, text).unwrap();
+    fs_err::write(p.root().join(".git/info/exclude"), ".wt/\n").unwrap();
+    for id in ["a1", "a2"] {
+        let (code, _, err) = p.run(&["agent", "spawn", "x", "--id", id, "--agent", "idle"]);
+        assert_eq!(code, 0, "{err}");
+        wait_for("the agent's turn", || {
+            let (_, out, _) = p.run(&["agent", "show", id, "--json"]);
+            let v: Value = serde_json::from_str(&out).ok()?;
+            (v["turn"]["status"] == "COMPLETE").then_some(())
+        });
+    }
+    assert_eq!(p.run(&["agent", "kill", "a2"]).0, 0);
     let views = |url: Option<&str>| -> Vec<String> {
         let mut out = Vec::new();
         for args in [
@@ -427,6 +443,8 @@ fn store_copy_moves_history_to_postgresql_and_back() {
             vec!["show", "one", "--json"],
             vec!["show", "bad", "--json"],
             vec!["log", "two", "--json"],
+            vec!["agent", "ls", "--all", "--json"],
+            vec!["agent", "log", "a1", "--json"],
         ] {
             let mut c = p.baton(&args);
             if let Some(u) = url {
@@ -443,7 +461,9 @@ fn store_copy_moves_history_to_postgresql_and_back() {
     let (code, out, err) = p.run(&["store", "copy", "--to", &url, "--json"]);
     assert_eq!(code, 0, "{err}");
     let report: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(report["tasks"], 3);
+    assert_eq!(report["tasks"], 5, "three tasks and the agents' two turns");
+    assert_eq!(report["instances"], 2);
+    assert_eq!(report["instance_events"], 7);
     assert_eq!(report["already_there"], 0);
     assert_eq!(
         views(Some(&url)),
@@ -455,7 +475,7 @@ fn store_copy_moves_history_to_postgresql_and_back() {
     assert_eq!(code, 0);
     assert_eq!(
         serde_json::from_str::<Value>(&out).unwrap()["already_there"],
-        3
+        5
     );
     assert_eq!(views(Some(&url)), before);
     // And back, from PostgreSQL into a new SQLite file.

@@ -103,6 +103,53 @@ pub struct CopyReport {
     pub already_there: usize,
     pub events: u64,
     pub definitions: usize,
+    /// Agent instances and their journal's records.
+    pub instances: usize,
+    pub instance_events: u64,
+}
+
+/// The whole instances' journal of a store, in order.
+pub(crate) fn all_instance_events(store: &dyn Store) -> Result<Vec<baton_core::instance::Record>> {
+    let mut out: Vec<baton_core::instance::Record> = Vec::new();
+    loop {
+        let after = out.last().map_or(0, |r| r.seq);
+        let page = store.instance_events(after, 10_000)?;
+        if page.is_empty() {
+            return Ok(out);
+        }
+        out.extend(page);
+    }
+}
+
+/// Copies the agent instances (their journal and rows) into an empty
+/// target, or finds them there already (a copy run again), then checks
+/// that the target's journal and rows equal the source's.
+fn copy_instances(from: &dyn Store, to: &dyn Store, report: &mut CopyReport) -> Result<()> {
+    let records = all_instance_events(from)?;
+    let source = from.instances()?;
+    let there = all_instance_events(to)?;
+    let json = |r: &[baton_core::instance::Record]| serde_json::to_value(r).ok();
+    if there.is_empty() && !records.is_empty() {
+        let all = baton_core::instance::replay(&records);
+        let rows: Vec<&baton_core::instance::Instance> = all.by_id.values().collect();
+        to.commit_instances(0, &records, &rows)?;
+    } else if json(&there) != json(&records) {
+        return Err(Error::bad_input(format!(
+            "the target already holds a different journal of agent instances ({} record(s)); the tasks were copied",
+            there.len()
+        ))
+        .hint("copy into an empty database"));
+    }
+    let copied = to.instances()?;
+    if copied != source || json(&all_instance_events(to)?) != json(&records) {
+        return Err(Error::op(
+            "the agent instances differ after the copy: the target store lost or changed data",
+        )
+        .hint("do not switch to the target; report this as a bug"));
+    }
+    report.instances = source.by_id.len();
+    report.instance_events = records.len() as u64;
+    Ok(())
 }
 
 /// Every journal event of a task, in order.
@@ -129,6 +176,8 @@ pub fn copy(from: &dyn Store, to: &dyn Store) -> Result<CopyReport> {
         already_there: 0,
         events: 0,
         definitions: 0,
+        instances: 0,
+        instance_events: 0,
     };
     let defs = from.definitions()?;
     for d in &defs {
@@ -183,6 +232,7 @@ pub fn copy(from: &dyn Store, to: &dyn Store) -> Result<CopyReport> {
         report.tasks += 1;
         report.events += events.len() as u64;
     }
+    copy_instances(from, to, &mut report)?;
     Ok(report)
 }
 

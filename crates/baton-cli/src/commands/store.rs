@@ -63,10 +63,12 @@ fn copy_cmd(project: &Project, args: StoreCopyArgs, printer: &Arc<Printer>) -> R
         printer.data(&serde_json::to_string_pretty(&report).expect("serializes"));
     } else {
         printer.info(&format!(
-            "copied {} task(s), {} journal event(s) and {} definition(s) from {} to {}; checked: every journal and projection is identical",
+            "copied {} task(s), {} journal event(s), {} definition(s) and {} agent instance(s) ({} journal record(s)) from {} to {}; checked: every journal and projection is identical",
             report.tasks,
             report.events,
             report.definitions,
+            report.instances,
+            report.instance_events,
             from.describe(),
             to.describe()
         ));

@@ -26,6 +26,26 @@ impl Agents<'_> {
                 return out;
             }
         };
+        // The rows must be what the journal says.
+        if let Ok(records) = crate::store::all_instance_events(&*self.eng.store) {
+            let replayed = instance::replay(&records);
+            if replayed.by_id != all.by_id {
+                let differ: Vec<String> = all
+                    .by_id
+                    .keys()
+                    .chain(replayed.by_id.keys())
+                    .filter(|id| all.get(id) != replayed.get(id))
+                    .map(|id| id.to_string())
+                    .collect();
+                out.push(Finding::problem(
+                    format!(
+                        "the agent instances' rows differ from their journal: {}",
+                        differ.join(", ")
+                    ),
+                    "restore the store from a backup; the journal is the truth",
+                ));
+            }
+        }
         let now = self.eng.now();
         // Past their deadline: the next command fails them; --fix does now.
         for input in instance::due(&all, now) {
