@@ -236,6 +236,8 @@ pub struct McpServer<'a> {
     pub command: &'a str,
     pub args: &'a [String],
     pub env: &'a [(String, String)],
+    /// A folder of this run's own, for settings files a CLI reads.
+    pub scratch: &'a Path,
 }
 
 impl McpServer<'_> {
@@ -250,11 +252,35 @@ impl McpServer<'_> {
 }
 
 /// What a run of a CLI gets so that it finds baton's MCP server:
-/// arguments right after its program name, and environment variables.
+/// arguments right after its program name, environment variables, and
+/// files baton writes before the run (paths in [`McpServer::scratch`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct McpWiring {
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
+    pub files: Vec<(PathBuf, String)>,
+}
+
+/// Qwen Code: a system settings file (which its own settings files are
+/// merged under) holding `mcpServers.baton`, named by its
+/// `…_SYSTEM_SETTINGS_PATH` variable; the server trusted, so its tools run
+/// without asking in a headless run. (Gemini CLI reads the same kind of
+/// file, but skips one under a world-writable folder such as /tmp.)
+pub(crate) fn settings_file_wiring(server: &McpServer<'_>, var: &str) -> McpWiring {
+    let file = server
+        .scratch
+        .join(format!("{}-settings.json", var.to_ascii_lowercase()));
+    let settings = serde_json::json!({"mcpServers": {"baton": {
+        "command": server.command,
+        "args": server.args,
+        "env": server.json_env(),
+        "trust": true,
+    }}});
+    McpWiring {
+        args: Vec::new(),
+        env: vec![(var.to_string(), file.display().to_string())],
+        files: vec![(file, settings.to_string())],
+    }
 }
 
 /// What an agent's configuration says about one run.

@@ -1,5 +1,5 @@
 //! The real agent CLIs baton tells about its MCP server (Claude Code,
-//! Codex, OpenCode) calling baton's tools in an agent phase, driven by the
+//! Codex, OpenCode, Qwen Code) calling baton's tools in an agent phase, driven by the
 //! scripted model server, which asks for the tool by the name each CLI
 //! gives it: the CLI starts `baton mcp` with what baton wrote into its
 //! configuration, and the call reaches baton's journal.
@@ -49,7 +49,10 @@ fn checkpoint_through(agent: Agent, tool_name: &str) {
                     })
                     .unwrap_or_default();
                 let b = r.body.to_string();
-                let i = b.find("function_call_output").unwrap_or(0);
+                let i = b
+                    .find("function_call_output")
+                    .or_else(|| b.find("functionResponse"))
+                    .unwrap_or(0);
                 format!(
                     "tools {names:?}; {}",
                     b.chars()
@@ -75,4 +78,9 @@ fn claude_code_calls_baton_checkpoint() {
 #[test]
 fn codex_calls_baton_checkpoint() {
     checkpoint_through(Agent::Codex, "mcp__baton__checkpoint");
+}
+
+#[test]
+fn qwen_code_calls_baton_checkpoint() {
+    checkpoint_through(Agent::Qwen, "mcp__baton__checkpoint");
 }

@@ -87,6 +87,7 @@ impl AgentCli for Claude {
                 "mcp__baton".into(),
             ],
             env: Vec::new(),
+            files: Vec::new(),
         })
     }
     fn parse_line(&self, v: &Value, seen: &Seen<'_>) -> Vec<AgentEvent> {

@@ -86,6 +86,7 @@ impl AgentCli for Codex {
                 "mcp_servers.baton.default_tools_approval_mode=\"approve\"".into(),
             ],
             env: Vec::new(),
+            files: Vec::new(),
         })
     }
     fn parse_line(&self, v: &Value, seen: &Seen<'_>) -> Vec<AgentEvent> {

@@ -99,6 +99,7 @@ impl AgentCli for Opencode {
                 "OPENCODE_CONFIG_CONTENT".into(),
                 Value::Object(config).to_string(),
             )],
+            files: Vec::new(),
         })
     }
     fn parse_line(&self, v: &Value, seen: &Seen<'_>) -> Vec<AgentEvent> {

@@ -56,6 +56,16 @@ impl AgentCli for Qwen {
     fn memory_file(&self) -> &'static str {
         "QWEN.md"
     }
+    fn mcp_wiring(
+        &self,
+        server: &crate::McpServer<'_>,
+        _env: crate::Env<'_>,
+    ) -> Option<crate::McpWiring> {
+        Some(crate::settings_file_wiring(
+            server,
+            "QWEN_CODE_SYSTEM_SETTINGS_PATH",
+        ))
+    }
     fn parse_line(&self, v: &Value, seen: &Seen<'_>) -> Vec<AgentEvent> {
         // Qwen Code writes Claude Code's stream-json.
         super::claude::parse_line(v, seen.last_text)

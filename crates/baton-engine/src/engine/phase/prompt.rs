@@ -64,14 +64,26 @@ impl Engine {
                 .map(|(_, v)| v.clone())
                 .or_else(|| std::env::var(k).ok())
         };
-        cli.mcp_wiring(
+        let scratch = env
+            .iter()
+            .find(|(k, _)| k == "BATON_STATE_DIR")
+            .map(|(_, v)| std::path::PathBuf::from(v).join("mcp"))?;
+        let wiring = cli.mcp_wiring(
             &baton_agents::McpServer {
                 command: &exe,
                 args: &args,
                 env: &server_env,
+                scratch: &scratch,
             },
             &lookup,
-        )
+        )?;
+        for (path, text) in &wiring.files {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).ok()?;
+            }
+            std::fs::write(path, text).ok()?;
+        }
+        Some(wiring)
     }
 
     /// Launches the agent CLI of a prompt phase and waits for it. `None`:
