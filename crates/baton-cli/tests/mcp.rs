@@ -313,3 +313,45 @@ fn three_protocol_revisions_are_spoken() {
         "nothing but JSON-RPC on stdout: {rest}"
     );
 }
+
+/// The official MCP conformance suite, latest release and the 0.2
+/// prerelease (which adds wire-schema validation), over a Streamable HTTP
+/// relay to `baton mcp` on stdio: every check of the scenarios that apply
+/// to a tools-only server passes (the others ask for resources, prompts,
+/// logging, completions or the suite's own fixture tools).
+#[test]
+fn the_official_conformance_suite_passes_every_check_that_applies() {
+    let modules = std::env::var("MCP_CONFORMANCE_MODULES").expect(
+        "MCP_CONFORMANCE_MODULES is not set: run the tests with ./scripts/test, which installs the conformance suite",
+    );
+    let (p, _remote) = project();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../baton-testkit/mcp-conformance/run.sh");
+    let out_dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new("bash");
+    cmd.arg(script)
+        .arg(baton_bin())
+        .arg(p.root())
+        .arg(out_dir.path())
+        .env("MCP_CONFORMANCE_MODULES", modules);
+    if let Some(u) = &p.database_url {
+        cmd.env("BATON_DATABASE_URL", u);
+    }
+    let out = cmd.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for suite in ["0.1.16", "0.2.0-alpha.12"] {
+        for scenario in ["server-initialize", "ping", "tools-list"] {
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(&format!("{suite} {scenario}: ")))
+                .unwrap_or_else(|| panic!("no result for {suite} {scenario}:\n{text}"));
+            assert!(line.contains(" 0 failed"), "{line}");
+            assert!(!line.contains(": 0 passed"), "{line}");
+        }
+    }
+}

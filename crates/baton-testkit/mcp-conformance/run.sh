@@ -38,6 +38,7 @@ mkdir -p "$OUT_DIR"
 OUT_DIR=$(cd "$OUT_DIR" && pwd)
 BATON_BIN=$(cd "$(dirname "$BATON_BIN")" && pwd)/$(basename "$BATON_BIN")
 : >"$OUT_DIR/relay.out"
+: >"$OUT_DIR/wire.jsonl"
 
 "$NODE" "$HERE/relay.mjs" --port 0 --log "$OUT_DIR/wire.jsonl" -- \
   "$BATON_BIN" --project "$PROJECT_DIR" mcp >"$OUT_DIR/relay.out" 2>"$OUT_DIR/relay.err" &
