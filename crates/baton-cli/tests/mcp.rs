@@ -97,7 +97,17 @@ fn review_loop_through(client: McpClient) {
     let (p, _remote) = project();
     ok(
         &p,
-        &["agent", "spawn", "x", "--id", "c1", "--agent", "idle"],
+        &[
+            "agent",
+            "spawn",
+            "x",
+            "--id",
+            "c1",
+            "--agent",
+            "idle",
+            "--max-reviews",
+            "1",
+        ],
     );
     settled(&p, "c1");
     let coding = as_agent(
@@ -176,6 +186,30 @@ fn review_loop_through(client: McpClient) {
         "{kinds}"
     );
     assert_eq!(show(&p, "c1")["state"]["review_count"], 1);
+
+    // Past its one review; no GitHub repository to open a pull request
+    // in (the remote is a local path); an instance that does not exist.
+    settled(&p, "c1");
+    let after = as_agent(
+        &p,
+        client,
+        Some("c1"),
+        &[],
+        json!([
+            {"tool": "request_review", "args": {}},
+            {"tool": "create_pr", "args": {}},
+        ]),
+    );
+    assert_refused(result(&after, 0), "WORKFLOW_MAX_REVIEWS_EXCEEDED");
+    assert_refused(result(&after, 1), "WORKFLOW_PR_CREATION_FAILED");
+    let ghost = as_agent(
+        &p,
+        client,
+        Some("nope"),
+        &[],
+        json!([{"tool": "checkpoint", "args": {"note": "x"}}]),
+    );
+    assert_refused(result(&ghost, 0), "WORKFLOW_INSTANCE_NOT_FOUND");
 
     // Not an instance, not in a phase; then inside a phase's attempt.
     let none = as_agent(
