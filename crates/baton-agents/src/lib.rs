@@ -261,11 +261,10 @@ pub struct McpWiring {
     pub files: Vec<(PathBuf, String)>,
 }
 
-/// Qwen Code: a system settings file (which its own settings files are
-/// merged under) holding `mcpServers.baton`, named by its
-/// `…_SYSTEM_SETTINGS_PATH` variable; the server trusted, so its tools run
-/// without asking in a headless run. (Gemini CLI reads the same kind of
-/// file, but skips one under a world-writable folder such as /tmp.)
+/// Gemini CLI and Qwen Code: a system settings file (which their own
+/// settings files are merged under) holding `mcpServers.baton`, named by
+/// the CLI's `…_SYSTEM_SETTINGS_PATH` variable; the server trusted, so its
+/// tools run without asking in a headless run.
 pub(crate) fn settings_file_wiring(server: &McpServer<'_>, var: &str) -> McpWiring {
     let file = server
         .scratch

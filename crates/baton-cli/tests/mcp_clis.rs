@@ -1,5 +1,5 @@
 //! The real agent CLIs baton tells about its MCP server (Claude Code,
-//! Codex, OpenCode, Qwen Code) calling baton's tools in an agent phase, driven by the
+//! Codex, OpenCode, Qwen Code, Gemini CLI) calling baton's tools in an agent phase, driven by the
 //! scripted model server, which asks for the tool by the name each CLI
 //! gives it: the CLI starts `baton mcp` with what baton wrote into its
 //! configuration, and the call reaches baton's journal.
@@ -15,7 +15,12 @@ fn checkpoint_through(agent: Agent, tool_name: &str) {
         Reply::text("all done"),
     ]);
     let home = tempfile::tempdir().unwrap();
-    let p = TestProject::new();
+    // Gemini CLI refuses settings files below a world-writable folder.
+    let p = if agent == Agent::Gemini {
+        TestProject::new_private()
+    } else {
+        TestProject::new()
+    };
     let cfg = p.root().join(".baton/config.toml");
     let mut text = fs_err::read_to_string(&cfg).unwrap();
     text.push_str(&agent.baton_config("cc", &server, home.path()));
@@ -78,6 +83,11 @@ fn claude_code_calls_baton_checkpoint() {
 #[test]
 fn codex_calls_baton_checkpoint() {
     checkpoint_through(Agent::Codex, "mcp__baton__checkpoint");
+}
+
+#[test]
+fn gemini_cli_calls_baton_checkpoint() {
+    checkpoint_through(Agent::Gemini, "mcp_baton_checkpoint");
 }
 
 #[test]

@@ -119,7 +119,8 @@ pub struct AgentConfig {
     /// Built-in only: "edit" (default), "read-only" or "full".
     pub permission: Option<Permission>,
     /// Built-in only: tell the CLI about baton's MCP server (default true,
-    /// for the CLIs baton configures: Claude Code, Codex, OpenCode, Qwen Code).
+    /// for the CLIs baton configures: Claude Code, Codex, OpenCode, Qwen Code,
+    /// Gemini CLI).
     pub mcp: Option<bool>,
 }
 

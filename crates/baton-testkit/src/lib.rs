@@ -77,7 +77,29 @@ pub fn baton_bin() -> PathBuf {
 impl TestProject {
     /// A git repository with one commit and `baton init` run in it.
     pub fn new() -> TestProject {
-        let p = Self::bare();
+        Self::init(Self::bare())
+    }
+
+    /// [`TestProject::new`] in a folder no other user may write to (under
+    /// the build output, not /tmp): some CLIs refuse settings files below a
+    /// world-writable folder.
+    pub fn new_private() -> TestProject {
+        let base = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"))
+            .join("private-test-projects");
+        fs_err::create_dir_all(&base).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        fs_err::set_permissions(&base, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let mut p = Self::bare();
+        p.dir = tempfile::Builder::new()
+            .prefix("baton-test-")
+            .tempdir_in(&base)
+            .unwrap();
+        Self::init(p)
+    }
+
+    fn init(p: TestProject) -> TestProject {
         p.git(&["init", "-q", "-b", "main"]);
         fs_err::write(p.root().join("README.md"), "# test project\n").unwrap();
         p.git(&["add", "."]);

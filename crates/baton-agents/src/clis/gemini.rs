@@ -59,6 +59,18 @@ impl AgentCli for Gemini {
     fn memory_file(&self) -> &'static str {
         "GEMINI.md"
     }
+    fn mcp_wiring(
+        &self,
+        server: &crate::McpServer<'_>,
+        _env: crate::Env<'_>,
+    ) -> Option<crate::McpWiring> {
+        // Gemini skips the file (with a warning) when a folder above it is
+        // world-writable: a project under /tmp gets no MCP server.
+        Some(crate::settings_file_wiring(
+            server,
+            "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+        ))
+    }
     fn parse_line(&self, v: &Value, seen: &Seen<'_>) -> Vec<AgentEvent> {
         parse_line(v, seen.last_text)
     }
