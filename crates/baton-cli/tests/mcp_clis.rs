@@ -1,5 +1,5 @@
 //! The real agent CLIs baton tells about its MCP server (Claude Code,
-//! Codex, OpenCode, Qwen Code, Gemini CLI) calling baton's tools in an agent phase, driven by the
+//! Codex, OpenCode, Qwen Code, Gemini CLI, Copilot) calling baton's tools in an agent phase, driven by the
 //! scripted model server, which asks for the tool by the name each CLI
 //! gives it: the CLI starts `baton mcp` with what baton wrote into its
 //! configuration, and the call reaches baton's journal.
@@ -93,4 +93,9 @@ fn gemini_cli_calls_baton_checkpoint() {
 #[test]
 fn qwen_code_calls_baton_checkpoint() {
     checkpoint_through(Agent::Qwen, "mcp__baton__checkpoint");
+}
+
+#[test]
+fn copilot_calls_baton_checkpoint() {
+    checkpoint_through(Agent::Copilot, "baton-checkpoint");
 }

@@ -119,8 +119,7 @@ pub struct AgentConfig {
     /// Built-in only: "edit" (default), "read-only" or "full".
     pub permission: Option<Permission>,
     /// Built-in only: tell the CLI about baton's MCP server (default true,
-    /// for the CLIs baton configures: Claude Code, Codex, OpenCode, Qwen Code,
-    /// Gemini CLI).
+    /// for the CLIs baton configures: every built-in CLI but droid).
     pub mcp: Option<bool>,
 }
 

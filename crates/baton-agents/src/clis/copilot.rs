@@ -77,6 +77,28 @@ impl AgentCli for Copilot {
     fn memory_file(&self) -> &'static str {
         "AGENTS.md"
     }
+    fn mcp_wiring(
+        &self,
+        server: &crate::McpServer<'_>,
+        _env: crate::Env<'_>,
+    ) -> Option<crate::McpWiring> {
+        let config = serde_json::json!({"mcpServers": {"baton": {
+            "type": "local",
+            "command": server.command,
+            "args": server.args,
+            "env": server.json_env(),
+            "tools": ["*"],
+        }}});
+        Some(crate::McpWiring {
+            // Added to the user's servers; its tools allowed without asking.
+            args: vec![
+                format!("--additional-mcp-config={config}"),
+                "--allow-tool=baton".into(),
+            ],
+            env: Vec::new(),
+            files: Vec::new(),
+        })
+    }
     fn parse_line(&self, v: &Value, seen: &Seen<'_>) -> Vec<AgentEvent> {
         parse_line(v, seen)
     }
