@@ -241,8 +241,22 @@ pub struct McpServer<'a> {
 }
 
 impl McpServer<'_> {
-    /// `{"command", "args", "env"}` as most CLIs' settings write a stdio
-    /// server.
+    /// `{"mcpServers": {"baton": {…}}}`, the shape most CLIs read: the
+    /// server's `command`, `args` and `env`, plus `extra` keys (its `type`,
+    /// whether it is trusted, which tools).
+    pub fn mcp_servers_json(&self, extra: Value) -> Value {
+        let mut entry = serde_json::json!({
+            "command": self.command,
+            "args": self.args,
+            "env": self.json_env(),
+        });
+        if let (Some(e), Value::Object(more)) = (entry.as_object_mut(), extra) {
+            e.extend(more);
+        }
+        serde_json::json!({ "mcpServers": { "baton": entry } })
+    }
+
+    /// The server's environment as a JSON object.
     pub fn json_env(&self) -> Map<String, Value> {
         self.env
             .iter()
@@ -269,12 +283,7 @@ pub(crate) fn settings_file_wiring(server: &McpServer<'_>, var: &str) -> McpWiri
     let file = server
         .scratch
         .join(format!("{}-settings.json", var.to_ascii_lowercase()));
-    let settings = serde_json::json!({"mcpServers": {"baton": {
-        "command": server.command,
-        "args": server.args,
-        "env": server.json_env(),
-        "trust": true,
-    }}});
+    let settings = server.mcp_servers_json(serde_json::json!({"trust": true}));
     McpWiring {
         args: Vec::new(),
         env: vec![(var.to_string(), file.display().to_string())],

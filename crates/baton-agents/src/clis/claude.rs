@@ -72,12 +72,7 @@ impl AgentCli for Claude {
     ) -> Option<crate::McpWiring> {
         // Only baton's server (--strict-mcp-config), its tools allowed
         // without asking (a headless run cannot be asked).
-        let config = serde_json::json!({"mcpServers": {"baton": {
-            "type": "stdio",
-            "command": server.command,
-            "args": server.args,
-            "env": server.json_env(),
-        }}});
+        let config = server.mcp_servers_json(serde_json::json!({"type": "stdio"}));
         Some(crate::McpWiring {
             args: vec![
                 "--mcp-config".into(),

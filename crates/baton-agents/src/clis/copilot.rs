@@ -82,13 +82,7 @@ impl AgentCli for Copilot {
         server: &crate::McpServer<'_>,
         _env: crate::Env<'_>,
     ) -> Option<crate::McpWiring> {
-        let config = serde_json::json!({"mcpServers": {"baton": {
-            "type": "local",
-            "command": server.command,
-            "args": server.args,
-            "env": server.json_env(),
-            "tools": ["*"],
-        }}});
+        let config = server.mcp_servers_json(serde_json::json!({"type": "local", "tools": ["*"]}));
         Some(crate::McpWiring {
             // Added to the user's servers; its tools allowed without asking.
             args: vec![
