@@ -224,20 +224,8 @@ fn a_merge_conflict_leaves_the_parent_untouched() {
     ok(&p, &["agent", "review", "c1", "--agent", "idle"]);
     let r = settled(&p, "c1-r1");
     // Both sides change mine.txt after the fork.
-    let commit = |dir: &Path, text: &str| {
-        fs_err::write(dir.join("mine.txt"), text).unwrap();
-        for args in [&["add", "-A"][..], &["commit", "-qm", text][..]] {
-            let s = Command::new("git")
-                .args(["-c", "user.email=t@t", "-c", "user.name=t"])
-                .args(args)
-                .current_dir(dir)
-                .status()
-                .unwrap();
-            assert!(s.success());
-        }
-    };
-    commit(&worktree(&c), "coder's version\n");
-    commit(&worktree(&r), "reviewer's version\n");
+    commit_file(&worktree(&c), "mine.txt", "coder's version\n");
+    commit_file(&worktree(&r), "mine.txt", "reviewer's version\n");
     let parent_head = p.git(&["rev-parse", "baton/c1"]);
     let err = refused(
         &p,

@@ -267,6 +267,165 @@ fn the_typescript_sdk_drives_the_loop_and_every_result_fits_its_schema() {
     review_loop_through(McpClient::TypeScript);
 }
 
+/// The codes an agent meets only when something went wrong around it,
+/// each returned to it as a tool error (the review loop above covers
+/// the invalid state, review in progress, configuration, unknown
+/// instance, review limit and pull request codes): a fork onto a branch
+/// that exists, a review agent that cannot start, a merge conflict, a
+/// merge the parent's uncommitted work blocks, a review past its
+/// timeout, a parent a person ended, a coding instance past its
+/// execution timeout, and a review asked by an instance that does not
+/// exist. `WORKFLOW_CLEANUP_FAILED` is never returned to a caller: a
+/// cleanup runs after the tool's effect, and its failure is journaled
+/// (see agent_instances.rs).
+#[test]
+fn every_code_an_agent_can_meet_reaches_it_as_a_tool_error() {
+    let client = McpClient::PythonLegacy;
+    let (p, _remote) = project();
+    let call = |id: &str, tool: &str, args: Value| {
+        let report = as_agent(
+            &p,
+            client,
+            Some(id),
+            &[],
+            json!([{"tool": tool, "args": args}]),
+        );
+        result(&report, 0).clone()
+    };
+    ok(
+        &p,
+        &["agent", "spawn", "x", "--id", "c1", "--agent", "committer"],
+    );
+    let c = settled(&p, "c1");
+
+    // A git process left the coder's worktree locked: its work cannot be
+    // committed for the fork, and the coder works on.
+    let out = Command::new("git")
+        .args(["rev-parse", "--absolute-git-dir"])
+        .current_dir(worktree(&c))
+        .output()
+        .unwrap();
+    let lock =
+        std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim()).join("index.lock");
+    fs_err::write(&lock, "").unwrap();
+    let r = call("c1", "request_review", json!({}));
+    assert_refused(&r, "WORKFLOW_FORK_FAILED");
+    assert!(r["text"].as_str().unwrap().contains("index.lock"), "{r}");
+    assert_eq!(show(&p, "c1")["status"], "working");
+    fs_err::remove_file(&lock).unwrap();
+
+    // The agent the review would run is gone from the settings.
+    let cfg = p.root().join(".baton/config.toml");
+    let settings = fs_err::read_to_string(&cfg).unwrap();
+    fs_err::write(
+        &cfg,
+        settings.replace("[agents.committer]", "[agents.renamed]"),
+    )
+    .unwrap();
+    let r = call("c1", "request_review", json!({}));
+    assert_refused(&r, "WORKFLOW_RESOURCE_ALLOCATION_FAILED");
+    fs_err::write(&cfg, &settings).unwrap();
+    let c1 = show(&p, "c1");
+    assert_eq!(c1["status"], "working", "the coding agent works on: {c1}");
+
+    // Both sides change mine.txt after the fork.
+    let r = call("c1", "request_review", json!({}));
+    assert_eq!(r["isError"], false, "{r}");
+    let rid = r["structured"]["review_id"].as_str().unwrap().to_string();
+    let rv = settled(&p, &rid);
+    commit_file(&worktree(&c), "mine.txt", "coder's version\n");
+    commit_file(&worktree(&rv), "mine.txt", "reviewer's version\n");
+    let head = p.git(&["rev-parse", "baton/c1"]);
+    let m = call(&rid, "merge_back", json!({"feedback": "x"}));
+    assert_refused(&m, "WORKFLOW_MERGE_CONFLICT");
+    assert!(m["text"].as_str().unwrap().contains("mine.txt"), "{m}");
+    assert_eq!(p.git(&["rev-parse", "baton/c1"]), head, "nothing merged");
+
+    // The reviewer takes the coder's version and adds a file the coder
+    // holds uncommitted: git will not overwrite it.
+    let git_in = |dir: &std::path::Path, args: &[&str]| {
+        let s = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .status()
+            .unwrap();
+        assert!(s.success(), "git {args:?}");
+    };
+    git_in(&worktree(&rv), &["reset", "-q", "--hard", "baton/c1"]);
+    commit_file(&worktree(&rv), "notes.txt", "the reviewer's notes\n");
+    fs_err::write(worktree(&c).join("notes.txt"), "the coder's draft\n").unwrap();
+    let m = call(&rid, "merge_back", json!({"feedback": "x"}));
+    assert_refused(&m, "WORKFLOW_PARENT_UPDATE_FAILED");
+    assert_eq!(
+        fs_err::read_to_string(worktree(&c).join("notes.txt")).unwrap(),
+        "the coder's draft\n",
+        "the coder's work is as it was"
+    );
+    fs_err::remove_file(worktree(&c).join("notes.txt")).unwrap();
+    let m = call(&rid, "merge_back", json!({"feedback": "x"}));
+    assert_eq!(m["isError"], false, "{m}");
+    settled(&p, "c1");
+
+    // A review past its timeout, its agent still calling.
+    ok(
+        &p,
+        &[
+            "agent",
+            "review",
+            "c1",
+            "--review-id",
+            "late",
+            "--agent",
+            "idle",
+            "--timeout",
+            "1s",
+        ],
+    );
+    settled(&p, "late");
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let m = call("late", "merge_back", json!({"feedback": "x"}));
+    assert_refused(&m, "WORKFLOW_REVIEW_TIMEOUT");
+
+    // A person ended the coding instance; its agent still asks.
+    ok(&p, &["agent", "kill", "c1"]);
+    let r = call("c1", "request_review", json!({}));
+    assert_refused(&r, "WORKFLOW_PARENT_INVALID_STATE");
+
+    // A coding instance past its execution timeout.
+    ok(
+        &p,
+        &[
+            "agent",
+            "spawn",
+            "y",
+            "--id",
+            "c2",
+            "--agent",
+            "idle",
+            "--timeout",
+            "1s",
+        ],
+    );
+    settled(&p, "c2");
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    for (tool, args) in [
+        ("checkpoint", json!({"note": "still here"})),
+        ("request_review", json!({})),
+        ("create_pr", json!({})),
+    ] {
+        let r = call("c2", tool, args);
+        assert_refused(&r, "WORKFLOW_EXECUTION_TIMEOUT");
+        assert!(
+            r["text"].as_str().unwrap().contains("execution_timeout"),
+            "{r}"
+        );
+    }
+
+    // An agent whose instance does not exist asks for a review.
+    let r = call("ghost", "request_review", json!({}));
+    assert_refused(&r, "WORKFLOW_PARENT_NOT_FOUND");
+}
+
 /// The three protocol revisions the agent CLIs speak: 2026-07-28 (Claude
 /// Code, Python SDK), 2025-11-25 (Qwen, OpenCode, TypeScript SDK),
 /// 2025-06-18 (Codex, Gemini CLI) — the last on the raw wire, where

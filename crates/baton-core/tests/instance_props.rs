@@ -321,6 +321,14 @@ fn timeouts_are_due_from_the_store_whoever_started_the_instance() {
         "{c1:?}"
     );
     assert_eq!(c1.coding().unwrap().review_count, 0);
+    // The reviewer, still at work, hears why it may no longer merge back.
+    assert_eq!(
+        w.step(Input::MergeBack {
+            review: id("r1"),
+            feedback: "late".into()
+        }),
+        Err(ErrorCode::ReviewTimeout)
+    );
     w.now += 24 * HOUR;
     for input in instance::due(&w.all, Timestamp(w.now)) {
         w.ok(input);
@@ -332,6 +340,22 @@ fn timeouts_are_due_from_the_store_whoever_started_the_instance() {
         Some("WORKFLOW_EXECUTION_TIMEOUT")
     );
     assert!(instance::due(&w.all, Timestamp(w.now)).is_empty());
+    assert_eq!(
+        w.step(Input::RequestReview {
+            parent: id("c1"),
+            review: id("r2"),
+            config: review_config(),
+        }),
+        Err(ErrorCode::ExecutionTimeout),
+        "a timed-out coding agent asking for a review is told why it cannot"
+    );
+    assert_eq!(
+        w.step(Input::Terminate {
+            id: id("c1"),
+            reason: "x".into()
+        }),
+        Err(ErrorCode::ExecutionTimeout)
+    );
 }
 
 #[test]

@@ -260,7 +260,18 @@ impl Baton {
         Parameters(input): Parameters<RequestReviewInput>,
     ) -> Result<Json<ReviewStarted>, ToolError> {
         self.with_agents(move |agents, caller| {
-            let me = caller_instance(agents, caller, Kind::Coding, "request_review")?;
+            // The instance to review is the caller's: when it does not
+            // exist, the parent is not found, as with `baton agent review`.
+            let me = caller_instance(agents, caller, Kind::Coding, "request_review").map_err(
+                |e| match (e.0.code, &caller.instance) {
+                    (Some(ErrorCode::InstanceNotFound), Some(id)) => refused(
+                        ErrorCode::ParentNotFound,
+                        format!("there is no instance {id} to review"),
+                        "this agent's BATON_INSTANCE names no instance: `baton agent ls` lists them",
+                    ),
+                    _ => e,
+                },
+            )?;
             let wanted = input
                 .prompt
                 .clone()

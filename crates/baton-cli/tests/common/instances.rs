@@ -128,3 +128,18 @@ pub fn refused(p: &TestProject, args: &[&str], exit: i32, code: &str) -> String 
     assert!(err.contains("hint: "), "no hint: {err}");
     err
 }
+
+/// Writes `text` to `file` in the worktree `dir` and commits it there, as
+/// an agent working in it would.
+pub fn commit_file(dir: &Path, file: &str, text: &str) {
+    fs_err::write(dir.join(file), text).unwrap();
+    for args in [&["add", "-A"][..], &["commit", "-qm", text][..]] {
+        let s = Command::new("git")
+            .args(["-c", "user.email=t@t", "-c", "user.name=t"])
+            .args(args)
+            .current_dir(dir)
+            .status()
+            .unwrap();
+        assert!(s.success(), "git {args:?} in {}", dir.display());
+    }
+}

@@ -204,6 +204,13 @@ fn request_review(
             "wait for it to merge back or push, or terminate it",
         );
     }
+    if let Some((code, why)) = failed_with(p) {
+        return refuse(
+            code,
+            format!("{parent} failed ({why}); a review can be asked only while it is working"),
+            "`baton agent show` says where it is; start again with `baton agent spawn`",
+        );
+    }
     if p.status != Status::Working {
         return refuse(
             ErrorCode::ParentInvalidState,
@@ -354,9 +361,30 @@ fn live<'a>(all: &'a Instances, id: &InstanceId) -> Result<&'a Instance, Instanc
 }
 
 fn invalid<T>(i: &Instance, what: &str) -> Result<T, InstanceError> {
+    if let Some((code, why)) = failed_with(i) {
+        return refuse(
+            code,
+            format!("{} failed ({why}) and cannot {what}", i.id),
+            "`baton agent show` says where it is; start again with `baton agent spawn`",
+        );
+    }
     refuse(
         ErrorCode::InvalidState,
         format!("{} is {} and cannot {what}", i.id, i.status.as_str()),
         "`baton agent show` says where it is",
     )
+}
+
+/// The code and reason a failed instance ended with (a timeout, a failed
+/// turn): what an agent still calling on it is told, rather than a bare
+/// "invalid state".
+fn failed_with(i: &Instance) -> Option<(ErrorCode, &str)> {
+    if i.status != Status::Failed {
+        return None;
+    }
+    let reason = i.end_reason.as_deref()?;
+    ErrorCode::ALL.into_iter().find_map(|c| {
+        let why = reason.strip_prefix(c.as_str())?.strip_prefix(": ")?;
+        Some((c, why))
+    })
 }
