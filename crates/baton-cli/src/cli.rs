@@ -348,9 +348,17 @@ pub struct AgentPushArgs {
 
 #[derive(Debug, Args)]
 pub struct AgentSpawnArgs {
-    /// What the agent is to do (`-` reads it from standard input).
-    pub instructions: String,
-    /// The instance id (default: a slug of the instructions).
+    /// What the agent is to do (`-` reads it from standard input; with
+    /// --issue, added to the issue's text).
+    #[arg(required_unless_present = "issue")]
+    pub instructions: Option<String>,
+    /// Work on this GitHub issue of the repository: its title and body are the instructions.
+    #[arg(long, value_name = "N")]
+    pub issue: Option<u32>,
+    /// Standing instructions given ahead of the work (default: [instances.coding] system_prompt).
+    #[arg(long, value_name = "TEXT")]
+    pub system_prompt: Option<String>,
+    /// The instance id (default: a slug of the instructions, or issue-N-<title>).
     #[arg(long)]
     pub id: Option<String>,
     /// The agent (`[agents.NAME]` in .baton/config.toml; default: [defaults] agent).

@@ -596,7 +596,7 @@ fn a_workflow_phase_runs_as_a_coding_instance() {
 /// `pr_created` with the number and URL; its branch is on the remote.
 #[test]
 fn the_loop_ends_with_a_pull_request() {
-    let github = baton_testkit::github::FakeGitHub::start(1);
+    let github = baton_testkit::github::FakeGitHub::start(1, &[]);
     let (p, remote) = project();
     let cfg = p.root().join(".baton/config.toml");
     let mut text = fs_err::read_to_string(&cfg).unwrap();
@@ -701,7 +701,7 @@ fn the_loop_ends_with_a_pull_request() {
 /// before one.
 #[test]
 fn a_pull_request_needs_a_token_and_the_required_review() {
-    let github = baton_testkit::github::FakeGitHub::start(0);
+    let github = baton_testkit::github::FakeGitHub::start(0, &[]);
     let (p, remote) = project();
     let cfg = p.root().join(".baton/config.toml");
     let mut text = fs_err::read_to_string(&cfg).unwrap();
@@ -767,6 +767,105 @@ fn a_pull_request_needs_a_token_and_the_required_review() {
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
         "https://github.com/acme/widgets/pull/1"
+    );
+}
+
+/// `--issue N`: the GitHub issue's title and body (read without a token,
+/// as from a public repository) are the agent's instructions, after its
+/// system prompt and before what the user added; the pull request closes
+/// the issue. An issue that does not exist starts nothing.
+#[test]
+fn a_github_issue_and_a_system_prompt_make_the_instructions() {
+    let github = baton_testkit::github::FakeGitHub::start(0, &[7]);
+    let (p, _remote) = project();
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str(&format!(
+        "\n[github]\napi_url = \"{}\"\nrepository = \"acme/widgets\"\n",
+        github.url
+    ));
+    fs_err::write(&cfg, text).unwrap();
+    let anonymous = |args: &[&str]| {
+        p.baton(args)
+            .env_remove("GITHUB_TOKEN")
+            .env_remove("GH_TOKEN")
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .unwrap()
+    };
+    let out = anonymous(&[
+        "agent",
+        "spawn",
+        "--issue",
+        "7",
+        "--system-prompt",
+        "You are a careful engineer.",
+        "Keep the change small.",
+        "--agent",
+        "committer",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert_eq!(id, "issue-7-found-a-bug", "named after the issue");
+    let v = settled(&p, &id);
+    assert_eq!(v["config"]["issue"]["number"], 7, "{v}");
+    assert_eq!(v["config"]["issue"]["title"], "Found a bug");
+    let prompts = p.root().join(format!(".baton/tasks/{id}/prompts"));
+    let prompt: String = fs_err::read_dir(&prompts)
+        .unwrap()
+        .map(|e| fs_err::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    let at = |s: &str| {
+        prompt
+            .find(s)
+            .unwrap_or_else(|| panic!("{s:?} not in the prompt:\n{prompt}"))
+    };
+    assert!(at("You are a careful engineer.") < at("GitHub issue #7: Found a bug"));
+    assert!(at("GitHub issue #7: Found a bug") < at("I'm having a problem with this."));
+    assert!(at("I'm having a problem with this.") < at("Keep the change small."));
+    assert!(prompt.contains("https://github.com/acme/widgets/issues/7"));
+    let reads = github.requests();
+    assert_eq!(reads.len(), 1, "{reads:?}");
+    assert_eq!(reads[0]["path"], "/repos/acme/widgets/issues/7");
+    assert_eq!(reads[0]["status"], 200);
+    assert!(reads[0]["headers"]["authorization"].is_null(), "no token");
+    assert_eq!(reads[0]["problems"], serde_json::json!([]), "{reads:?}");
+
+    // No such issue: nothing starts.
+    let out = anonymous(&["agent", "spawn", "--issue", "8", "--agent", "committer"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("error: WORKFLOW_INVALID_CONFIGURATION: acme/widgets has no issue #8"),
+        "{err}"
+    );
+    assert!(
+        err.contains("GITHUB_TOKEN"),
+        "a private repository needs one: {err}"
+    );
+    let all: Value = serde_json::from_str(&ok(&p, &["agent", "ls", "--all", "--json"])).unwrap();
+    assert_eq!(all.as_array().unwrap().len(), 1, "{all}");
+
+    // The pull request is named after the issue and closes it.
+    let out = p
+        .baton(&["agent", "push", &id])
+        .env("GITHUB_TOKEN", "t")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reqs = github.requests();
+    let create = reqs.iter().find(|r| r["method"] == "POST").unwrap();
+    assert_eq!(create["body"]["title"], "Found a bug");
+    let body = create["body"]["body"].as_str().unwrap();
+    assert!(body.starts_with("Closes #7\n"), "{body}");
+    assert!(
+        !body.contains("careful engineer"),
+        "the system prompt stays out: {body}"
     );
 }
 

@@ -111,7 +111,8 @@ pub struct CodingConfig {
     pub base_branch: String,
     /// The branch it works on (`baton/<id>` when not given).
     pub target_branch: Option<String>,
-    /// A GitHub issue or custom instructions, as the prompt.
+    /// What the agent is to do: custom instructions, or what is added to
+    /// the GitHub issue's text (empty: the issue alone).
     pub instructions: String,
     pub require_review: bool,
     pub max_reviews: u32,
@@ -120,6 +121,44 @@ pub struct CodingConfig {
     /// when not given).
     #[serde(default)]
     pub agent: Option<String>,
+    /// The GitHub issue it works on, as read when it was spawned.
+    #[serde(default)]
+    pub issue: Option<GithubIssue>,
+    /// Standing instructions given ahead of the work (the role, the
+    /// house rules).
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+}
+
+/// A GitHub issue, as a coding instance was given it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GithubIssue {
+    pub number: u32,
+    pub title: String,
+    pub body: String,
+    pub url: String,
+}
+
+impl CodingConfig {
+    /// What the agent is asked to do: the issue (number, title, body),
+    /// then the instructions.
+    pub fn task(&self) -> String {
+        let mut s = String::new();
+        if let Some(i) = &self.issue {
+            s.push_str(&format!(
+                "GitHub issue #{}: {}\n{}\n",
+                i.number, i.title, i.url
+            ));
+            if !i.body.trim().is_empty() {
+                s.push_str(&format!("\n{}\n", i.body.trim()));
+            }
+            if !self.instructions.trim().is_empty() {
+                s.push('\n');
+            }
+        }
+        s.push_str(&self.instructions);
+        s
+    }
 }
 
 /// What a review instance is given.

@@ -40,6 +40,8 @@ fn coding(require_review: bool, max_reviews: u32) -> CodingConfig {
         max_reviews,
         execution_timeout_ms: 24 * HOUR as u64,
         agent: None,
+        issue: None,
+        system_prompt: None,
     }
 }
 

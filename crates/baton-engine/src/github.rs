@@ -88,10 +88,21 @@ pub enum GitHubError {
     Transport { api: String, message: String },
 }
 
-/// A client for one API base URL with one token.
+/// An issue as baton reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Issue {
+    pub number: u32,
+    pub title: String,
+    #[serde(default)]
+    pub body: Option<String>,
+    pub html_url: String,
+}
+
+/// A client for one API base URL, with a token (`None`: anonymous, which
+/// reads public repositories only).
 pub struct GitHub {
     api: String,
-    token: String,
+    token: Option<String>,
     agent: ureq::Agent,
 }
 
@@ -129,7 +140,7 @@ struct ErrorJson {
 }
 
 impl GitHub {
-    pub fn new(api: &str, token: String) -> GitHub {
+    pub fn new(api: &str, token: Option<String>) -> GitHub {
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(Duration::from_secs(30)))
@@ -226,10 +237,35 @@ impl GitHub {
         }))
     }
 
+    /// Issue `number` of `repo`.
+    pub fn issue(&self, repo: &Repo, number: u32) -> Result<Issue, GitHubError> {
+        let url = format!(
+            "{}/repos/{}/{}/issues/{number}",
+            self.api, repo.owner, repo.name
+        );
+        let mut resp = self
+            .request(self.agent.get(&url))
+            .call()
+            .map_err(|e| self.transport(e))?;
+        let status = resp.status().as_u16();
+        let text = resp.body_mut().read_to_string().unwrap_or_default();
+        if status != 200 {
+            return Err(error_of(status, &text));
+        }
+        serde_json::from_str(&text).map_err(|e| GitHubError::Status {
+            status,
+            message: format!("an answer baton cannot read: {e}"),
+        })
+    }
+
     fn request<B>(&self, r: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
-        r.header("Authorization", &format!("Bearer {}", self.token))
+        let r = r
             .header("Accept", "application/vnd.github+json")
-            .header("X-GitHub-Api-Version", "2022-11-28")
+            .header("X-GitHub-Api-Version", "2022-11-28");
+        match &self.token {
+            Some(t) => r.header("Authorization", &format!("Bearer {t}")),
+            None => r,
+        }
     }
 
     fn transport(&self, e: ureq::Error) -> GitHubError {

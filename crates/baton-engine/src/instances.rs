@@ -20,6 +20,7 @@
 //! `instances/cleanup.rs`.
 
 mod cleanup;
+mod github;
 mod pull_request;
 mod reconcile;
 mod review;
@@ -68,7 +69,14 @@ pub struct Agents<'e> {
 #[derive(Debug, Clone, Default)]
 pub struct SpawnOptions {
     pub id: Option<String>,
+    /// What to do (with `issue`: added to the issue's text; may be empty).
     pub instructions: String,
+    /// A GitHub issue of the repository to work on: its title and body
+    /// are read when the instance is spawned.
+    pub issue: Option<u32>,
+    /// Standing instructions ahead of the work (default: `[instances.coding]
+    /// system_prompt`).
+    pub system_prompt: Option<String>,
     pub agent: Option<String>,
     /// The branch the work starts from (default: the checked-out one).
     pub base: Option<String>,
@@ -344,12 +352,21 @@ impl Agents<'_> {
             )
             .hint(format!("drop --interactive (its turns then run headless, with native resume), or define an agent with command = [\"{agent}\", \"{{{{prompt}}}}\"] for its terminal UI")));
         }
-        let id = match &o.id {
-            Some(s) => InstanceId::parse(s).map_err(|e| {
+        let issue = o.issue.map(|n| self.read_issue(n)).transpose()?;
+        if issue.is_none() && o.instructions.trim().is_empty() {
+            return Err(Error::coded(
+                ErrorCode::InvalidConfiguration,
+                "the instructions are empty, and no GitHub issue was given",
+            )
+            .hint("say what the agent is to do, or give --issue N"));
+        }
+        let id = match (&o.id, &issue) {
+            (Some(s), _) => InstanceId::parse(s).map_err(|e| {
                 Error::coded(ErrorCode::InvalidConfiguration, format!("--id {s:?}: {e}"))
                     .hint("ids use letters, digits, '-', '_' and '.'")
             })?,
-            None => self.new_id(&o.instructions)?,
+            (None, Some(i)) => self.new_id(&format!("issue {} {}", i.number, i.title))?,
+            (None, None) => self.new_id(&o.instructions)?,
         };
         if self.eng.store.load(&id)?.is_some() {
             return Err(Error::coded(
@@ -395,6 +412,12 @@ impl Agents<'_> {
                 .execution_timeout_ms
                 .unwrap_or(self.settings.execution_timeout_ms),
             agent: Some(agent.clone()),
+            issue,
+            system_prompt: o
+                .system_prompt
+                .clone()
+                .filter(|s| !s.trim().is_empty())
+                .or(self.settings.system_prompt.clone()),
         };
         self.step(Input::Spawn {
             id: id.clone(),

@@ -1065,6 +1065,13 @@ fn instances_round_trip_and_writers_serialise(b: &Backend) {
             max_reviews: 2,
             execution_timeout_ms: 3_600_000,
             agent: Some("claude".into()),
+            issue: Some(baton_core::instance::GithubIssue {
+                number: 7,
+                title: "Found a bug".into(),
+                body: "It breaks.".into(),
+                url: "https://github.com/acme/widgets/issues/7".into(),
+            }),
+            system_prompt: Some("You write Rust.".into()),
         },
     };
     instance_step(s, coding("c1"), 10).unwrap();

@@ -1,14 +1,18 @@
 #!/usr/bin/env node
-// Fake of the GitHub REST API "pulls" endpoints, for integration tests.
+// Fake of the GitHub REST API "pulls" endpoints and issues/get, for
+// integration tests.
 //
 // Every request is checked against GitHub's official OpenAPI description
 // (@octokit/openapi, generated/api.github.com.json) and every answer is built
 // from GitHub's own data: the pull request body is the spec's documented
-// example for `pulls/create` (rewritten to match the request), the response
+// example for `pulls/create` (rewritten to match the request), an issue is
+// the spec's example for `issues/get` (with its number), the response
 // headers are the ones recorded from api.github.com in @octokit/fixtures.
 // Our own answers are validated against the spec too; any mismatch is logged.
 //
-// Usage: node server.mjs [--port N] [--log FILE] [--fail-create N]
+// Usage: node server.mjs [--port N] [--log FILE] [--fail-create N] [--issue N]...
+// Issues exist only where --issue names them (any repository); reading one
+// needs no token, as with a public repository.
 // Modules are looked up in $FAKE_GITHUB_MODULES, else ./node_modules.
 import http from "node:http";
 import fs from "node:fs";
@@ -18,7 +22,7 @@ import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 
 // ---------------------------------------------------------------- options
-const opts = { port: 0, log: null, failCreate: 0 };
+const opts = { port: 0, log: null, failCreate: 0, issues: new Set() };
 for (let i = 2; i < process.argv.length; i++) {
   const flag = process.argv[i];
   const value = process.argv[++i];
@@ -26,11 +30,12 @@ for (let i = 2; i < process.argv.length; i++) {
   if (flag === "--port") opts.port = Number(value);
   else if (flag === "--log") opts.log = value;
   else if (flag === "--fail-create") opts.failCreate = Number(value);
+  else if (flag === "--issue" && /^\d+$/.test(value)) opts.issues.add(Number(value));
   else fail(`unknown flag ${flag}`);
 }
 if (!Number.isInteger(opts.port) || !Number.isInteger(opts.failCreate)) fail("--port and --fail-create take integers");
 function fail(msg) {
-  console.error(`fake-github: ${msg}\nusage: node server.mjs [--port N] [--log FILE] [--fail-create N]`);
+  console.error(`fake-github: ${msg}\nusage: node server.mjs [--port N] [--log FILE] [--fail-create N] [--issue N]...`);
   process.exit(2);
 }
 
@@ -61,8 +66,21 @@ const { connection, date, etag, location, "content-length": _len, ...RECORDED_HE
 const ajv = new Ajv({ strict: false, allErrors: true, validateSchema: false });
 addFormats(ajv);
 ajv.addFormat("repo.nwo", /^[\w.-]+\/[\w.-]+$/); // GitHub's own format for "owner/repo"
-ajv.addSchema({ $id: "gh.json", components: spec.components });
-const compile = (schema) => ajv.compile(JSON.parse(JSON.stringify(schema).replaceAll('"$ref":"#/', '"$ref":"gh.json#/')));
+// The spec writes `nullable` beside allOf/anyOf without a `type` (the issue
+// schema's milestone, for one), which ajv refuses: there it becomes an
+// explicit "or null".
+function nullables(node) {
+  if (Array.isArray(node)) return node.map(nullables);
+  if (node === null || typeof node !== "object") return node;
+  const out = Object.fromEntries(Object.entries(node).map(([k, v]) => [k, nullables(v)]));
+  if (out.nullable === true && out.type === undefined) {
+    delete out.nullable;
+    return { anyOf: [out, { type: "null" }] };
+  }
+  return out;
+}
+ajv.addSchema({ $id: "gh.json", components: nullables(spec.components) });
+const compile = (schema) => ajv.compile(nullables(JSON.parse(JSON.stringify(schema).replaceAll('"$ref":"#/', '"$ref":"gh.json#/'))));
 const deref = (o) => (o?.$ref ? o.$ref.slice(2).split("/").reduce((a, k) => a[k], spec) : o);
 
 // A PR schema as served in one API version: drop the properties that the
@@ -86,6 +104,7 @@ const OPS = [
   { method: "POST", re: new RegExp(`^/repos/${OWNER_REPO}/pulls$`), path: "/repos/{owner}/{repo}/pulls", handler: createPull },
   { method: "GET", re: new RegExp(`^/repos/${OWNER_REPO}/pulls$`), path: "/repos/{owner}/{repo}/pulls", handler: listPulls },
   { method: "GET", re: new RegExp(`^/repos/${OWNER_REPO}/pulls/([^/]+)$`), path: "/repos/{owner}/{repo}/pulls/{pull_number}", handler: getPull },
+  { method: "GET", re: new RegExp(`^/repos/${OWNER_REPO}/issues/([^/]+)$`), path: "/repos/{owner}/{repo}/issues/{issue_number}", handler: getIssue, anonymous: true },
 ];
 for (const op of OPS) {
   const o = spec.paths[op.path][op.method.toLowerCase()];
@@ -102,6 +121,9 @@ for (const op of OPS) {
 // Template for every PR: the spec's documented 201 answer of pulls/create.
 const createOp = spec.paths["/repos/{owner}/{repo}/pulls"].post;
 const TEMPLATE = deref(createOp.responses["201"].content["application/json"].examples.default).value;
+// Template for every issue: the spec's documented 200 answer of issues/get.
+const issueOp = spec.paths["/repos/{owner}/{repo}/issues/{issue_number}"].get;
+const ISSUE = deref(deref(issueOp.responses["200"].content["application/json"].examples.default).value).value;
 
 // ---------------------------------------------------------------- state
 const repos = new Map(); // "owner/repo" (lower case) -> { next, pulls: [] }
@@ -207,6 +229,13 @@ function getPull(ctx, [owner, repo, number]) {
   send(ctx, 200, present(pr, ctx.version), {}, SHAPES[ctx.version].full.check);
 }
 
+function getIssue(ctx, [owner, repo, number]) {
+  if (!opts.issues.has(number)) return send(ctx, 404, { message: "Not Found", documentation_url: ctx.op.docs, status: "404" });
+  const issue = rebrand(ISSUE, owner, repo, [[/\/issues\/1347(?=[/"])/g, `/issues/${number}`]]);
+  issue.number = number;
+  send(ctx, 200, issue);
+}
+
 // ---------------------------------------------------------------- request checks
 // JSON Schema sees strings in path/query; convert per the parameter's type.
 function coerce(value, schema) {
@@ -281,7 +310,8 @@ async function handle(req, res) {
     ctx.problems.push(`header X-GitHub-Api-Version ${version} is not one of ${[...VERSIONS].join(", ")}`);
     return send(ctx, 400, { message: `API version ${version} is not supported.`, documentation_url: "https://docs.github.com/rest/overview/api-versions", status: "400" });
   } else ctx.version = version;
-  if (!h.authorization || !/^(bearer|token) \S+$/i.test(h.authorization)) {
+  const anonymousOk = ctx.op.anonymous && !h.authorization;
+  if (!anonymousOk && (!h.authorization || !/^(bearer|token) \S+$/i.test(h.authorization))) {
     ctx.problems.push(h.authorization ? "header Authorization is not 'Bearer TOKEN' or 'token TOKEN'" : "header Authorization missing");
     return send(ctx, 401, { message: h.authorization ? "Bad credentials" : "Requires authentication", documentation_url: DOCS, status: "401" });
   }

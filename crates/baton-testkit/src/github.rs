@@ -17,8 +17,10 @@ pub struct FakeGitHub {
 
 impl FakeGitHub {
     /// Starts the server on a free port. `fail_create`: the first N valid
-    /// create requests are answered 502 (a flaky GitHub).
-    pub fn start(fail_create: u32) -> FakeGitHub {
+    /// create requests are answered 502 (a flaky GitHub). `issues`: the
+    /// issue numbers that exist (each GitHub's documented example issue,
+    /// "Found a bug").
+    pub fn start(fail_create: u32, issues: &[u32]) -> FakeGitHub {
         let modules = std::env::var("FAKE_GITHUB_MODULES").expect(
             "FAKE_GITHUB_MODULES is not set: run the tests with ./scripts/test, which installs the fake GitHub API's packages",
         );
@@ -27,6 +29,11 @@ impl FakeGitHub {
         let mut child = Command::new("node")
             .arg(&server)
             .args(["--port", "0", "--fail-create", &fail_create.to_string()])
+            .args(
+                issues
+                    .iter()
+                    .flat_map(|n| ["--issue".to_string(), n.to_string()]),
+            )
             .arg("--log")
             .arg(log.path())
             .env("FAKE_GITHUB_MODULES", &modules)

@@ -36,17 +36,21 @@ pub fn run(project: &Project, c: AgentCommand, printer: &Arc<Printer>) -> Result
 type Agents<'e> = baton_engine::instances::Agents<'e>;
 
 fn spawn(agents: &Agents, a: AgentSpawnArgs, printer: &Printer) -> Result<Exit> {
-    let instructions = if a.instructions == "-" {
-        let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s)?;
-        s
-    } else {
-        a.instructions
+    let instructions = match a.instructions.as_deref() {
+        Some("-") => {
+            let mut s = String::new();
+            std::io::stdin().read_to_string(&mut s)?;
+            s
+        }
+        Some(text) => text.to_string(),
+        None => String::new(),
     };
     let execution_timeout_ms = timeout(a.timeout.as_deref())?;
     let inst = agents.spawn(SpawnOptions {
         id: a.id,
         instructions,
+        issue: a.issue,
+        system_prompt: a.system_prompt,
         agent: a.agent,
         base: a.base,
         branch: a.branch,
@@ -330,6 +334,7 @@ fn phase(agents: &Agents, a: AgentPhaseArgs, printer: &Printer) -> Result<Exit> 
             max_reviews: a.max_reviews,
             execution_timeout_ms: a.timeout_ms,
             interactive: a.interactive,
+            ..Default::default()
         },
     )?;
     printer.data(&done_line(&id, &done));

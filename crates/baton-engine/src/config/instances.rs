@@ -31,6 +31,8 @@ pub struct CodingDefaults {
     pub max_reviews: Option<u32>,
     /// e.g. "24h" (the default).
     pub execution_timeout: Option<String>,
+    /// Standing instructions for every coding agent, ahead of its work.
+    pub system_prompt: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -57,6 +59,7 @@ pub struct InstanceSettings {
     pub require_review: bool,
     pub max_reviews: u32,
     pub execution_timeout_ms: u64,
+    pub system_prompt: Option<String>,
     pub review: ReviewConfig,
 }
 
@@ -164,6 +167,7 @@ impl InstancesConfig {
             require_review,
             max_reviews,
             execution_timeout_ms,
+            system_prompt: c.system_prompt.clone().filter(|s| !s.trim().is_empty()),
             review: ReviewConfig {
                 review_prompt: r.review_prompt.clone(),
                 preserve_changes: r.preserve_changes.unwrap_or(false),
@@ -207,6 +211,7 @@ cleanup_policy = "manual"
 require_review = true
 max_reviews = 1
 execution_timeout = "2h"
+system_prompt = "You write small, tested changes."
 [instances.review]
 review_prompt = "check the tests"
 preserve_changes = true
@@ -219,6 +224,10 @@ timeout_minutes = 45
         assert_eq!(s.cleanup_policy, CleanupPolicy::Manual);
         assert_eq!((s.require_review, s.max_reviews), (true, 1));
         assert_eq!(s.execution_timeout_ms, 2 * 3_600_000);
+        assert_eq!(
+            s.system_prompt.as_deref(),
+            Some("You write small, tested changes.")
+        );
         assert_eq!(s.review.review_prompt.as_deref(), Some("check the tests"));
         assert!(s.review.preserve_changes);
         assert_eq!(s.review.timeout_ms, 45 * 60_000);

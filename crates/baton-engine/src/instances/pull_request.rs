@@ -8,7 +8,7 @@
 use super::{Agents, found};
 use crate::error::{Error, Result};
 use crate::git::{Git, MergeFailure};
-use crate::github::{GitHub, NewPull, Repo};
+use crate::github::NewPull;
 use baton_core::instance::{self, Config, ErrorCode, Input, Instance, InstanceId, PullRequest};
 use std::path::Path;
 
@@ -20,13 +20,6 @@ pub struct PushOptions {
     /// Default: the instructions, and which instance opened it.
     pub body: Option<String>,
     pub draft: bool,
-}
-
-/// Where pull requests go: the API, the repository, the git remote.
-struct Target {
-    github: GitHub,
-    repo: Repo,
-    remote: String,
 }
 
 impl Agents<'_> {
@@ -55,7 +48,7 @@ impl Agents<'_> {
         let Config::Coding(cfg) = &owner.config else {
             unreachable!("an owner is a coding instance")
         };
-        let target = self.target()?;
+        let target = self.pull_request_target()?;
         let failed = |what: String| Error::coded(ErrorCode::PrCreationFailed, what);
         let (Some(opath), Some(branch)) = (&owner.resources.worktree_path, &owner.resources.branch)
         else {
@@ -86,16 +79,22 @@ impl Agents<'_> {
                 ))
                 .hint("check that the remote is reachable and that you may push to it; nothing was opened")
             })?;
-        let title = o
-            .title
-            .clone()
-            .unwrap_or_else(|| title_of(&cfg.instructions));
+        let title = o.title.clone().unwrap_or_else(|| match &cfg.issue {
+            Some(i) => title_of(&i.title),
+            None => title_of(&cfg.instructions),
+        });
         let reviews =
             owner.coding().map(|c| c.review_count).unwrap_or(0) + u32::from(review.is_some());
         let body = o.body.clone().unwrap_or_else(|| {
+            // "Closes #N" links the issue, which GitHub closes on merge.
+            let closes = cfg
+                .issue
+                .as_ref()
+                .map(|i| format!("Closes #{}\n\n", i.number))
+                .unwrap_or_default();
             format!(
-                "{}\n\n---\nOpened by baton agent instance `{}` after {reviews} review(s).",
-                cfg.instructions.trim(),
+                "{closes}{}\n\n---\nOpened by baton agent instance `{}` after {reviews} review(s).",
+                cfg.task().trim(),
                 owner.id
             )
         });
@@ -158,58 +157,6 @@ impl Agents<'_> {
                 "cannot merge {rbranch} into {branch}: {e}"
             ))),
         }
-    }
-
-    /// The GitHub API, repository and remote from `[github]` (and the
-    /// remote's URL), with a token.
-    fn target(&self) -> Result<Target> {
-        let cfg = &self.eng.project.config;
-        let failed = |what: String| Error::coded(ErrorCode::PrCreationFailed, what);
-        let remote = cfg
-            .github
-            .remote
-            .clone()
-            .or(cfg.workers.remote.clone())
-            .unwrap_or_else(|| "origin".into());
-        if !self.git.has_remote(&remote) {
-            return Err(failed(format!("the repository has no remote {remote:?} to push to"))
-                .hint("add it (`git remote add origin URL`), or name another under [github] remote in .baton/config.toml"));
-        }
-        let repo = match &cfg.github.repository {
-            Some(r) => Repo::parse(r).expect("checked when the config was read"),
-            None => {
-                let url = self
-                    .git
-                    .run(&["remote", "get-url", &remote], &[])
-                    .unwrap_or_default();
-                Repo::of_remote_url(&url).ok_or_else(|| {
-                    failed(format!(
-                        "cannot tell the GitHub repository from remote {remote}'s URL {:?}",
-                        url.trim()
-                    ))
-                    .hint("set repository = \"owner/name\" under [github] in .baton/config.toml")
-                })?
-            }
-        };
-        let (token, _) = crate::github::token().ok_or_else(|| {
-            failed("no GitHub token: GITHUB_TOKEN and GH_TOKEN are unset and `gh auth token` gave none".into())
-                .hint("export GITHUB_TOKEN (a token that may push and open pull requests), or run `gh auth login`; nothing was pushed")
-        })?;
-        let api = cfg
-            .github
-            .api_url
-            .clone()
-            .or_else(|| {
-                std::env::var("GITHUB_API_URL")
-                    .ok()
-                    .filter(|s| !s.is_empty())
-            })
-            .unwrap_or_else(|| "https://api.github.com".into());
-        Ok(Target {
-            github: GitHub::new(&api, token),
-            repo,
-            remote,
-        })
     }
 }
 

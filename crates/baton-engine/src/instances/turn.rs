@@ -184,7 +184,12 @@ pub(super) fn coding_prompt(inst: &Instance) -> String {
     let Config::Coding(cfg) = &inst.config else {
         return String::new();
     };
-    format!("{}{}", cfg.instructions, footer(inst))
+    let standing = cfg
+        .system_prompt
+        .as_ref()
+        .map(|s| format!("{}\n\n---\n\n", s.trim()))
+        .unwrap_or_default();
+    format!("{standing}{}{}", cfg.task(), footer(inst))
 }
 
 /// The prompt of a review agent's turn, on a fork of `parent`'s branch.
@@ -193,8 +198,8 @@ pub(super) fn review_prompt(review: &Instance, parent: &Instance) -> String {
         return String::new();
     };
     let instructions = match &parent.config {
-        Config::Coding(c) => c.instructions.as_str(),
-        Config::Review(_) => "",
+        Config::Coding(c) => c.task(),
+        Config::Review(_) => String::new(),
     };
     let path = review.resources.worktree_path.as_deref().unwrap_or("?");
     let branch = review.resources.branch.as_deref().unwrap_or("?");

@@ -167,6 +167,8 @@ fn an_instance_commit_lost_before_or_after_commit_lands_exactly_once() {
                 max_reviews: 1,
                 execution_timeout_ms: 1000,
                 agent: None,
+                issue: None,
+                system_prompt: None,
             },
         };
         let mut after = before.clone();
