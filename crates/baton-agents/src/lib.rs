@@ -273,6 +273,9 @@ pub struct McpWiring {
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub files: Vec<(PathBuf, String)>,
+    /// Why the CLI will not see the server after all (said in the task's
+    /// log; the run goes on without it).
+    pub unseen: Option<String>,
 }
 
 /// Gemini CLI and Qwen Code: a system settings file (which their own
@@ -288,6 +291,7 @@ pub(crate) fn settings_file_wiring(server: &McpServer<'_>, var: &str) -> McpWiri
         args: Vec::new(),
         env: vec![(var.to_string(), file.display().to_string())],
         files: vec![(file, settings.to_string())],
+        unseen: None,
     }
 }
 

@@ -99,3 +99,39 @@ fn qwen_code_calls_baton_checkpoint() {
 fn copilot_calls_baton_checkpoint() {
     checkpoint_through(Agent::Copilot, "baton-checkpoint");
 }
+
+/// Gemini CLI skips a settings file below a folder others may write (a
+/// project under /tmp): the run goes on without baton's server, and the
+/// journal says why instead of leaving the agent's missing tools a riddle.
+#[test]
+fn gemini_cli_below_a_folder_others_may_write_runs_without_the_server_and_says_so() {
+    let server = ModelServer::start(vec![Reply::text("all done")]);
+    let home = tempfile::tempdir().unwrap();
+    let p = TestProject::new();
+    assert!(
+        p.root().starts_with(std::env::temp_dir()),
+        "a project under /tmp"
+    );
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str(&Agent::Gemini.baton_config("g", &server, home.path()));
+    fs_err::write(&cfg, text).unwrap();
+    p.workflow(
+        "w",
+        "name = \"w\"\n[[phase]]\nid = \"work\"\nagent = \"g\"\nmax_attempts = 1\nprompt = \"Work on {{task}}\"\n",
+    );
+    let (code, out, err) = p.run(&["run", "w", "the thing", "--id", "t"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let said = p
+        .journal("t")
+        .iter()
+        .filter(|e| e["kind"] == "note")
+        .filter_map(|e| e["text"].as_str().map(str::to_string))
+        .find(|n| n.starts_with("Gemini CLI is not told about baton mcp"));
+    let said = said.expect("a note saying why Gemini has no baton server");
+    assert!(said.contains("may be written by others"), "{said}");
+    assert!(
+        !p.root().join(".baton/tasks/t/mcp").exists(),
+        "no settings file that would be skipped"
+    );
+}

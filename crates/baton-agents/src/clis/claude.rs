@@ -83,6 +83,7 @@ impl AgentCli for Claude {
             ],
             env: Vec::new(),
             files: Vec::new(),
+            unseen: None,
         })
     }
     fn parse_line(&self, v: &Value, seen: &Seen<'_>) -> Vec<AgentEvent> {

@@ -87,6 +87,7 @@ impl AgentCli for Codex {
             ],
             env: Vec::new(),
             files: Vec::new(),
+            unseen: None,
         })
     }
     fn parse_line(&self, v: &Value, seen: &Seen<'_>) -> Vec<AgentEvent> {

@@ -91,6 +91,7 @@ impl AgentCli for Copilot {
             ],
             env: Vec::new(),
             files: Vec::new(),
+            unseen: None,
         })
     }
     fn parse_line(&self, v: &Value, seen: &Seen<'_>) -> Vec<AgentEvent> {

@@ -64,12 +64,16 @@ impl AgentCli for Gemini {
         server: &crate::McpServer<'_>,
         _env: crate::Env<'_>,
     ) -> Option<crate::McpWiring> {
-        // Gemini skips the file (with a warning) when a folder above it is
-        // world-writable: a project under /tmp gets no MCP server.
-        Some(crate::settings_file_wiring(
-            server,
-            "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
-        ))
+        let mut wiring = crate::settings_file_wiring(server, "GEMINI_CLI_SYSTEM_SETTINGS_PATH");
+        if let Some(why) = insecure_for_gemini(server.scratch) {
+            wiring = crate::McpWiring {
+                unseen: Some(format!(
+                    "Gemini CLI is not told about baton mcp in this run: it reads a system settings file only when the file and every folder above it belong to root and only root may write them, and {why} (its agent can still run `baton agent …` commands)"
+                )),
+                ..Default::default()
+            };
+        }
+        Some(wiring)
     }
     fn parse_line(&self, v: &Value, seen: &Seen<'_>) -> Vec<AgentEvent> {
         parse_line(v, seen.last_text)
@@ -337,6 +341,30 @@ fn gemini_workspace(context: &str, project_hash: Option<&str>) -> Option<String>
     .map(String::from)
 }
 
+/// Why Gemini CLI would skip a system settings file in `dir` (0.61 checks
+/// that the file and each folder above it are owned by root and not
+/// writable by group or others): the first folder that fails, or `None`.
+/// The folders not made yet are made by this process, owned by its user.
+fn insecure_for_gemini(dir: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    for d in dir.ancestors() {
+        let Ok(m) = std::fs::metadata(d) else {
+            continue;
+        };
+        if m.uid() != 0 {
+            return Some(format!("{} belongs to uid {}", d.display(), m.uid()));
+        }
+        if m.mode() & 0o022 != 0 {
+            return Some(format!(
+                "{} may be written by others (mode {:o})",
+                d.display(),
+                m.mode() & 0o7777
+            ));
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,5 +375,26 @@ mod tests {
         let h = format!("{:x}", Sha256::digest(b"/w/repo"));
         assert_eq!(gemini_workspace(ctx, Some(&h)).as_deref(), Some("/w/repo"));
         assert_eq!(gemini_workspace(ctx, Some("00")), None);
+    }
+
+    #[test]
+    fn a_settings_folder_gemini_would_skip_is_named_with_its_reason() {
+        // /tmp may be written by anyone (1777): Gemini skips what is below.
+        let why = insecure_for_gemini(Path::new("/tmp/a-project/.baton/tasks/t/mcp")).unwrap();
+        assert!(
+            why.starts_with("/tmp may be written by others (mode 1777)"),
+            "{why}"
+        );
+        let server = crate::McpServer {
+            command: "baton",
+            args: &[],
+            env: &[],
+            scratch: Path::new("/tmp/p/.baton/tasks/t/mcp"),
+        };
+        let w = Gemini.mcp_wiring(&server, &|_| None).unwrap();
+        assert!(w.files.is_empty() && w.env.is_empty(), "{w:?}");
+        assert!(w.unseen.unwrap().contains("belong to root"));
+        // Folders of root's that only root may write are fine.
+        assert_eq!(insecure_for_gemini(Path::new("/usr/lib/x")), None);
     }
 }

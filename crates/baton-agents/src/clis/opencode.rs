@@ -100,6 +100,7 @@ impl AgentCli for Opencode {
                 Value::Object(config).to_string(),
             )],
             files: Vec::new(),
+            unseen: None,
         })
     }
     fn parse_line(&self, v: &Value, seen: &Seen<'_>) -> Vec<AgentEvent> {

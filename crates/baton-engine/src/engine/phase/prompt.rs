@@ -277,6 +277,16 @@ impl Engine {
                 .filter(|_| agent.mcp.unwrap_or(true))
                 .and_then(|c| self.mcp_wiring(c, &env))
             {
+                if let (Some(why), 1) = (&w.unseen, runs) {
+                    self.observer.info(why);
+                    self.decide_commit(
+                        held,
+                        Input::Note {
+                            phase: Some(phase.clone()),
+                            text: why.clone(),
+                        },
+                    )?;
+                }
                 argv.splice(1..1, w.args);
                 run_env.extend(w.env);
             }
