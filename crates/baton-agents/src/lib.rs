@@ -64,6 +64,14 @@ pub trait AgentCli: Send + Sync {
     /// takes the prompt), permission mode, model and extra arguments
     /// included.
     fn argv(&self, o: &Options<'_>, how: Invocation<'_>) -> Vec<String>;
+    /// The argv of its own terminal UI, for a person to watch and join in
+    /// tmux (`baton agent spawn --interactive`): `{{prompt}}` where it
+    /// takes a first message that it sends at once, `o`'s permission mode,
+    /// model and extra arguments, and the session flags of `how`. `None`:
+    /// baton does not run its terminal UI.
+    fn tui_argv(&self, _o: &Options<'_>, _how: Invocation<'_>) -> Option<Vec<String>> {
+        None
+    }
     /// Environment the CLI needs to run headless in `o`'s permission mode;
     /// set unless the agent's own `env` sets it.
     fn env(&self, _o: &Options<'_>) -> Vec<(String, String)> {

@@ -144,6 +144,16 @@ impl AgentConfig {
         }
     }
 
+    /// The argv template of the agent's terminal UI for `how`: the
+    /// built-in adapter's (`None` where baton runs none), or the generic
+    /// command as written.
+    pub fn tui_argv_for(&self, how: baton_agents::Invocation<'_>) -> Option<Vec<String>> {
+        match self.cli {
+            Some(cli) => cli.tui_argv(&self.options(), how),
+            None => Some(self.command.clone()),
+        }
+    }
+
     /// The environment the built-in adapter needs: its permission mode
     /// unless the agent's own `env` sets it, and its unattended-run
     /// defaults unless the agent's `env` or the user's environment does.

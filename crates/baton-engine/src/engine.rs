@@ -14,6 +14,7 @@ mod drive;
 mod hold;
 mod manage;
 mod phase;
+pub(crate) use phase::new_uuid;
 mod read;
 mod restore;
 mod resume;

@@ -345,12 +345,8 @@ impl Agents<'_> {
             .hint("end one with `baton agent kill ID`, or raise max_concurrent_instances in .baton/config.toml"));
         }
         let agent = self.agent_name(o.agent.as_deref())?;
-        if o.interactive && self.eng.project.config.agents[&agent].cli.is_some() {
-            return Err(Error::coded(
-                ErrorCode::InvalidConfiguration,
-                format!("agent {agent:?} is a built-in CLI adapter, which baton runs headless; --interactive runs `command = [...]` agents in tmux for now"),
-            )
-            .hint(format!("drop --interactive (its turns then run headless, with native resume), or define an agent with command = [\"{agent}\", \"{{{{prompt}}}}\"] for its terminal UI")));
+        if o.interactive {
+            self.check_tui(&agent)?;
         }
         let issue = o.issue.map(|n| self.read_issue(n)).transpose()?;
         if issue.is_none() && o.instructions.trim().is_empty() {
@@ -432,7 +428,12 @@ impl Agents<'_> {
                 worktree_path: Some(path.display().to_string()),
                 session_name: o.interactive.then(|| session::session_name(&id)),
                 branch: Some(branch),
-                agent_session_id: None,
+                // Known before it starts: the terminal UI's own session.
+                agent_session_id: if o.interactive {
+                    self.chosen_session_id(&agent)
+                } else {
+                    None
+                },
             },
         })?;
         let inst = found(&all, &id)?.clone();

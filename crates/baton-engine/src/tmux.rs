@@ -79,9 +79,22 @@ impl Tmux {
         .iter()
         .map(|s| s.to_string())
         .collect();
+        // tmux (3.2 and later) gives a new session's program the PATH of
+        // the client that asked for it, whatever `-e` says: PATH goes on
+        // the program's command line instead (the rest, secrets among
+        // them, stays out of it).
+        let mut path = None;
         for (k, v) in env {
+            if k == "PATH" {
+                path = Some(v);
+                continue;
+            }
             args.push("-e".into());
             args.push(format!("{k}={v}"));
+        }
+        if let Some(p) = path {
+            args.push("env".into());
+            args.push(format!("PATH={p}"));
         }
         // Held until remain-on-exit is set, so even a program that ends at
         // once leaves its pane to read.

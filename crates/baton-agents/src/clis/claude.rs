@@ -42,11 +42,7 @@ impl AgentCli for Claude {
             "stream-json",
             "--verbose",
             "--permission-mode",
-            match o.permission {
-                Permission::Edit => "acceptEdits",
-                Permission::ReadOnly => "plan",
-                Permission::Full => "bypassPermissions",
-            },
+            permission_mode(o.permission),
         ]);
         if let Some(m) = o.model {
             argv.extend(words(&["--model", m]));
@@ -54,6 +50,19 @@ impl AgentCli for Claude {
         argv.extend(o.args.iter().cloned());
         argv.extend(session_flags(how));
         argv
+    }
+    fn tui_argv(&self, o: &Options<'_>, how: Invocation<'_>) -> Option<Vec<String>> {
+        // The first message is its last argument, after options that take
+        // one value each (not a list, which would swallow it).
+        let mut argv = words(&["claude"]);
+        if let Some(m) = o.model {
+            argv.extend(words(&["--model", m]));
+        }
+        argv.extend(o.args.iter().cloned());
+        argv.extend(session_flags(how));
+        argv.extend(words(&["--permission-mode", permission_mode(o.permission)]));
+        argv.push("{{prompt}}".into());
+        Some(argv)
     }
     fn resumes_from(&self, ran_in: &str, cwd: &Path) -> bool {
         Path::new(ran_in) == cwd
@@ -121,6 +130,14 @@ impl AgentCli for Claude {
             "every project's <session-id>.jsonl",
             "the session id `claude --resume` shows",
         )
+    }
+}
+
+fn permission_mode(p: Permission) -> &'static str {
+    match p {
+        Permission::Edit => "acceptEdits",
+        Permission::ReadOnly => "plan",
+        Permission::Full => "bypassPermissions",
     }
 }
 

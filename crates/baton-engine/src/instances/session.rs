@@ -6,6 +6,7 @@
 use super::Agents;
 use crate::error::{Error, Result};
 use crate::tmux::Tmux;
+use baton_agents::Invocation;
 use baton_core::instance::{ErrorCode, Instance, InstanceId};
 use std::path::PathBuf;
 
@@ -23,7 +24,10 @@ impl Agents<'_> {
             .join(id.as_str())
     }
 
-    /// Starts `inst`'s agent in its tmux session, with `prompt`.
+    /// Starts `inst`'s agent in its tmux session, with `prompt`: a
+    /// built-in CLI's own terminal UI (told about baton's MCP server,
+    /// continuing or starting the native session recorded as the
+    /// instance's), or a generic agent's command.
     pub(super) fn start_session(&self, inst: &Instance, agent: &str, prompt: &str) -> Result<()> {
         let name = inst
             .resources
@@ -35,14 +39,11 @@ impl Agents<'_> {
         fs_err::create_dir_all(&dir)?;
         let prompt_file = dir.join("prompt.md");
         fs_err::write(&prompt_file, prompt)?;
-        let argv: Vec<String> = cfg
-            .command
-            .iter()
-            .map(|a| {
-                a.replace("{{prompt_file}}", &prompt_file.display().to_string())
-                    .replace("{{prompt}}", prompt)
-            })
-            .collect();
+        let how = Invocation::New {
+            session: inst.resources.agent_session_id.as_deref(),
+        };
+        let template = cfg.tui_argv_for(how).ok_or_else(|| no_tui(agent, cfg))?;
+        let mut argv = baton_agents::generic::fill(&template, prompt, &prompt_file);
         let mut env = vec![
             (
                 "BATON_PROJECT".to_string(),
@@ -50,7 +51,9 @@ impl Agents<'_> {
             ),
             ("BATON_INSTANCE".to_string(), inst.id.to_string()),
             ("BATON_AGENT".to_string(), agent.to_string()),
+            ("BATON_STATE_DIR".to_string(), dir.display().to_string()),
         ];
+        env.extend(cfg.cli_env());
         env.extend(cfg.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         if let Some(url) = std::env::var("BATON_DATABASE_URL")
             .ok()
@@ -58,10 +61,40 @@ impl Agents<'_> {
         {
             env.push(("BATON_DATABASE_URL".into(), url));
         }
+        // The CLI is told about baton's MCP server, which learns the
+        // instance from the environment passed to it.
+        if let Some(w) = cfg
+            .cli
+            .filter(|_| cfg.mcp.unwrap_or(true))
+            .and_then(|c| self.eng.mcp_wiring(c, &env))
+        {
+            if let Some(why) = &w.unseen {
+                self.eng.observer().info(why);
+            }
+            argv.splice(1..1, w.args);
+            env.extend(w.env);
+        }
         let cwd = PathBuf::from(inst.resources.worktree_path.as_deref().unwrap_or("."));
         self.tmux()
             .new_session(name, &cwd, &argv, &env)
             .map_err(|e| Error::coded(ErrorCode::ResourceAllocationFailed, e))
+    }
+
+    /// The native session id an interactive instance of `agent` starts
+    /// with, where its CLI lets baton choose it.
+    pub(super) fn chosen_session_id(&self, agent: &str) -> Option<String> {
+        let cli = self.eng.project.config.agents.get(agent)?.cli?;
+        (cli.session_ids() == baton_agents::SessionIds::Chosen).then(crate::engine::new_uuid)
+    }
+
+    /// Refuses an interactive instance of an agent whose terminal UI baton
+    /// does not run, before anything is made.
+    pub(super) fn check_tui(&self, agent: &str) -> Result<()> {
+        let cfg = &self.eng.project.config.agents[agent];
+        match cfg.tui_argv_for(Invocation::New { session: None }) {
+            Some(_) => Ok(()),
+            None => Err(no_tui(agent, cfg)),
+        }
     }
 
     /// The command that attaches a person's terminal to `id`'s session.
@@ -113,4 +146,13 @@ impl Agents<'_> {
 /// target as window and pane).
 pub(super) fn session_name(id: &InstanceId) -> String {
     id.as_str().replace(['.', ':'], "_")
+}
+
+fn no_tui(agent: &str, cfg: &crate::config::AgentConfig) -> Error {
+    let title = cfg.cli.map(|c| c.title()).unwrap_or("this CLI");
+    Error::coded(
+        ErrorCode::InvalidConfiguration,
+        format!("agent {agent:?} runs {title}, whose terminal UI baton does not run in tmux"),
+    )
+    .hint("drop --interactive (its turns then run headless, with native resume), or define an agent with command = [\"PROGRAM\", \"{{prompt}}\"] for its terminal UI")
 }

@@ -31,7 +31,11 @@ struct AgentRun<'a> {
 impl Engine {
     /// How `cli` is told about `baton mcp` for a run with `env` (the
     /// attempt's `BATON_*` variables, which the server is given).
-    fn mcp_wiring(&self, cli: Cli, env: &[(String, String)]) -> Option<baton_agents::McpWiring> {
+    pub(crate) fn mcp_wiring(
+        &self,
+        cli: Cli,
+        env: &[(String, String)],
+    ) -> Option<baton_agents::McpWiring> {
         let exe = std::env::current_exe().ok()?.display().to_string();
         let args = vec![
             "--project".to_string(),
@@ -420,7 +424,7 @@ impl Engine {
     }
 }
 
-fn new_uuid() -> String {
+pub(crate) fn new_uuid() -> String {
     use std::io::Read;
     let mut b = [0u8; 16];
     let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b));
