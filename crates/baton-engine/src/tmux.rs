@@ -168,6 +168,9 @@ impl Tmux {
         }
         let target = pane(name);
         self.run(&["paste-buffer", "-p", "-d", "-b", &buffer, "-t", &target])?;
+        // A terminal UI that tells pastes from typing by their speed (Codex)
+        // takes an Enter right behind the text as a newline in it.
+        std::thread::sleep(std::time::Duration::from_millis(300));
         self.run(&["send-keys", "-t", &target, "Enter"])?;
         Ok(())
     }
@@ -178,8 +181,12 @@ impl Tmux {
         if let Some((pid, false)) = self.pane(name) {
             crate::process::kill_group(pid, std::time::Duration::from_secs(2));
         }
-        if self.has_session(name) {
-            self.run(&["kill-session", "-t", &format!("={name}")])?;
+        if self.has_session(name)
+            && let Err(e) = self.run(&["kill-session", "-t", &format!("={name}")])
+            // Gone all the same (its server ended with its last program).
+            && self.has_session(name)
+        {
+            return Err(e);
         }
         Ok(())
     }

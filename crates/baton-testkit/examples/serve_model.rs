@@ -51,6 +51,9 @@ fn main() {
         let requests = server.requests();
         for r in &requests[seen..] {
             eprintln!("{} {} turn={:?}", r.method, r.path, r.turn);
+            if std::env::var_os("SERVE_MODEL_BODIES").is_some() {
+                eprintln!("  {}", r.body);
+            }
         }
         seen = requests.len();
     }

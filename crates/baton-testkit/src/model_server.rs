@@ -252,7 +252,12 @@ fn serve(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
     } else {
         None
     };
-    let turn = wire.map(|_| s.next.fetch_add(1, Ordering::SeqCst));
+    // A CLI's own housekeeping (a title for the session) is answered
+    // without taking a turn of the script.
+    let chore = wire.filter(|_| is_housekeeping(&body));
+    let turn = wire
+        .filter(|_| chore.is_none())
+        .map(|_| s.next.fetch_add(1, Ordering::SeqCst));
     s.requests
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -264,16 +269,18 @@ fn serve(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
             turn,
         });
     let mut out = conn;
-    let (Some(wire), Some(turn)) = (wire, turn) else {
-        return side_request(&mut out, &method, bare, &body);
+    let (wire, reply, turn) = match (wire, turn, chore) {
+        (Some(wire), Some(turn), _) => {
+            let reply = s
+                .script
+                .get(turn)
+                .cloned()
+                .unwrap_or_else(|| Reply::text("done"));
+            (wire, fitted(reply, &body), turn)
+        }
+        (Some(wire), None, Some(_)) => (wire, Reply::text("Scripted task"), usize::MAX),
+        _ => return side_request(&mut out, &method, bare, &body),
     };
-    let reply = fitted(
-        s.script
-            .get(turn)
-            .cloned()
-            .unwrap_or_else(|| Reply::text("done")),
-        &body,
-    );
     if reply.hang {
         while !s.stop.load(Ordering::SeqCst) {
             std::thread::sleep(std::time::Duration::from_millis(50));
@@ -316,6 +323,18 @@ fn serve(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
             Ok(())
         }
     }
+}
+
+/// A request a CLI makes for itself rather than for the user's task:
+/// Codex's terminal UI asks for a title for each new session.
+fn is_housekeeping(body: &Value) -> bool {
+    let last_user_text = body["input"]
+        .as_array()
+        .and_then(|items| items.iter().rev().find(|i| i["role"] == "user"))
+        .and_then(|m| m["content"].as_array())
+        .and_then(|c| c.iter().find_map(|p| p["text"].as_str()))
+        .unwrap_or("");
+    last_user_text.starts_with("Generate a concise, single-line task title")
 }
 
 /// The folder the CLI works in, as it tells the model: droid's `% pwd`

@@ -39,11 +39,7 @@ impl AgentCli for Codex {
             "exec",
             "--json",
             "-s",
-            match o.permission {
-                Permission::Edit => "workspace-write",
-                Permission::ReadOnly => "read-only",
-                Permission::Full => "danger-full-access",
-            },
+            sandbox(o.permission),
             "--skip-git-repo-check",
         ]);
         if let Some(m) = o.model {
@@ -56,6 +52,19 @@ impl AgentCli for Codex {
         }
         argv.push("{{prompt}}".into());
         argv
+    }
+    fn tui_argv(&self, o: &Options<'_>, how: Invocation<'_>) -> Option<Vec<String>> {
+        // Never asks before a command: the sandbox is the limit.
+        let mut argv = words(&["codex", "-s", sandbox(o.permission), "-a", "never"]);
+        if let Some(m) = o.model {
+            argv.extend(words(&["-m", m]));
+        }
+        argv.extend(o.args.iter().cloned());
+        if let Invocation::Resume { native_id, .. } = how {
+            argv.extend(words(&["resume", native_id]));
+        }
+        argv.push("{{prompt}}".into());
+        Some(argv)
     }
     fn memory_file(&self) -> &'static str {
         "AGENTS.md"
@@ -370,6 +379,15 @@ fn codex_exit_ok(text: &str) -> bool {
         }
     }
     true
+}
+
+/// Codex's sandbox for baton's permission mode.
+fn sandbox(p: Permission) -> &'static str {
+    match p {
+        Permission::Edit => "workspace-write",
+        Permission::ReadOnly => "read-only",
+        Permission::Full => "danger-full-access",
+    }
 }
 
 #[cfg(test)]
