@@ -43,6 +43,9 @@ fn first_run_done(agent: Agent, home: &Path, worktree: &Path) {
             ));
             fs_err::write(&cfg, text).unwrap();
         }
+        // Agent::setup chose the API key; --skip-trust (Gemini) and the
+        // approval mode leave nothing to ask.
+        Agent::Gemini | Agent::Qwen => {}
         other => panic!("no first-run setup for {}", other.program()),
     }
 }
@@ -57,7 +60,11 @@ fn a_person_and_baton_share_the_terminal_ui_of(agent: Agent, checkpoint_tool: &s
         Reply::text("PANE-HELLO-3"),
     ]);
     let home = tempfile::tempdir().unwrap();
-    let (p, _remote) = project();
+    let (p, _remote) = if agent == Agent::Gemini {
+        private_project()
+    } else {
+        project()
+    };
     let cfg = p.root().join(".baton/config.toml");
     let mut text = fs_err::read_to_string(&cfg).unwrap();
     text.push_str(&agent.baton_config("tui", &server, home.path()));
@@ -115,9 +122,10 @@ fn a_person_and_baton_share_the_terminal_ui_of(agent: Agent, checkpoint_tool: &s
     let v = show(&p, "c1");
     if agent.takes_session_id() {
         let session = v["resources"]["agent_session_id"].as_str().unwrap();
-        let found = walk(home.path())
-            .iter()
-            .any(|f| f.to_string_lossy().contains(session));
+        let found = walk(home.path()).iter().any(|f| {
+            f.to_string_lossy().contains(session)
+                || fs_err::read_to_string(f).is_ok_and(|t| t.contains(session))
+        });
         assert!(found, "no transcript for session {session}");
     }
 
@@ -163,4 +171,14 @@ fn claude_code_in_tmux() {
 #[test]
 fn codex_in_tmux() {
     a_person_and_baton_share_the_terminal_ui_of(Agent::Codex, "mcp__baton__checkpoint");
+}
+
+#[test]
+fn gemini_cli_in_tmux() {
+    a_person_and_baton_share_the_terminal_ui_of(Agent::Gemini, "mcp_baton_checkpoint");
+}
+
+#[test]
+fn qwen_code_in_tmux() {
+    a_person_and_baton_share_the_terminal_ui_of(Agent::Qwen, "mcp__baton__checkpoint");
 }

@@ -40,11 +40,7 @@ impl AgentCli for Gemini {
     }
     fn argv(&self, o: &Options<'_>, how: Invocation<'_>) -> Vec<String> {
         let mut argv = words(&["gemini", "-p", "{{prompt}}", "-o", "stream-json"]);
-        argv.extend(words(match o.permission {
-            Permission::Edit => &["--approval-mode", "auto_edit"],
-            Permission::ReadOnly => &["--approval-mode", "plan"],
-            Permission::Full => &["--yolo"],
-        }));
+        argv.extend(words(approval(o.permission)));
         argv.push("--skip-trust".into());
         if let Some(m) = o.model {
             argv.extend(words(&["-m", m]));
@@ -52,6 +48,19 @@ impl AgentCli for Gemini {
         argv.extend(o.args.iter().cloned());
         argv.extend(session_flags(how));
         argv
+    }
+    fn tui_argv(&self, o: &Options<'_>, how: Invocation<'_>) -> Option<Vec<String>> {
+        let mut argv = words(&["gemini"]);
+        argv.extend(words(approval(o.permission)));
+        argv.push("--skip-trust".into());
+        if let Some(m) = o.model {
+            argv.extend(words(&["-m", m]));
+        }
+        argv.extend(o.args.iter().cloned());
+        argv.extend(session_flags(how));
+        // -i: the first message, sent at once, and the UI stays.
+        argv.extend(words(&["-i", "{{prompt}}"]));
+        Some(argv)
     }
     fn resumes_from(&self, ran_in: &str, cwd: &Path) -> bool {
         Path::new(ran_in) == cwd
@@ -363,6 +372,15 @@ fn insecure_for_gemini(dir: &Path) -> Option<String> {
         }
     }
     None
+}
+
+/// Its approval flags for baton's permission mode.
+fn approval(p: Permission) -> &'static [&'static str] {
+    match p {
+        Permission::Edit => &["--approval-mode", "auto_edit"],
+        Permission::ReadOnly => &["--approval-mode", "plan"],
+        Permission::Full => &["--yolo"],
+    }
 }
 
 #[cfg(test)]

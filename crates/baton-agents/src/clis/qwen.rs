@@ -37,11 +37,7 @@ impl AgentCli for Qwen {
     }
     fn argv(&self, o: &Options<'_>, how: Invocation<'_>) -> Vec<String> {
         let mut argv = words(&["qwen", "-o", "stream-json"]);
-        argv.extend(words(match o.permission {
-            Permission::Edit => &["--approval-mode", "auto-edit"],
-            Permission::ReadOnly => &["--approval-mode", "plan"],
-            Permission::Full => &["--yolo"],
-        }));
+        argv.extend(words(approval(o.permission)));
         if let Some(m) = o.model {
             argv.extend(words(&["-m", m]));
         }
@@ -49,6 +45,18 @@ impl AgentCli for Qwen {
         argv.extend(session_flags(how));
         argv.push("{{prompt}}".into());
         argv
+    }
+    fn tui_argv(&self, o: &Options<'_>, how: Invocation<'_>) -> Option<Vec<String>> {
+        let mut argv = words(&["qwen"]);
+        argv.extend(words(approval(o.permission)));
+        if let Some(m) = o.model {
+            argv.extend(words(&["-m", m]));
+        }
+        argv.extend(o.args.iter().cloned());
+        argv.extend(session_flags(how));
+        // -i: the first message, sent at once, and the UI stays.
+        argv.extend(words(&["-i", "{{prompt}}"]));
+        Some(argv)
     }
     fn resumes_from(&self, ran_in: &str, cwd: &Path) -> bool {
         Path::new(ran_in) == cwd
@@ -182,6 +190,15 @@ pub(crate) fn parse_native(text: &str, t: &mut NativeTranscript) {
             }
             _ => {}
         }
+    }
+}
+
+/// Its approval flags for baton's permission mode.
+fn approval(p: Permission) -> &'static [&'static str] {
+    match p {
+        Permission::Edit => &["--approval-mode", "auto-edit"],
+        Permission::ReadOnly => &["--approval-mode", "plan"],
+        Permission::Full => &["--yolo"],
     }
 }
 

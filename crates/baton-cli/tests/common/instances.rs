@@ -53,7 +53,16 @@ pub fn agents_config(baton: &Path) -> String {
 /// A project with the scripted agents, its settings committed and pushed
 /// to a bare remote.
 pub fn project() -> (TestProject, tempfile::TempDir) {
-    let p = TestProject::new();
+    project_in(TestProject::new())
+}
+
+/// [`project`] in a folder only its owner may write (Gemini CLI reads
+/// baton's MCP settings only there).
+pub fn private_project() -> (TestProject, tempfile::TempDir) {
+    project_in(TestProject::new_private())
+}
+
+fn project_in(p: TestProject) -> (TestProject, tempfile::TempDir) {
     let cfg = p.root().join(".baton/config.toml");
     let mut text = fs_err::read_to_string(&cfg).unwrap();
     text.push_str(&agents_config(&baton_bin()));
