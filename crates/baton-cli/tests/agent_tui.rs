@@ -45,7 +45,7 @@ fn first_run_done(agent: Agent, home: &Path, worktree: &Path) {
         }
         // Agent::setup chose the API key; --skip-trust (Gemini) and the
         // approval mode leave nothing to ask.
-        Agent::Gemini | Agent::Qwen => {}
+        Agent::Gemini | Agent::Qwen | Agent::Opencode => {}
         other => panic!("no first-run setup for {}", other.program()),
     }
 }
@@ -67,7 +67,12 @@ fn a_person_and_baton_share_the_terminal_ui_of(agent: Agent, checkpoint_tool: &s
     };
     let cfg = p.root().join(".baton/config.toml");
     let mut text = fs_err::read_to_string(&cfg).unwrap();
-    text.push_str(&agent.baton_config("tui", &server, home.path()));
+    // `--title` of the tests' OpenCode agent is an option of `opencode
+    // run`, which its terminal UI does not take.
+    let agent_cfg = agent
+        .baton_config("tui", &server, home.path())
+        .replace("args = ['--title', 'baton test']\n", "");
+    text.push_str(&agent_cfg);
     fs_err::write(&cfg, text).unwrap();
     first_run_done(agent, home.path(), &p.root().join(".wt/c1"));
     ok(
@@ -181,4 +186,9 @@ fn gemini_cli_in_tmux() {
 #[test]
 fn qwen_code_in_tmux() {
     a_person_and_baton_share_the_terminal_ui_of(Agent::Qwen, "mcp__baton__checkpoint");
+}
+
+#[test]
+fn opencode_in_tmux() {
+    a_person_and_baton_share_the_terminal_ui_of(Agent::Opencode, "baton_checkpoint");
 }

@@ -82,18 +82,20 @@ impl Tmux {
         // tmux (3.2 and later) gives a new session's program the PATH of
         // the client that asked for it, whatever `-e` says: PATH goes on
         // the program's command line instead (the rest, secrets among
-        // them, stays out of it).
+        // them, stays out of it), with PWD, which some CLIs take their
+        // project folder from (OpenCode).
         let mut path = None;
         for (k, v) in env {
-            if k == "PATH" {
-                path = Some(v);
+            if k == "PATH" || k == "PWD" {
+                path = path.or((k == "PATH").then_some(v));
                 continue;
             }
             args.push("-e".into());
             args.push(format!("{k}={v}"));
         }
+        args.push("env".into());
+        args.push(format!("PWD={cwd}"));
         if let Some(p) = path {
-            args.push("env".into());
             args.push(format!("PATH={p}"));
         }
         // Held until remain-on-exit is set, so even a program that ends at

@@ -325,8 +325,8 @@ fn serve(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
     }
 }
 
-/// A request a CLI makes for itself rather than for the user's task:
-/// Codex's terminal UI asks for a title for each new session.
+/// A request a CLI makes for itself rather than for the user's task: the
+/// terminal UIs of Codex and OpenCode ask for a title for each new session.
 fn is_housekeeping(body: &Value) -> bool {
     let last_user_text = body["input"]
         .as_array()
@@ -334,7 +334,9 @@ fn is_housekeeping(body: &Value) -> bool {
         .and_then(|m| m["content"].as_array())
         .and_then(|c| c.iter().find_map(|p| p["text"].as_str()))
         .unwrap_or("");
+    let system = body["messages"][0]["content"].as_str().unwrap_or("");
     last_user_text.starts_with("Generate a concise, single-line task title")
+        || system.starts_with("You are a title generator")
 }
 
 /// The folder the CLI works in, as it tells the model: droid's `% pwd`

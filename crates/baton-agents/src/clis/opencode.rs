@@ -52,6 +52,19 @@ impl AgentCli for Opencode {
         argv.push("{{prompt}}".into());
         argv
     }
+    fn tui_argv(&self, o: &Options<'_>, how: Invocation<'_>) -> Option<Vec<String>> {
+        // --prompt: the first message, sent at once.
+        let mut argv = words(&["opencode"]);
+        if let Some(m) = o.model {
+            argv.extend(words(&["-m", m]));
+        }
+        argv.extend(o.args.iter().cloned());
+        if let Invocation::Resume { native_id, .. } = how {
+            argv.extend(words(&["--session", native_id]));
+        }
+        argv.extend(words(&["--prompt", "{{prompt}}"]));
+        Some(argv)
+    }
     fn env(&self, o: &Options<'_>) -> Vec<(String, String)> {
         let p = match o.permission {
             Permission::Edit => r#"{"edit":"allow","external_directory":"deny"}"#,
