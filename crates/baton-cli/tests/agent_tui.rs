@@ -43,6 +43,12 @@ fn first_run_done(agent: Agent, home: &Path, worktree: &Path) {
             ));
             fs_err::write(&cfg, text).unwrap();
         }
+        Agent::Copilot => {
+            let dir = home.join(".copilot");
+            fs_err::create_dir_all(&dir).unwrap();
+            let cfg = json!({"trustedFolders": [worktree.display().to_string()]});
+            fs_err::write(dir.join("config.json"), cfg.to_string()).unwrap();
+        }
         // Agent::setup chose the API key; --skip-trust (Gemini) and the
         // approval mode leave nothing to ask.
         Agent::Gemini | Agent::Qwen | Agent::Opencode => {}
@@ -191,4 +197,9 @@ fn qwen_code_in_tmux() {
 #[test]
 fn opencode_in_tmux() {
     a_person_and_baton_share_the_terminal_ui_of(Agent::Opencode, "baton_checkpoint");
+}
+
+#[test]
+fn copilot_in_tmux() {
+    a_person_and_baton_share_the_terminal_ui_of(Agent::Copilot, "baton-checkpoint");
 }

@@ -44,22 +44,25 @@ impl AgentCli for Copilot {
         // permission); edit allows file writes, which Copilot keeps inside
         // the working folder (and the temp folder); full allows every
         // tool, path and URL.
-        argv.extend(words(match o.permission {
-            Permission::Edit => &["--allow-tool=write"],
-            Permission::ReadOnly => &["--deny-tool=write", "--deny-tool=shell"],
-            Permission::Full => &["--allow-all"],
-        }));
+        argv.extend(words(permission_flags(o.permission)));
         if let Some(m) = o.model {
             argv.extend(words(&["--model", m]));
         }
         argv.extend(o.args.iter().cloned());
-        match how {
-            Invocation::New { session: Some(id) } => argv.extend(words(&["--session-id", id])),
-            Invocation::New { session: None } => {}
-            // Its value is optional: joined, so nothing else is taken for it.
-            Invocation::Resume { native_id, .. } => argv.push(format!("--resume={native_id}")),
-        }
+        argv.extend(session_flags(how));
         argv
+    }
+    fn tui_argv(&self, o: &Options<'_>, how: Invocation<'_>) -> Option<Vec<String>> {
+        let mut argv = words(&["copilot"]);
+        argv.extend(words(permission_flags(o.permission)));
+        if let Some(m) = o.model {
+            argv.extend(words(&["--model", m]));
+        }
+        argv.extend(o.args.iter().cloned());
+        argv.extend(session_flags(how));
+        // -i: the first message, sent at once, and the UI stays.
+        argv.extend(words(&["-i", "{{prompt}}"]));
+        Some(argv)
     }
     fn usage_file_args(&self, file: &Path) -> Option<Vec<String>> {
         Some(vec![
@@ -281,6 +284,23 @@ pub(crate) fn parse_native(text: &str, t: &mut NativeTranscript) {
             }),
             _ => {}
         }
+    }
+}
+
+fn permission_flags(p: Permission) -> &'static [&'static str] {
+    match p {
+        Permission::Edit => &["--allow-tool=write"],
+        Permission::ReadOnly => &["--deny-tool=write", "--deny-tool=shell"],
+        Permission::Full => &["--allow-all"],
+    }
+}
+
+fn session_flags(how: Invocation<'_>) -> Vec<String> {
+    match how {
+        Invocation::New { session: Some(id) } => words(&["--session-id", id]),
+        Invocation::New { session: None } => Vec::new(),
+        // Its value is optional: joined, so nothing else is taken for it.
+        Invocation::Resume { native_id, .. } => vec![format!("--resume={native_id}")],
     }
 }
 
