@@ -215,22 +215,11 @@ impl GitHub {
     pub fn open_pull_for(&self, repo: &Repo, branch: &str) -> Result<Option<Pull>, GitHubError> {
         let url = format!("{}/repos/{}/{}/pulls", self.api, repo.owner, repo.name);
         let head = format!("{}:{branch}", repo.owner);
-        let mut resp = self
+        let get = self
             .request(self.agent.get(&url))
             .query("head", &head)
-            .query("state", "open")
-            .call()
-            .map_err(|e| self.transport(e))?;
-        let status = resp.status().as_u16();
-        let text = resp.body_mut().read_to_string().unwrap_or_default();
-        if status != 200 {
-            return Err(error_of(status, &text));
-        }
-        let pulls: Vec<PullJson> =
-            serde_json::from_str(&text).map_err(|e| GitHubError::Status {
-                status,
-                message: format!("an answer baton cannot read: {e}"),
-            })?;
+            .query("state", "open");
+        let pulls: Vec<PullJson> = self.read_json(get)?;
         Ok(pulls.into_iter().next().map(|pj| Pull {
             number: pj.number,
             url: pj.html_url,
@@ -243,10 +232,15 @@ impl GitHub {
             "{}/repos/{}/{}/issues/{number}",
             self.api, repo.owner, repo.name
         );
-        let mut resp = self
-            .request(self.agent.get(&url))
-            .call()
-            .map_err(|e| self.transport(e))?;
+        self.read_json(self.request(self.agent.get(&url)))
+    }
+
+    /// Sends a GET and reads its 200 answer as `T`.
+    fn read_json<T: serde::de::DeserializeOwned>(
+        &self,
+        get: ureq::RequestBuilder<ureq::typestate::WithoutBody>,
+    ) -> Result<T, GitHubError> {
+        let mut resp = get.call().map_err(|e| self.transport(e))?;
         let status = resp.status().as_u16();
         let text = resp.body_mut().read_to_string().unwrap_or_default();
         if status != 200 {
