@@ -86,6 +86,20 @@ fn check_listing(report: &Value) {
             !t.to_string().contains("\"format\""),
             "no integer formats that clients warn about: {t}"
         );
+        // The tools that only report to baton say they change nothing the
+        // agent works on (droid runs them at its lowest autonomy); the
+        // others say what they change.
+        let a = &t["annotations"];
+        let reports = ["checkpoint", "phase_complete", "report_blocker"];
+        let reporting = reports.contains(&t["name"].as_str().unwrap());
+        assert_eq!(a["readOnlyHint"], reporting, "{t}");
+        if !reporting {
+            assert_eq!(a["destructiveHint"], false, "{t}");
+            assert_eq!(a["idempotentHint"], true, "{t}");
+            let opens_world =
+                ["create_pr", "push_to_github"].contains(&t["name"].as_str().unwrap());
+            assert_eq!(a["openWorldHint"], opens_world, "{t}");
+        }
     }
 }
 

@@ -253,7 +253,13 @@ fn pull_request_of(owner: &Instance) -> Option<PullRequestOpened> {
 #[tool_router]
 impl Baton {
     #[tool(
-        description = "Ask for a review of your work (coding agents). Your changes are committed on your branch, and a review agent starts on a copy of it; its changes and its feedback come back to you as your next prompt. Refused past the review limit or while a review is in flight."
+        description = "Ask for a review of your work (coding agents). Your changes are committed on your branch, and a review agent starts on a copy of it; its changes and its feedback come back to you as your next prompt. Refused past the review limit or while a review is in flight.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
     )]
     async fn request_review(
         &self,
@@ -313,7 +319,13 @@ impl Baton {
     }
 
     #[tool(
-        description = "Open the pull request for your work (coding agents): your branch is pushed and a pull request opened on GitHub. Refused while a review is in flight, or before the first review when one is required."
+        description = "Open the pull request for your work (coding agents): your branch is pushed and a pull request opened on GitHub. Refused while a review is in flight, or before the first review when one is required.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = true
+        )
     )]
     async fn create_pr(
         &self,
@@ -342,7 +354,13 @@ impl Baton {
     }
 
     #[tool(
-        description = "Finish your review with feedback (review agents): your commits are merged into the coding agent's branch, which gets your feedback as its next prompt. A conflict changes nothing and names the files."
+        description = "Finish your review with feedback (review agents): your commits are merged into the coding agent's branch, which gets your feedback as its next prompt. A conflict changes nothing and names the files.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
     )]
     async fn merge_back(
         &self,
@@ -369,7 +387,13 @@ impl Baton {
     }
 
     #[tool(
-        description = "Finish your review by opening the pull request (review agents): your commits are merged into the coding agent's branch, which is pushed, and a pull request is opened on GitHub."
+        description = "Finish your review by opening the pull request (review agents): your commits are merged into the coding agent's branch, which is pushed, and a pull request is opened on GitHub.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = true
+        )
     )]
     async fn push_to_github(
         &self,
@@ -398,7 +422,8 @@ impl Baton {
     }
 
     #[tool(
-        description = "Say that this phase's work is done, with its summary: baton records the summary as the phase's when the phase ends."
+        description = "Say that this phase's work is done, with its summary: baton records the summary as the phase's when the phase ends.",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn phase_complete(
         &self,
@@ -436,7 +461,8 @@ impl Baton {
     }
 
     #[tool(
-        description = "Say that the work cannot go on and why: when this agent's run ends, its phase fails with this reason as its blocker, for a person to resolve."
+        description = "Say that the work cannot go on and why: when this agent's run ends, its phase fails with this reason as its blocker, for a person to resolve.",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn report_blocker(
         &self,
@@ -462,7 +488,8 @@ impl Baton {
     }
 
     #[tool(
-        description = "Record where the work stands, durably (in baton's journal): after a crash, the next agent is told."
+        description = "Record where the work stands, durably (in baton's journal): after a crash, the next agent is told.",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn checkpoint(
         &self,

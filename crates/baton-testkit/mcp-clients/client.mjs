@@ -38,7 +38,7 @@ try {
     instructions: client.getInstructions() ?? null,
   };
   const tools = await client.listTools();
-  out.tools = tools.tools.map((t) => ({ name: t.name, inputSchema: t.inputSchema, outputSchema: t.outputSchema ?? null }));
+  out.tools = tools.tools.map((t) => ({ name: t.name, inputSchema: t.inputSchema, outputSchema: t.outputSchema ?? null, annotations: t.annotations ?? null }));
   out.results = [];
   for (const call of calls) {
     const r = await client.callTool({ name: call.tool, arguments: call.args ?? {} });

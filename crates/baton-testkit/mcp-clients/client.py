@@ -5,7 +5,7 @@ usage: python client.py MODE CALLS_JSON -- COMMAND ARG...
         (the initialize handshake)
   CALLS_JSON: [{"tool": NAME, "args": {...}}, ...], called in order
 Prints one JSON document: the negotiated protocol version, the server's
-name and instructions, its tools (name, input and output schema) and each
+name and instructions, its tools (name, input and output schema, annotations) and each
 call's result (isError, structuredContent, text). Exit 0, or 2 on failure.
 """
 
@@ -31,7 +31,14 @@ async def main() -> None:
         )
         tools = await c.list_tools()
         out["tools"] = [
-            {"name": t.name, "inputSchema": t.input_schema, "outputSchema": t.output_schema}
+            {
+                "name": t.name,
+                "inputSchema": t.input_schema,
+                "outputSchema": t.output_schema,
+                "annotations": t.annotations.model_dump(by_alias=True, exclude_none=True)
+                if t.annotations
+                else None,
+            }
             for t in tools.tools
         ]
         results = []
