@@ -10,18 +10,22 @@
 //! reads, and where and how its own transcripts are kept (for `baton
 //! import`). The parsers are pure; the IO lives in [`tail`] (reading a
 //! growing stream), [`locate`] (finding a transcript on disk),
-//! [`memory`] (the brief section in a memory file) and [`version`].
+//! [`memory`] (the brief section in a memory file), [`folder_mcp`] (an MCP
+//! servers file in the working folder), [`run_files`] (both, undone when a
+//! run ends) and [`version`].
 //!
 //! The engine and the CLI speak only [`AgentCli`]; adding a CLI is one new
 //! file in `src/clis/` and one line in [`clis::ALL`] (see ARCHITECTURE.md).
 
 pub mod clis;
 pub mod failure;
+pub mod folder_mcp;
 pub mod generic;
 mod json;
 pub mod locate;
 pub mod memory;
 pub mod native;
+pub mod run_files;
 pub mod stream;
 pub mod tail;
 pub mod version;
@@ -246,6 +250,8 @@ pub struct McpServer<'a> {
     pub env: &'a [(String, String)],
     /// A folder of this run's own, for settings files a CLI reads.
     pub scratch: &'a Path,
+    /// The folder the CLI runs in.
+    pub cwd: &'a Path,
 }
 
 impl McpServer<'_> {
@@ -275,7 +281,8 @@ impl McpServer<'_> {
 
 /// What a run of a CLI gets so that it finds baton's MCP server:
 /// arguments right after its program name, environment variables, and
-/// files baton writes before the run (paths in [`McpServer::scratch`]).
+/// files baton writes before the run (paths in [`McpServer::scratch`], or
+/// a [`run_files`] file in the working folder).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct McpWiring {
     pub args: Vec<String>,
@@ -284,6 +291,20 @@ pub struct McpWiring {
     /// Why the CLI will not see the server after all (said in the task's
     /// log; the run goes on without it).
     pub unseen: Option<String>,
+}
+
+impl McpWiring {
+    /// Writes [`McpWiring::files`], each atomically (a file in the working
+    /// folder may be the user's own, with baton's server added).
+    pub fn write_files(&self) -> std::io::Result<()> {
+        for (path, text) in &self.files {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            memory::replace(path, text)?;
+        }
+        Ok(())
+    }
 }
 
 /// Gemini CLI and Qwen Code: a system settings file (which their own

@@ -102,18 +102,15 @@ pub fn write_brief(cli: Cli, dir: &Path, brief: &str) -> std::io::Result<PathBuf
 /// Takes baton's section out of every built-in CLI's memory file in `dir`
 /// (a file baton created goes). Returns the files changed.
 pub fn remove_briefs(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut names: Vec<&str> = crate::all().iter().map(|c| c.memory_file()).collect();
-    names.sort_unstable();
-    names.dedup();
     let mut changed = Vec::new();
-    for name in names {
+    for name in memory_files() {
         let path = dir.join(name);
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
         };
-        if find(&text).is_none() {
+        if !has_brief(&text) {
             continue;
         }
         match without_brief_section(&text) {
@@ -125,9 +122,22 @@ pub fn remove_briefs(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(changed)
 }
 
+/// Every built-in CLI's memory file name, once each.
+pub fn memory_files() -> Vec<&'static str> {
+    let mut names: Vec<&str> = crate::all().iter().map(|c| c.memory_file()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+/// Whether `text` holds baton's brief section.
+pub fn has_brief(text: &str) -> bool {
+    find(text).is_some()
+}
+
 /// `path`'s content replaced by `text` through a temporary file and a
 /// rename, so a crash leaves the old or the new text, never half of it.
-fn replace(path: &Path, text: &str) -> std::io::Result<()> {
+pub(crate) fn replace(path: &Path, text: &str) -> std::io::Result<()> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     let tmp = path.with_file_name(format!(".{}.baton-tmp", name.unwrap_or_default()));
     let mut f = std::fs::File::create(&tmp)?;

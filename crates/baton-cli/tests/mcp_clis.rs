@@ -1,5 +1,5 @@
 //! The real agent CLIs baton tells about its MCP server (Claude Code,
-//! Codex, OpenCode, Qwen Code, Gemini CLI, Copilot) calling baton's tools in an agent phase, driven by the
+//! Codex, OpenCode, Qwen Code, Gemini CLI, Copilot, droid) calling baton's tools in an agent phase, driven by the
 //! scripted model server, which asks for the tool by the name each CLI
 //! gives it: the CLI starts `baton mcp` with what baton wrote into its
 //! configuration, and the call reaches baton's journal.
@@ -9,7 +9,7 @@ use baton_testkit::agents::Agent;
 use baton_testkit::model_server::{ModelServer, Reply};
 use serde_json::json;
 
-fn checkpoint_through(agent: Agent, tool_name: &str) {
+fn checkpoint_through(agent: Agent, tool_name: &str) -> TestProject {
     let server = ModelServer::start(vec![
         Reply::tool(tool_name, json!({"note": "half way there"})),
         Reply::text("all done"),
@@ -29,6 +29,12 @@ fn checkpoint_through(agent: Agent, tool_name: &str) {
         "w",
         "name = \"w\"\n[[phase]]\nid = \"work\"\nagent = \"cc\"\nmax_attempts = 1\nprompt = \"Work on {{task}}\"\n",
     );
+    if agent == Agent::Droid {
+        // droid reads its servers from the project's own file, which
+        // baton adds to for the run.
+        fs_err::create_dir_all(p.root().join(".factory")).unwrap();
+        fs_err::write(p.root().join(".factory/mcp.json"), USERS_DROID_MCP).unwrap();
+    }
     let (code, out, err) = p.run(&["run", "w", "the thing", "--id", "t"]);
     assert_eq!(code, 0, "{out}\n{err}");
     let notes: Vec<String> = p
@@ -68,7 +74,11 @@ fn checkpoint_through(agent: Agent, tool_name: &str) {
             })
             .collect::<Vec<_>>()
     );
+    p
 }
+
+/// A user's own droid MCP servers file, spaced their way.
+const USERS_DROID_MCP: &str = "{\n    \"mcpServers\": {\"docs\": {\"type\": \"http\", \"url\": \"http://127.0.0.1:9/mcp\", \"disabled\": true}}\n}";
 
 #[test]
 fn opencode_calls_baton_checkpoint() {
@@ -98,6 +108,16 @@ fn qwen_code_calls_baton_checkpoint() {
 #[test]
 fn copilot_calls_baton_checkpoint() {
     checkpoint_through(Agent::Copilot, "baton-checkpoint");
+}
+
+#[test]
+fn droid_calls_baton_checkpoint_and_finds_its_servers_file_as_it_was() {
+    let p = checkpoint_through(Agent::Droid, "baton___checkpoint");
+    assert_eq!(
+        fs_err::read_to_string(p.root().join(".factory/mcp.json")).unwrap(),
+        USERS_DROID_MCP,
+        "the user's file, byte for byte, after the run"
+    );
 }
 
 /// Gemini CLI skips a settings file below a folder others may write (a

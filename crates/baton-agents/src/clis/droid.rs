@@ -8,14 +8,16 @@
 //! (or fails without a word) for an id it does not have, so baton checks
 //! the transcript is there first. Sessions are kept in
 //! `$FACTORY_HOME_OVERRIDE/.factory` (default `~/.factory`)
-//! `/sessions/<cwd, / as ->/<session-id>.jsonl`. Verified:
+//! `/sessions/<cwd, / as ->/<session-id>.jsonl`. baton's MCP server goes
+//! into the working folder's `.factory/mcp.json` for a run (droid reads
+//! MCP servers from nowhere else it could be given). Verified:
 //! docs/dev/agent-clis.md.
 
 use crate::json::{first_of, num, objects, set_once, str_of};
 use crate::locate::{file_name, in_subfolders, one_of};
 use crate::{
-    AgentCli, AgentEvent, Env, Invocation, NativeTranscript, Options, Package, Permission,
-    Recognition, Seen, SessionIds, words,
+    AgentCli, AgentEvent, Env, Invocation, McpServer, McpWiring, NativeTranscript, Options,
+    Package, Permission, Recognition, Seen, SessionIds, folder_mcp, words,
 };
 use baton_core::agent_stream::{SUMMARY_CHARS, shorten, summarize_args};
 use serde_json::{Map, Value};
@@ -80,6 +82,43 @@ impl AgentCli for Droid {
     fn memory_file(&self) -> &'static str {
         "AGENTS.md"
     }
+    fn mcp_wiring(&self, server: &McpServer<'_>, _env: Env<'_>) -> Option<McpWiring> {
+        // Only a servers file in its working folder (or the user's own
+        // ~/.factory/mcp.json) tells droid about a server; baton adds its
+        // own to the folder's for the run (see `folder_mcp`).
+        let rel = crate::run_files::FOLDER_MCP_FILES[0];
+        let path = server.cwd.join(rel);
+        let existing = match std::fs::read_to_string(&path) {
+            Ok(t) => Some(t),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                return Some(McpWiring {
+                    unseen: Some(unseen(&path, &e.to_string())),
+                    ..Default::default()
+                });
+            }
+        };
+        let folder_exists = path.parent().is_some_and(std::path::Path::is_dir);
+        let entry = serde_json::json!({
+            "type": "stdio",
+            "command": server.command,
+            "args": server.args,
+            "env": server.json_env(),
+            "disabled": false,
+        });
+        Some(
+            match folder_mcp::with_baton_server(existing.as_deref(), folder_exists, entry) {
+                Ok(text) => McpWiring {
+                    files: vec![(path, text)],
+                    ..Default::default()
+                },
+                Err(why) => McpWiring {
+                    unseen: Some(unseen(&path, &why)),
+                    ..Default::default()
+                },
+            },
+        )
+    }
     fn parse_line(&self, v: &Value, seen: &Seen<'_>) -> Vec<AgentEvent> {
         parse_line(v, seen.last_text)
     }
@@ -133,6 +172,15 @@ impl AgentCli for Droid {
             "the session id (the `session_id` of `droid exec -o stream-json`)",
         )
     }
+}
+
+/// Why droid is not told about baton's server: its servers file `path`
+/// cannot be added to (`why`), and is left as it is.
+fn unseen(path: &std::path::Path, why: &str) -> String {
+    format!(
+        "droid is not told about baton mcp in this run: {} cannot be added to ({why}); it is left as it is (fix it to give the agent baton's tools; it can still run `baton agent …` commands)",
+        path.display()
+    )
 }
 
 /// droid's sessions folder: `$FACTORY_HOME_OVERRIDE/.factory/sessions`,

@@ -75,9 +75,10 @@ impl Engine {
             },
             PhaseKind::Wait(_) => unreachable!("wait phases are not started"),
         };
-        // baton's brief leaves the memory files when the phase ends, before
-        // its end is snapshotted or committed on a task branch.
-        baton_agents::memory::remove_briefs(&held.ws.cwd)?;
+        // What baton put in the working folder for the run (the brief in a
+        // memory file, its server in droid's MCP file) leaves when the
+        // phase ends, before its end is snapshotted or committed.
+        baton_agents::run_files::undo(&held.ws.cwd)?;
         match launched {
             Some((launched, l)) => self.end_attempt(held, &at, launched, &l),
             // It failed before its process could start (journaled).

@@ -3,7 +3,8 @@
 //! worktree, or commits on the branch that no other branch, no
 //! remote-tracking branch and not the base hold, keep both (and say why).
 //! A branch whose changes reached the base by a squash merge, a rebase or
-//! a cherry-pick is seen as merged. Ignored files are not work.
+//! a cherry-pick is seen as merged. Ignored files are not work, nor is
+//! what a run left of baton's own in a file (`baton_agents::run_files`).
 
 use super::{Git, GitError};
 use std::path::Path;
@@ -64,10 +65,26 @@ impl Git {
                 ],
                 &[],
             )?;
+            // What a run left there of baton's own (a brief, its MCP
+            // server) is not work when, without it, the file is as
+            // committed.
+            let batons = baton_agents::run_files::as_committed(worktree).unwrap_or_default();
+            let only_batons = |path: &str| {
+                batons.iter().any(|(rel, without)| {
+                    rel == path
+                        && match without {
+                            None => true,
+                            Some(text) => self
+                                .run(&["-C", &wt, "show", &format!("HEAD:{rel}")], &[])
+                                .is_ok_and(|head| &head == text),
+                        }
+                })
+            };
             let files: Vec<String> = status
                 .split('\0')
                 .filter(|e| e.len() > 3)
                 .map(|e| e[3..].to_string())
+                .filter(|f| !only_batons(f))
                 .collect();
             if !files.is_empty() {
                 return Ok(Held::Uncommitted(files));

@@ -184,9 +184,12 @@ impl Git {
     }
 
     /// Commits every change in the work tree (what `.gitignore` ignores
-    /// left out) onto the checked-out branch; returns HEAD after.
+    /// left out) onto the checked-out branch; returns HEAD after. What
+    /// baton put there for a run that still goes on (a brief, its MCP
+    /// server) is committed as the file is without it.
     pub fn commit_worktree(&self, message: &str) -> Result<String, GitError> {
         self.run(&["add", "-A", "--", ":/"], &[])?;
+        self.stage_without_run_files()?;
         let staged = self
             .command(&["diff", "--cached", "--quiet"], &[])
             .status()
@@ -199,5 +202,35 @@ impl Git {
             args: "rev-parse HEAD".into(),
             stderr: "no HEAD after committing".into(),
         })
+    }
+
+    /// Sets the staged version of every file baton changed for a run to
+    /// the file without baton's change (gone where baton created it).
+    fn stage_without_run_files(&self) -> Result<(), GitError> {
+        let io = |e: std::io::Error| GitError {
+            args: "add".into(),
+            stderr: format!("cannot read what baton put in the work tree: {e}"),
+        };
+        for (rel, committed) in baton_agents::run_files::as_committed(&self.root).map_err(io)? {
+            match committed {
+                None => {
+                    self.run(
+                        &["rm", "-q", "--cached", "--ignore-unmatch", "--", &rel],
+                        &[],
+                    )?;
+                }
+                Some(text) => {
+                    let dir = self.git_dir.as_deref().unwrap_or(&self.root);
+                    let tmp = dir.join("baton-committed-file");
+                    fs_err::write(&tmp, text).map_err(io)?;
+                    let tmp_path = tmp.display().to_string();
+                    let blob = self.run(&["hash-object", "-w", "--path", &rel, &tmp_path], &[]);
+                    let _ = std::fs::remove_file(&tmp);
+                    let info = format!("100644,{},{rel}", blob?.trim());
+                    self.run(&["update-index", "--add", "--cacheinfo", &info], &[])?;
+                }
+            }
+        }
+        Ok(())
     }
 }

@@ -463,6 +463,22 @@ fn work_not_committed_or_not_pushed_keeps_the_worktree_and_branch() {
         Held::Uncommitted(vec!["notes/new.md".into()])
     );
     std::fs::remove_dir_all(wt.join("notes")).unwrap();
+    // What a crashed run left of baton's own is not work; what the agent
+    // wrote beside it is.
+    let server = serde_json::json!({"command": "baton"});
+    let mcp = baton_agents::folder_mcp::with_baton_server(None, false, server).unwrap();
+    write(&wt, ".factory/mcp.json", &mcp);
+    let claude = baton_agents::by_name("claude").unwrap();
+    baton_agents::memory::write_brief(claude, &wt, "the brief").unwrap();
+    assert_eq!(g.held_by(&wt, "feature", "main").unwrap(), Held::Nothing);
+    let brief = std::fs::read_to_string(wt.join("CLAUDE.md")).unwrap();
+    write(&wt, "CLAUDE.md", &format!("{brief}\nThe agent's notes.\n"));
+    assert_eq!(
+        g.held_by(&wt, "feature", "main").unwrap(),
+        Held::Uncommitted(vec!["CLAUDE.md".into()])
+    );
+    baton_agents::run_files::undo(&wt).unwrap();
+    std::fs::remove_file(wt.join("CLAUDE.md")).unwrap();
     // An ignored file is not work.
     write(&wt, "debug.log", "noise\n");
     assert_eq!(
@@ -526,4 +542,34 @@ fn work_added_after_a_squash_merge_is_still_kept() {
         Held::Unpushed(2)
     );
     assert!(wt.join("more.txt").is_file());
+}
+
+#[test]
+fn a_commit_during_a_run_holds_the_users_files_without_batons_run_files() {
+    let (_d, top, _) = repo();
+    write(&top, "AGENTS.md", "House rules.\n");
+    git(&top, &["add", "AGENTS.md"]);
+    git(&top, &["commit", "-qm", "rules"]);
+    let g = Git::open(&top).unwrap();
+    // A run goes on: baton's brief in the memory file, its MCP server in
+    // droid's file, and the agent's own work.
+    let codex = baton_agents::by_name("codex").unwrap();
+    baton_agents::memory::write_brief(codex, &top, "the brief").unwrap();
+    let server = serde_json::json!({"command": "baton"});
+    let mcp = baton_agents::folder_mcp::with_baton_server(None, false, server).unwrap();
+    write(&top, ".factory/mcp.json", &mcp);
+    write(&top, "work.txt", "done\n");
+    g.commit_worktree("the agent's work").unwrap();
+    assert!(files(&top, "HEAD").contains(&"work.txt".to_string()));
+    assert!(!files(&top, "HEAD").contains(&".factory/mcp.json".to_string()));
+    assert_eq!(git(&top, &["show", "HEAD:AGENTS.md"]), "House rules.");
+    // The run still has them, and git says the run files differ from HEAD.
+    assert!(
+        std::fs::read_to_string(top.join("AGENTS.md"))
+            .unwrap()
+            .contains("the brief")
+    );
+    assert!(top.join(".factory/mcp.json").is_file());
+    baton_agents::run_files::undo(&top).unwrap();
+    assert_eq!(git(&top, &["status", "--porcelain"]), "");
 }

@@ -63,10 +63,11 @@ impl Agents<'_> {
         }
         // The CLI is told about baton's MCP server, which learns the
         // instance from the environment passed to it.
+        let cwd = PathBuf::from(inst.resources.worktree_path.as_deref().unwrap_or("."));
         if let Some(w) = cfg
             .cli
             .filter(|_| cfg.mcp.unwrap_or(true))
-            .and_then(|c| self.eng.mcp_wiring(c, &env))
+            .and_then(|c| self.eng.mcp_wiring(c, &cwd, &env))
         {
             if let Some(why) = &w.unseen {
                 self.eng.observer().info(why);
@@ -74,7 +75,6 @@ impl Agents<'_> {
             argv.splice(1..1, w.args);
             env.extend(w.env);
         }
-        let cwd = PathBuf::from(inst.resources.worktree_path.as_deref().unwrap_or("."));
         self.tmux()
             .new_session(name, &cwd, &argv, &env)
             .map_err(|e| Error::coded(ErrorCode::ResourceAllocationFailed, e))

@@ -29,11 +29,12 @@ struct AgentRun<'a> {
 }
 
 impl Engine {
-    /// How `cli` is told about `baton mcp` for a run with `env` (the
-    /// attempt's `BATON_*` variables, which the server is given).
+    /// How `cli` is told about `baton mcp` for a run in `cwd` with `env`
+    /// (the attempt's `BATON_*` variables, which the server is given).
     pub(crate) fn mcp_wiring(
         &self,
         cli: Cli,
+        cwd: &std::path::Path,
         env: &[(String, String)],
     ) -> Option<baton_agents::McpWiring> {
         let exe = std::env::current_exe().ok()?.display().to_string();
@@ -78,15 +79,11 @@ impl Engine {
                 args: &args,
                 env: &server_env,
                 scratch: &scratch,
+                cwd,
             },
             &lookup,
         )?;
-        for (path, text) in &wiring.files {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir).ok()?;
-            }
-            std::fs::write(path, text).ok()?;
-        }
+        wiring.write_files().ok()?;
         Some(wiring)
     }
 
@@ -279,7 +276,7 @@ impl Engine {
             let mut run_env = env.clone();
             if let Some(w) = cli
                 .filter(|_| agent.mcp.unwrap_or(true))
-                .and_then(|c| self.mcp_wiring(c, &env))
+                .and_then(|c| self.mcp_wiring(c, &cwd, &env))
             {
                 if let (Some(why), 1) = (&w.unseen, runs) {
                     self.observer.info(why);

@@ -31,9 +31,9 @@ impl Engine {
         let stem = document::output_file_name(idx, phase.as_str());
         let stem = stem.trim_end_matches(".md");
         let label = format!("{stem}.i{}.a{attempt}", ps.iteration);
-        // A brief a crashed run left in a memory file never enters the
-        // snapshot (nor, later, a commit).
-        let removed = baton_agents::memory::remove_briefs(&held.ws.cwd)?;
+        // What a crashed run left in the working folder (a brief, baton's
+        // MCP server) never enters the snapshot (nor, later, a commit).
+        let removed = baton_agents::run_files::undo(&held.ws.cwd)?;
         let just_snapshotted = std::mem::take(&mut held.just_snapshotted) && removed.is_empty();
         let checkpoint = held.ws.git.as_ref().and_then(|g| {
             match g.checkpoint(
