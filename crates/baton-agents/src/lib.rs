@@ -76,6 +76,12 @@ pub trait AgentCli: Send + Sync {
     fn tui_argv(&self, _o: &Options<'_>, _how: Invocation<'_>) -> Option<Vec<String>> {
         None
     }
+    /// Files its terminal UI is given (file name, text), written into the
+    /// instance's folder before it starts; `{{state_dir}}` in
+    /// [`AgentCli::tui_argv`] names that folder.
+    fn tui_files(&self, _o: &Options<'_>) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
     /// Environment the CLI needs to run headless in `o`'s permission mode;
     /// set unless the agent's own `env` sets it.
     fn env(&self, _o: &Options<'_>) -> Vec<(String, String)> {

@@ -49,10 +49,18 @@ fn first_run_done(agent: Agent, home: &Path, worktree: &Path) {
             let cfg = json!({"trustedFolders": [worktree.display().to_string()]});
             fs_err::write(dir.join("config.json"), cfg.to_string()).unwrap();
         }
+        Agent::Droid => {
+            // Agent::setup wrote its settings (the scripted model).
+            let file = home.join(".factory/settings.json");
+            let mut cfg: Value =
+                serde_json::from_str(&fs_err::read_to_string(&file).unwrap()).unwrap();
+            cfg["trustedFolders"] =
+                json!({worktree.display().to_string(): {"trustedAt": "2026-11-24T00:00:00Z"}});
+            fs_err::write(&file, cfg.to_string()).unwrap();
+        }
         // Agent::setup chose the API key; --skip-trust (Gemini) and the
         // approval mode leave nothing to ask.
         Agent::Gemini | Agent::Qwen | Agent::Opencode => {}
-        other => panic!("no first-run setup for {}", other.program()),
     }
 }
 
@@ -197,6 +205,11 @@ fn qwen_code_in_tmux() {
 #[test]
 fn opencode_in_tmux() {
     a_person_and_baton_share_the_terminal_ui_of(Agent::Opencode, "baton_checkpoint");
+}
+
+#[test]
+fn droid_in_tmux() {
+    a_person_and_baton_share_the_terminal_ui_of(Agent::Droid, "baton___checkpoint");
 }
 
 #[test]

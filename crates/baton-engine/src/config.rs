@@ -154,6 +154,14 @@ impl AgentConfig {
         }
     }
 
+    /// The files the built-in adapter's terminal UI is given (see
+    /// [`baton_agents::AgentCli::tui_files`]).
+    pub fn tui_files(&self) -> Vec<(&'static str, String)> {
+        self.cli
+            .map(|cli| cli.tui_files(&self.options()))
+            .unwrap_or_default()
+    }
+
     /// The environment the built-in adapter needs: its permission mode
     /// unless the agent's own `env` sets it, and its unattended-run
     /// defaults unless the agent's `env` or the user's environment does.

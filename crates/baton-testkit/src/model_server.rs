@@ -326,7 +326,8 @@ fn serve(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
 }
 
 /// A request a CLI makes for itself rather than for the user's task: the
-/// terminal UIs of Codex and OpenCode ask for a title for each new session.
+/// terminal UIs of Codex, OpenCode and droid ask for a title for each new
+/// session.
 fn is_housekeeping(body: &Value) -> bool {
     let last_user_text = body["input"]
         .as_array()
@@ -337,6 +338,7 @@ fn is_housekeeping(body: &Value) -> bool {
     let system = body["messages"][0]["content"].as_str().unwrap_or("");
     last_user_text.starts_with("Generate a concise, single-line task title")
         || system.starts_with("You are a title generator")
+        || system.contains("a helper that generates concise session titles")
 }
 
 /// The folder the CLI works in, as it tells the model: droid's `% pwd`

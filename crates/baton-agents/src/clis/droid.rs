@@ -44,13 +44,7 @@ impl AgentCli for Droid {
     }
     fn argv(&self, o: &Options<'_>, how: Invocation<'_>) -> Vec<String> {
         let mut argv = words(&["droid", "exec", "-o", "stream-json"]);
-        // droid's autonomy levels. Without `--auto` it withholds its file
-        // tools but runs any command the model itself rates low risk.
-        argv.extend(words(match o.permission {
-            Permission::Edit => &["--auto", "low"],
-            Permission::ReadOnly => &[],
-            Permission::Full => &["--skip-permissions-unsafe"],
-        }));
+        argv.extend(words(autonomy(o.permission)));
         if let Some(m) = o.model {
             argv.extend(words(&["-m", m]));
         }
@@ -60,6 +54,39 @@ impl AgentCli for Droid {
         }
         argv.push("{{prompt}}".into());
         argv
+    }
+    fn tui_argv(&self, o: &Options<'_>, how: Invocation<'_>) -> Option<Vec<String>> {
+        let mut argv = words(&["droid"]);
+        argv.extend(words(autonomy(o.permission)));
+        // Its UI takes no -m: the model is the session's default in a
+        // runtime settings file.
+        if o.model.is_some() {
+            argv.extend(words(&["--settings", "{{state_dir}}/droid-settings.json"]));
+        }
+        argv.extend(o.args.iter().cloned());
+        if let Invocation::Resume { native_id, .. } = how {
+            argv.extend(words(&["--fork", native_id]));
+        }
+        // The first message, sent at once.
+        argv.push("{{prompt}}".into());
+        Some(argv)
+    }
+    fn tui_files(&self, o: &Options<'_>) -> Vec<(&'static str, String)> {
+        // The session defaults there replace `--auto`'s level, so the
+        // level is said again.
+        let level = match o.permission {
+            Permission::Edit => "low",
+            Permission::ReadOnly => "off",
+            Permission::Full => "high",
+        };
+        o.model
+            .map(|m| {
+                let defaults = serde_json::json!({"model": m, "autonomyLevel": level});
+                let settings = serde_json::json!({ "sessionDefaultSettings": defaults });
+                ("droid-settings.json", settings.to_string())
+            })
+            .into_iter()
+            .collect()
     }
     fn resume_keeps_id(&self) -> bool {
         false
@@ -171,6 +198,17 @@ impl AgentCli for Droid {
             "<project>/<session-id>.jsonl",
             "the session id (the `session_id` of `droid exec -o stream-json`)",
         )
+    }
+}
+
+/// droid's autonomy level for a permission mode. Without `--auto` it
+/// withholds its file tools but runs any command the model itself rates
+/// low risk.
+fn autonomy(p: Permission) -> &'static [&'static str] {
+    match p {
+        Permission::Edit => &["--auto", "low"],
+        Permission::ReadOnly => &[],
+        Permission::Full => &["--skip-permissions-unsafe"],
     }
 }
 

@@ -43,7 +43,14 @@ impl Agents<'_> {
             session: inst.resources.agent_session_id.as_deref(),
         };
         let template = cfg.tui_argv_for(how).ok_or_else(|| no_tui(agent, cfg))?;
-        let mut argv = baton_agents::generic::fill(&template, prompt, &prompt_file);
+        for (name, text) in cfg.tui_files() {
+            fs_err::write(dir.join(name), text)?;
+        }
+        let state_dir = dir.display().to_string();
+        let mut argv: Vec<String> = baton_agents::generic::fill(&template, prompt, &prompt_file)
+            .into_iter()
+            .map(|a| a.replace("{{state_dir}}", &state_dir))
+            .collect();
         let mut env = vec![
             (
                 "BATON_PROJECT".to_string(),
@@ -124,21 +131,26 @@ impl Agents<'_> {
     }
 
     /// Saves what the pane shows into the instance's folder, then ends the
-    /// session and its processes.
+    /// session and its processes, and takes out of its worktree what baton
+    /// put there for the run (droid's MCP file), so a worktree that is kept
+    /// holds only the work.
     pub(super) fn end_session(&self, inst: &Instance) -> Result<(), String> {
         let Some(name) = inst.resources.session_name.as_deref() else {
             return Ok(());
         };
         let tmux = self.tmux();
-        if !tmux.has_session(name) {
-            return Ok(());
+        if tmux.has_session(name) {
+            if let Ok(text) = tmux.capture(name) {
+                let dir = self.folder(&inst.id);
+                let _ = fs_err::create_dir_all(&dir);
+                let _ = fs_err::write(dir.join("pane.log"), text);
+            }
+            tmux.kill(name)?;
         }
-        if let Ok(text) = tmux.capture(name) {
-            let dir = self.folder(&inst.id);
-            let _ = fs_err::create_dir_all(&dir);
-            let _ = fs_err::write(dir.join("pane.log"), text);
+        if let Some(wt) = &inst.resources.worktree_path {
+            baton_agents::run_files::undo(std::path::Path::new(wt)).map_err(|e| e.to_string())?;
         }
-        tmux.kill(name)
+        Ok(())
     }
 }
 
