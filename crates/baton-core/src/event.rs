@@ -62,6 +62,14 @@ pub enum Event {
         description: String,
         due_at: Option<Timestamp>,
     },
+    /// The event a waiting phase expected arrived (a webhook delivery):
+    /// its facts become the task's labels; the phase passes next.
+    EventArrived {
+        phase: PhaseId,
+        event: String,
+        delivery: String,
+        facts: BTreeMap<String, String>,
+    },
     /// A crash (or a cancel) cut an attempt short; it will be re-run from its start.
     PhaseInterrupted {
         phase: PhaseId,
@@ -190,6 +198,7 @@ impl Event {
             Event::AgentSwitched { .. } => "agent_switched",
             Event::Imported { .. } => "imported",
             Event::Note { .. } => "note",
+            Event::EventArrived { .. } => "event_arrived",
         }
     }
 
@@ -205,6 +214,7 @@ impl Event {
             | Event::PhaseFailed { phase, .. }
             | Event::PhaseSkipped { phase, .. }
             | Event::PhaseWaiting { phase, .. }
+            | Event::EventArrived { phase, .. }
             | Event::PhaseInterrupted { phase, .. } => Some(phase),
             Event::LoopedBack { from, .. } => Some(from),
             Event::Rewound { to, .. } => Some(to),

@@ -19,6 +19,7 @@ pub mod machine;
 pub mod state;
 pub mod template;
 pub mod time;
+pub mod webhook;
 pub mod workflow;
 
 pub use error::{ErrorKind, Exit};

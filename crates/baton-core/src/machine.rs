@@ -100,6 +100,14 @@ pub enum Input {
     TimerDue {
         phase: PhaseId,
     },
+    /// The event the waiting `phase` expects arrived (delivery `delivery`,
+    /// named `event`): its facts become labels, and the phase passes.
+    EventArrived {
+        phase: PhaseId,
+        event: String,
+        delivery: String,
+        facts: std::collections::BTreeMap<String, String>,
+    },
     Complete,
     /// The running process died; `reason` says how it was found out.
     Interrupt {

@@ -95,6 +95,10 @@ pub enum WaitSpec {
     Event {
         event: String,
         matches: BTreeMap<String, String>,
+        /// Conditions on the event's payload: a dotted path and the value
+        /// it must have (`"review.state" = "approved"`).
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        payload: BTreeMap<String, String>,
     },
     Human {
         question: String,
@@ -109,12 +113,22 @@ impl WaitSpec {
     /// A sentence saying what the phase waits for.
     pub fn describe(&self) -> String {
         match self {
-            WaitSpec::Event { event, matches } if matches.is_empty() => {
-                format!("the event {event}")
-            }
-            WaitSpec::Event { event, matches } => {
-                let m: Vec<String> = matches.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                format!("the event {event} matching {}", m.join(", "))
+            WaitSpec::Event {
+                event,
+                matches,
+                payload,
+            } => {
+                let mut s = format!("the event {event}");
+                if !matches.is_empty() {
+                    let m: Vec<String> = matches.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    s.push_str(&format!(" matching {}", m.join(", ")));
+                }
+                if !payload.is_empty() {
+                    let m: Vec<String> =
+                        payload.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+                    s.push_str(&format!(" where {}", m.join(", ")));
+                }
+                s
             }
             WaitSpec::Human { question, options } if options.is_empty() => {
                 format!("a human answer to {question:?}")
@@ -632,8 +646,8 @@ fn parse_wait(
     if kinds != 1 {
         return Err("wait must have exactly one of `event`, `human` or `duration`".into());
     }
-    if w.r#match.is_some() && w.event.is_none() {
-        return Err("wait `match` only goes with `event`".into());
+    if (w.r#match.is_some() || w.payload.is_some()) && w.event.is_none() {
+        return Err("wait `match` and `payload` only go with `event`".into());
     }
     if w.options.is_some() && w.human.is_none() {
         return Err("wait `options` only go with `human`".into());
@@ -643,9 +657,24 @@ fn parse_wait(
         for v in matches.values() {
             check_template(v, flags)?;
         }
+        let payload = w
+            .payload
+            .iter()
+            .flatten()
+            .map(|(k, v)| match v {
+                serde_json::Value::String(s) => Ok((k.clone(), s.clone())),
+                serde_json::Value::Bool(_) | serde_json::Value::Number(_) => {
+                    Ok((k.clone(), v.to_string()))
+                }
+                _ => Err(format!(
+                    "wait `payload` {k:?}: a string, number or boolean to compare the event's value with"
+                )),
+            })
+            .collect::<Result<_, String>>()?;
         Ok(WaitSpec::Event {
             event: event.clone(),
             matches,
+            payload,
         })
     } else if let Some(q) = &w.human {
         Ok(WaitSpec::Human {
@@ -713,6 +742,7 @@ struct RawInstance {
 struct RawWait {
     event: Option<String>,
     r#match: Option<BTreeMap<String, String>>,
+    payload: Option<BTreeMap<String, serde_json::Value>>,
     human: Option<String>,
     options: Option<Vec<String>>,
     duration: Option<String>,

@@ -406,6 +406,18 @@ fn describe(e: &baton_core::Event) -> String {
         PhaseWaiting {
             phase, description, ..
         } => format!("{phase} waits for {description}"),
+        EventArrived {
+            phase,
+            event,
+            delivery,
+            facts,
+        } => {
+            let said: Vec<String> = facts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!(
+                "{phase}: {event} arrived (delivery {delivery}) {}",
+                said.join(" ")
+            )
+        }
         PhaseInterrupted {
             phase,
             attempt,

@@ -86,6 +86,11 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
     let ts = record.ts;
     match &record.event {
         Event::TaskCreated { .. } | Event::Claimed { .. } | Event::Note { .. } => {}
+        Event::EventArrived { facts, .. } => {
+            state
+                .labels
+                .extend(facts.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
         Event::PhaseStarted {
             phase,
             attempt,

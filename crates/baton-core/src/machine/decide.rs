@@ -44,6 +44,12 @@ pub fn decide(
         Input::Skip { phase } => decide_skip(state, wf, phase),
         Input::Wait { phase } => decide_wait(state, wf, phase, now),
         Input::TimerDue { phase } => decide_timer_due(state, phase, now),
+        Input::EventArrived {
+            phase,
+            event,
+            delivery,
+            facts,
+        } => decide_event_arrived(state, wf, phase, event, delivery, facts),
         Input::Complete => decide_complete(state),
         Input::Interrupt { reason } => decide_interrupt(state, reason),
         Input::Resume { crashed } => decide_resume(state, wf, crashed),
@@ -319,8 +325,13 @@ fn decide_wait(
     };
     // The match values are templates: fill them in as the wait starts.
     let spec = match spec {
-        WaitSpec::Event { event, matches } => WaitSpec::Event {
+        WaitSpec::Event {
+            event,
+            matches,
+            payload,
+        } => WaitSpec::Event {
             event: event.clone(),
+            payload: payload.clone(),
             matches: matches
                 .iter()
                 .map(|(k, v)| {
@@ -372,6 +383,57 @@ fn decide_timer_due(
         attempt: ps.attempt,
         phase,
         summary: "timer elapsed".into(),
+        output: String::new(),
+        files_changed: Vec::new(),
+    });
+    Ok(events)
+}
+
+/// The event a waiting phase expects arrived: the task resumes, the event's
+/// facts become labels, and the phase passes. Only the phase that waits,
+/// and only for an event of the name it waits for.
+fn decide_event_arrived(
+    state: &TaskState,
+    wf: &Workflow,
+    phase: PhaseId,
+    event: String,
+    delivery: String,
+    facts: std::collections::BTreeMap<String, String>,
+) -> Result<Vec<Event>, RuleError> {
+    let ps = phase_state(state, &phase)?;
+    if ps.status != PhaseStatus::Waiting {
+        return refuse(format!(
+            "phase {phase} is {}, not waiting",
+            ps.status.as_str()
+        ));
+    }
+    match wf.phase(phase.as_str()).map(|p| &p.kind) {
+        Some(PhaseKind::Wait(WaitSpec::Event { event: want, .. })) if *want == event => {}
+        _ => return refuse(format!("phase {phase} does not wait for {event}")),
+    }
+    let mut events = Vec::new();
+    if state.status == TaskStatus::Waiting {
+        events.push(Event::TaskResumed {
+            from: "WAITING".into(),
+            note: format!("{event} arrived (delivery {delivery})."),
+        });
+    }
+    let said: Vec<String> = facts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let summary = if said.is_empty() {
+        format!("{event} arrived")
+    } else {
+        format!("{event} arrived: {}", said.join(", "))
+    };
+    events.push(Event::EventArrived {
+        phase: phase.clone(),
+        event,
+        delivery,
+        facts,
+    });
+    events.push(Event::PhasePassed {
+        attempt: ps.attempt,
+        phase,
+        summary,
         output: String::new(),
         files_changed: Vec::new(),
     });
