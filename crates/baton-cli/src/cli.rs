@@ -73,6 +73,8 @@ pub enum Command {
     Mcp,
     /// Run queued tasks (`baton run --queue`), N at a time, until stopped.
     Worker(WorkerArgs),
+    /// Hand a GitHub webhook payload to the tasks that wait for it (as `baton serve` does for a delivery).
+    Deliver(DeliverArgs),
     /// Manage the store: apply migrations, copy a project's history to another store.
     #[command(subcommand)]
     Store(StoreCommand),
@@ -255,6 +257,23 @@ pub struct CleanArgs {
     #[arg(long, short)]
     pub yes: bool,
     /// Print JSON (the ids deleted, or that would be).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DeliverArgs {
+    /// The event type, as GitHub's X-GitHub-Event header says it (`pull_request`).
+    pub event: String,
+    /// The payload: a JSON file as GitHub posts it (`-` for standard input).
+    pub payload: std::path::PathBuf,
+    /// The delivery id, as X-GitHub-Delivery says it (recorded with the resume).
+    #[arg(long, default_value = "manual")]
+    pub delivery: String,
+    /// How a task id is read from a pull request's head branch.
+    #[arg(long, default_value = baton_core::webhook::DEFAULT_BRANCH_PATTERN)]
+    pub branch_pattern: String,
+    /// Print what it did to each task as JSON.
     #[arg(long)]
     pub json: bool,
 }

@@ -9,6 +9,7 @@
 mod claim;
 mod crash;
 mod create;
+mod deliver;
 mod detach;
 mod drive;
 mod hold;
@@ -19,6 +20,7 @@ mod read;
 mod restore;
 mod resume;
 
+pub use deliver::Decision;
 pub use manage::CLEANED;
 
 use crate::error::Result;

@@ -23,6 +23,6 @@ pub mod tmux;
 pub mod worker;
 pub mod workspace;
 
-pub use engine::{Engine, Imported, Observer, Outcome, ResumeOptions, RunOptions};
+pub use engine::{Decision, Engine, Imported, Observer, Outcome, ResumeOptions, RunOptions};
 pub use error::Error;
 pub use project::Project;

@@ -1,6 +1,7 @@
 //! One module per command; `dispatch` routes a parsed command line.
 
 mod agent;
+mod deliver;
 mod demo;
 mod doctor;
 mod init;
@@ -38,6 +39,7 @@ pub fn dispatch(cli: Cli, printer: &Arc<Printer>) -> Result<Exit> {
         Command::Agent(c) => agent::run(&project_of(project)?, c, printer),
         Command::Mcp => baton_mcp::serve_stdio(project_of(project)?).map(|()| Exit::Done),
         Command::Worker(a) => worker::run(&project_of(project)?, a, printer),
+        Command::Deliver(a) => deliver::run(&project_of(project)?, a, printer),
         Command::Store(c) => store::run(&project_of(project)?, c, printer),
         Command::Demo(a) => demo::run(a, printer),
         Command::Completions(a) => meta::completions(a),
