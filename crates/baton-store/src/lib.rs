@@ -8,6 +8,7 @@
 //! machines. Both pass one contract suite (`tests/contract.rs`).
 
 mod codec;
+pub mod deliveries;
 pub mod instances;
 pub mod postgres;
 pub mod sqlite;
@@ -16,6 +17,7 @@ use baton_core::lease::{Lease, LeaseOwner};
 use baton_core::state::{PhaseState, TaskStatus};
 use baton_core::{EventRecord, TaskId, TaskState, Timestamp};
 
+pub use deliveries::{DeliveryRow, DeliveryStore, NewDelivery, Settlement, TaskDecision};
 pub use instances::InstanceStore;
 pub use postgres::PgStore;
 pub use sqlite::{SqliteStore, Synchronous};
@@ -140,8 +142,9 @@ pub struct StoredDefinition {
 
 /// The storage seam. Implementations must make `create_task` and `commit`
 /// atomic, and `acquire` a compare-and-swap. Coding and review instances
-/// are kept through [`InstanceStore`], in the same database.
-pub trait Store: InstanceStore + Send + Sync {
+/// are kept through [`InstanceStore`], webhook deliveries through
+/// [`DeliveryStore`], in the same database.
+pub trait Store: InstanceStore + DeliveryStore + Send + Sync {
     /// Stores a definition if it is not stored yet.
     fn put_definition(&self, def: &StoredDefinition) -> Result<()>;
     fn definition(&self, hash: &str) -> Result<Option<StoredDefinition>>;

@@ -29,6 +29,7 @@
 //! classification, URL places and redaction) and `store` (`impl Store`).
 
 mod connect;
+mod deliveries;
 mod instances;
 mod session;
 mod sql;

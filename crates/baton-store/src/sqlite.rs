@@ -12,6 +12,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::Path;
 use std::sync::Mutex;
 
+mod deliveries;
 mod instances;
 
 /// SQLite's `synchronous` setting for the store.
@@ -87,6 +88,21 @@ CREATE TABLE instance_events (
     instance_id TEXT NOT NULL,
     payload TEXT NOT NULL
 );
+"#,
+    r#"
+CREATE TABLE deliveries (
+    id TEXT PRIMARY KEY,
+    received_at INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    action TEXT,
+    repository TEXT,
+    payload TEXT,
+    settled_at INTEGER,
+    decision TEXT NOT NULL,
+    why TEXT NOT NULL,
+    tasks TEXT NOT NULL
+);
+CREATE INDEX deliveries_received ON deliveries(received_at);
 "#,
 ];
 

@@ -88,6 +88,9 @@ baton_testkit::on_both_backends! {
     fn instances_round_trip_and_writers_serialise() {
         instances_round_trip_and_writers_serialise(&Backend::current())
     }
+    fn deliveries_are_stored_once_and_settled_once() {
+        deliveries_are_stored_once_and_settled_once(&Backend::current())
+    }
 }
 
 fn owner(pid: u32) -> LeaseOwner {
@@ -1160,4 +1163,99 @@ fn instances_round_trip_and_writers_serialise(b: &Backend) {
     );
     assert_eq!(all.by_id.len(), 2 + 1 + 20);
     assert_eq!(instance::replay(&journal), all);
+}
+
+fn delivery(id: &str, at: i64) -> baton_store::NewDelivery {
+    baton_store::NewDelivery {
+        id: id.into(),
+        received_at: Timestamp(at),
+        event: "pull_request".into(),
+        action: Some("opened".into()),
+        repository: Some("octocat/Hello-World".into()),
+        payload: format!("{{\"n\":\"{id}\"}}"),
+    }
+}
+
+fn deliveries_are_stored_once_and_settled_once(b: &Backend) {
+    use baton_store::{Settlement, TaskDecision};
+    let s = b.open();
+    // A batch: new ones are new, a copy later in the same batch is not.
+    let fresh = s
+        .record_deliveries(&[delivery("d1", 10), delivery("d2", 11), delivery("d1", 12)])
+        .unwrap();
+    assert_eq!(fresh, [true, true, false]);
+    // A redelivery, from another connection (another server), is not new.
+    let other = b.open();
+    assert_eq!(
+        other
+            .record_deliveries(&[delivery("d2", 20), delivery("d3", 21)])
+            .unwrap(),
+        [false, true]
+    );
+    let pending: Vec<String> = s
+        .unsettled_deliveries()
+        .unwrap()
+        .into_iter()
+        .map(|d| d.id)
+        .collect();
+    assert_eq!(pending, ["d1", "d2", "d3"]);
+    assert_eq!(s.unsettled_deliveries().unwrap()[0], delivery("d1", 10));
+
+    let how = Settlement {
+        at: Timestamp(30),
+        decision: "resumed".into(),
+        why: "resumed task t1 at wait-pr".into(),
+        tasks: vec![TaskDecision {
+            task: "t1".into(),
+            decision: "resumed".into(),
+            why: "resumed at wait-pr".into(),
+        }],
+    };
+    assert!(s.settle_delivery("d1", &how).unwrap());
+    // Settled once: a second server's settlement does not overwrite it.
+    let late = Settlement {
+        decision: "skipped".into(),
+        ..how.clone()
+    };
+    assert!(!other.settle_delivery("d1", &late).unwrap());
+    assert!(!other.settle_delivery("nope", &late).unwrap());
+
+    let all = other.deliveries(10).unwrap();
+    assert_eq!(
+        all.iter().map(|d| d.id.as_str()).collect::<Vec<_>>(),
+        ["d3", "d2", "d1"],
+        "newest first"
+    );
+    let d1 = &all[2];
+    assert_eq!(d1.decision, "resumed");
+    assert_eq!(d1.settled_at, Some(Timestamp(30)));
+    assert_eq!(d1.tasks, how.tasks);
+    assert_eq!(d1.repository.as_deref(), Some("octocat/Hello-World"));
+    assert_eq!(all[0].decision, "pending");
+    assert_eq!(all[0].settled_at, None);
+    assert_eq!(other.deliveries(1).unwrap().len(), 1);
+    assert_eq!(
+        s.unsettled_deliveries()
+            .unwrap()
+            .into_iter()
+            .map(|d| d.id)
+            .collect::<Vec<_>>(),
+        ["d2", "d3"]
+    );
+
+    // Many servers at once, the same ids: each id is new exactly once.
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let st = b.open();
+            std::thread::spawn(move || {
+                let batch: Vec<_> = (0..8).map(|k| delivery(&format!("c{k}"), 40)).collect();
+                st.record_deliveries(&batch).unwrap()
+            })
+        })
+        .collect();
+    let news: usize = handles
+        .into_iter()
+        .map(|h| h.join().unwrap().into_iter().filter(|n| *n).count())
+        .sum();
+    assert_eq!(news, 8);
 }

@@ -64,6 +64,22 @@ CREATE TABLE instance_events (
     payload TEXT NOT NULL
 );
 "#,
+    r#"
+CREATE TABLE deliveries (
+    id TEXT PRIMARY KEY,
+    received_at BIGINT NOT NULL,
+    event TEXT NOT NULL,
+    action TEXT,
+    repository TEXT,
+    payload TEXT,
+    settled_at BIGINT,
+    decision TEXT NOT NULL,
+    why TEXT NOT NULL,
+    tasks TEXT NOT NULL
+);
+CREATE INDEX deliveries_received ON deliveries (received_at);
+CREATE INDEX deliveries_unsettled ON deliveries (received_at) WHERE settled_at IS NULL;
+"#,
 ];
 
 /// The advisory lock migrations run under ("baton" in ASCII, then 1), so

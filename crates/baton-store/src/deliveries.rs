@@ -1,0 +1,95 @@
+//! Where outside events (GitHub webhook deliveries) are kept: one row per
+//! delivery id, so a redelivery is recognised durably, also after a
+//! restart and across servers sharing one database. A delivery is stored
+//! with its body when it is accepted, and settled (what it did to which
+//! task, and why; the body dropped) once it was handed to the tasks. One
+//! still unsettled after a crash is handed to them again: the tasks judge
+//! it again under their leases, so nothing is resumed twice.
+
+use crate::Result;
+use baton_core::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// A delivery as it arrives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewDelivery {
+    /// `X-GitHub-Delivery`.
+    pub id: String,
+    pub received_at: Timestamp,
+    /// `X-GitHub-Event`.
+    pub event: String,
+    pub action: Option<String>,
+    /// `repository.full_name`.
+    pub repository: Option<String>,
+    /// The JSON body, kept until the delivery is settled.
+    pub payload: String,
+}
+
+/// What a delivery did to one task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskDecision {
+    pub task: String,
+    /// `resumed` or `skipped`.
+    pub decision: String,
+    pub why: String,
+}
+
+/// A stored delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryRow {
+    pub id: String,
+    pub received_at: Timestamp,
+    pub event: String,
+    pub action: Option<String>,
+    pub repository: Option<String>,
+    /// `None` while it is still being handed to the tasks.
+    pub settled_at: Option<Timestamp>,
+    /// `pending`, `resumed`, `skipped` or `ignored`.
+    pub decision: String,
+    pub why: String,
+    pub tasks: Vec<TaskDecision>,
+}
+
+/// How a delivery was settled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settlement {
+    pub at: Timestamp,
+    pub decision: String,
+    pub why: String,
+    pub tasks: Vec<TaskDecision>,
+}
+
+/// The deliveries' part of a store; both backends implement it.
+pub trait DeliveryStore: Send + Sync {
+    /// Stores `new` in one transaction (a group commit of concurrent
+    /// deliveries) and answers, for each, whether it was new: `false` for
+    /// an id already stored, or earlier in `new`.
+    fn record_deliveries(&self, new: &[NewDelivery]) -> Result<Vec<bool>>;
+
+    /// Settles delivery `id` if it is still unsettled; `false` if it was
+    /// settled already (by another server) or is unknown.
+    fn settle_delivery(&self, id: &str, how: &Settlement) -> Result<bool>;
+
+    /// The newest `limit` deliveries, newest first.
+    fn deliveries(&self, limit: usize) -> Result<Vec<DeliveryRow>>;
+
+    /// The deliveries not settled yet, oldest first, with their bodies.
+    fn unsettled_deliveries(&self) -> Result<Vec<NewDelivery>>;
+}
+
+pub(crate) const PENDING: &str = "pending";
+
+pub(crate) fn tasks_json(tasks: &[TaskDecision]) -> String {
+    serde_json::to_string(tasks).expect("decisions are JSON")
+}
+
+pub(crate) fn tasks_of(id: &str, json: &str) -> Result<Vec<TaskDecision>> {
+    serde_json::from_str(json)
+        .map_err(|e| crate::Error::Corrupt(format!("delivery {id}'s decisions: {e}")))
+}
+
+/// Marks the later copies of an id within one batch as not new.
+pub(crate) fn first_in_batch(new: &[NewDelivery]) -> Vec<bool> {
+    let mut seen = std::collections::HashSet::new();
+    new.iter().map(|d| seen.insert(d.id.as_str())).collect()
+}

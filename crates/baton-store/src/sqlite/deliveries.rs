@@ -1,0 +1,99 @@
+//! [`DeliveryStore`] for SQLite: the `deliveries` table, a batch of new
+//! deliveries inserted in one IMMEDIATE transaction (one fsync for all).
+
+use super::SqliteStore;
+use crate::Result;
+use crate::deliveries::{
+    DeliveryRow, DeliveryStore, NewDelivery, PENDING, Settlement, first_in_batch, tasks_json,
+    tasks_of,
+};
+use baton_core::Timestamp;
+use rusqlite::{TransactionBehavior, params};
+
+impl DeliveryStore for SqliteStore {
+    fn record_deliveries(&self, new: &[NewDelivery]) -> Result<Vec<bool>> {
+        let mut fresh = first_in_batch(new);
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
+            let mut ins = tx.prepare_cached(
+                "INSERT INTO deliveries (id, received_at, event, action, repository, payload, decision, why, tasks)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, '', '[]') ON CONFLICT (id) DO NOTHING",
+            )?;
+            for (d, fresh) in new.iter().zip(fresh.iter_mut()) {
+                if *fresh {
+                    *fresh = ins.execute(params![
+                        d.id,
+                        d.received_at.millis(),
+                        d.event,
+                        d.action,
+                        d.repository,
+                        d.payload,
+                        PENDING
+                    ])? == 1;
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(fresh)
+    }
+
+    fn settle_delivery(&self, id: &str, how: &Settlement) -> Result<bool> {
+        let conn = self.conn();
+        let n = conn.prepare_cached(
+            "UPDATE deliveries SET settled_at = ?2, decision = ?3, why = ?4, tasks = ?5, payload = NULL
+             WHERE id = ?1 AND settled_at IS NULL",
+        )?
+        .execute(params![id, how.at.millis(), how.decision, how.why, tasks_json(&how.tasks)])?;
+        Ok(n == 1)
+    }
+
+    fn deliveries(&self, limit: usize) -> Result<Vec<DeliveryRow>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, received_at, event, action, repository, settled_at, decision, why, tasks
+             FROM deliveries ORDER BY received_at DESC, rowid DESC LIMIT ?1",
+        )?;
+        let rows = stmt.query_map([i64::try_from(limit).unwrap_or(i64::MAX)], |r| {
+            Ok((
+                DeliveryRow {
+                    id: r.get(0)?,
+                    received_at: Timestamp(r.get(1)?),
+                    event: r.get(2)?,
+                    action: r.get(3)?,
+                    repository: r.get(4)?,
+                    settled_at: r.get::<_, Option<i64>>(5)?.map(Timestamp),
+                    decision: r.get(6)?,
+                    why: r.get(7)?,
+                    tasks: Vec::new(),
+                },
+                r.get::<_, String>(8)?,
+            ))
+        })?;
+        rows.map(|row| {
+            let (mut d, tasks) = row?;
+            d.tasks = tasks_of(&d.id, &tasks)?;
+            Ok(d)
+        })
+        .collect()
+    }
+
+    fn unsettled_deliveries(&self) -> Result<Vec<NewDelivery>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, received_at, event, action, repository, payload FROM deliveries
+             WHERE settled_at IS NULL ORDER BY received_at, rowid",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(NewDelivery {
+                id: r.get(0)?,
+                received_at: Timestamp(r.get(1)?),
+                event: r.get(2)?,
+                action: r.get(3)?,
+                repository: r.get(4)?,
+                payload: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+}
