@@ -75,6 +75,10 @@ pub enum Command {
     Worker(WorkerArgs),
     /// Hand a GitHub webhook payload to the tasks that wait for it (as `baton serve` does for a delivery).
     Deliver(DeliverArgs),
+    /// List the webhook deliveries received, newest first, with what each did.
+    Deliveries(DeliveriesArgs),
+    /// Serve GitHub webhooks that resume the tasks waiting for them (see docs/server.md).
+    Serve(ServeArgs),
     /// Manage the store: apply migrations, copy a project's history to another store.
     #[command(subcommand)]
     Store(StoreCommand),
@@ -267,15 +271,33 @@ pub struct DeliverArgs {
     pub event: String,
     /// The payload: a JSON file as GitHub posts it (`-` for standard input).
     pub payload: std::path::PathBuf,
-    /// The delivery id, as X-GitHub-Delivery says it (recorded with the resume).
-    #[arg(long, default_value = "manual")]
-    pub delivery: String,
+    /// The delivery id, as X-GitHub-Delivery says it (default: a new
+    /// `manual-…` id). An id already recorded changes nothing.
+    #[arg(long)]
+    pub delivery: Option<String>,
     /// How a task id is read from a pull request's head branch.
     #[arg(long, default_value = baton_core::webhook::DEFAULT_BRANCH_PATTERN)]
     pub branch_pattern: String,
     /// Print what it did to each task as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DeliveriesArgs {
+    /// How many to list, newest first.
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+    /// Print them as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Where to listen (default: [server] addr, else 127.0.0.1:7777).
+    #[arg(long)]
+    pub addr: Option<String>,
 }
 
 #[derive(Debug, Args)]

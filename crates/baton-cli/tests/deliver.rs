@@ -25,14 +25,21 @@ fn fixture(path: &str) -> std::path::PathBuf {
         .join(path)
 }
 
+/// Hands `file` over as a new delivery (a fresh id each time).
 fn deliver(p: &TestProject, event: &str, file: &str) -> (i32, Value) {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let id = format!("d-{}", N.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
+    deliver_as(p, &id, event, file)
+}
+
+fn deliver_as(p: &TestProject, id: &str, event: &str, file: &str) -> (i32, Value) {
     let path = fixture(file).display().to_string();
     let (code, out, err) = p.run(&[
         "deliver",
         event,
         &path,
         "--delivery",
-        "d-1",
+        id,
         "--branch-pattern",
         "{task-id}",
         "--json",
@@ -76,6 +83,55 @@ fn an_opened_pull_request_resumes_only_the_task_waiting_for_it() {
     let (code, v) = deliver(&p, "pull_request", "pull_request/opened.payload.json");
     assert_eq!(code, 0);
     assert_eq!(v["tasks"], Value::Array(vec![]), "{v}");
+}
+
+#[test]
+fn a_delivery_id_handed_over_before_changes_nothing_and_every_delivery_is_listed() {
+    let p = TestProject::new();
+    p.workflow("pr-flow", FLOW);
+    fs_err::write(p.root().join("ready"), "").unwrap();
+    let (code, _, _) = p.run(&["run", "pr-flow", "x", "--id", "changes"]);
+    assert_eq!(code, 4);
+    let (code, v) = deliver_as(&p, "skipped-1", "issues", "issues/opened.payload.json");
+    assert_eq!((code, &v["tasks"]), (0, &Value::Array(vec![])), "{v}");
+    let (code, v) = deliver_as(
+        &p,
+        "d-77",
+        "pull_request",
+        "pull_request/opened.payload.json",
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["tasks"][0]["decision"], "resumed", "{v}");
+    // Rewound to wait again, the same delivery id still changes nothing.
+    let (code, _, err) = p.run(&["resume", "changes", "--from", "wait-pr"]);
+    assert_eq!(code, 4, "{err}");
+    let (code, v) = deliver_as(
+        &p,
+        "d-77",
+        "pull_request",
+        "pull_request/opened.payload.json",
+    );
+    assert_eq!(code, 0);
+    assert_eq!(v["redelivery"], true, "{v}");
+    assert_eq!(p.state("changes")["status"], "WAITING");
+
+    let (code, out, _) = p.run(&["deliveries", "--json"]);
+    assert_eq!(code, 0);
+    let all: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(all.as_array().unwrap().len(), 2, "{all}");
+    assert_eq!(all[0]["id"], "d-77");
+    assert_eq!(all[0]["event"], "pull_request");
+    assert_eq!(all[0]["action"], "opened");
+    assert_eq!(all[0]["repository"], "Codertocat/Hello-World");
+    assert_eq!(all[0]["decision"], "resumed");
+    assert_eq!(all[0]["tasks"][0]["task"], "changes");
+    assert_eq!(all[1]["decision"], "ignored");
+    assert_eq!(all[1]["why"], "no task waits for github.issues.opened");
+    let (_, text, _) = p.run(&["deliveries"]);
+    assert!(
+        text.contains("d-77  pull_request.opened  Codertocat/Hello-World  resumed: task changes resumed at wait-pr"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -7,8 +7,10 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 
 mod instances;
+mod server;
 
 pub use instances::{CleanupPolicy, InstanceSettings, InstancesConfig};
+pub use server::{ServerConfig, ServerSettings};
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -28,6 +30,8 @@ pub struct Config {
     pub instances: InstancesConfig,
     #[serde(default)]
     pub github: GithubConfig,
+    #[serde(default)]
+    pub server: ServerConfig,
 }
 
 /// `[github]`: where pull requests are opened.
@@ -201,6 +205,8 @@ impl Config {
         cfg.synchronous()?;
         cfg.lease_ttl_ms()?;
         cfg.instances.settings(std::path::Path::new("."))?;
+        // The address is checked when `serve` starts (`--addr` may replace it).
+        cfg.server.settings(Some(server::DEFAULT_ADDR), |_| None)?;
         if let Some(r) = &cfg.github.repository
             && crate::github::Repo::parse(r).is_none()
         {

@@ -15,12 +15,12 @@ mod drive;
 mod hold;
 mod manage;
 mod phase;
-pub(crate) use phase::new_uuid;
+pub use phase::new_uuid;
 mod read;
 mod restore;
 mod resume;
 
-pub use deliver::Decision;
+pub use deliver::{Decision, HandedOver, Passed, new_delivery};
 pub use manage::CLEANED;
 
 use crate::error::Result;
@@ -228,7 +228,7 @@ impl Engine {
         self.clock.now()
     }
 
-    pub(crate) fn observer(&self) -> &dyn Observer {
+    pub fn observer(&self) -> &dyn Observer {
         self.observer.as_ref()
     }
 

@@ -23,6 +23,9 @@ pub mod tmux;
 pub mod worker;
 pub mod workspace;
 
-pub use engine::{Decision, Engine, Imported, Observer, Outcome, ResumeOptions, RunOptions};
+pub use engine::{
+    Decision, Engine, HandedOver, Imported, Observer, Outcome, Passed, ResumeOptions, RunOptions,
+    new_delivery, new_uuid,
+};
 pub use error::Error;
 pub use project::Project;

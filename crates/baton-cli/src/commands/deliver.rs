@@ -1,9 +1,10 @@
 //! `baton deliver EVENT PAYLOAD`: a GitHub webhook payload handed to the
-//! tasks waiting for it, by hand (a replay, a test); `baton serve` does the
-//! same for each signed delivery.
+//! tasks waiting for it, by hand (a replay, a test). It is recorded like a
+//! delivery `baton serve` received, so it shows in `baton deliveries`, and
+//! a delivery id already recorded changes nothing.
 
 use super::Result;
-use crate::cli::DeliverArgs;
+use crate::cli::{DeliverArgs, DeliveriesArgs};
 use crate::printer::Printer;
 use baton_core::Exit;
 use baton_engine::{Decision, Error, Project};
@@ -30,20 +31,42 @@ pub fn run(project: &Project, args: DeliverArgs, printer: &Arc<Printer>) -> Resu
         .hint("say where the task id is in a head branch, e.g. baton/{task-id}"));
     }
     let eng = super::engine(project, printer)?;
-    let done = eng.deliver(&args.delivery, &args.event, &payload, &args.branch_pattern)?;
-    let name = baton_core::webhook::Delivery {
-        event: &args.event,
-        payload: &payload,
+    let id = args
+        .delivery
+        .unwrap_or_else(|| format!("manual-{}", baton_engine::new_uuid()));
+    let now = baton_core::Timestamp(jiff::Timestamp::now().as_millisecond());
+    let d = baton_engine::new_delivery(id.clone(), args.event, &payload, text, now);
+    if !eng.store.record_deliveries(std::slice::from_ref(&d))?[0] {
+        let before = eng
+            .store
+            .deliveries(usize::MAX)?
+            .into_iter()
+            .find(|r| r.id == id);
+        let said = before.map_or(String::new(), |r| format!(" ({}: {})", r.decision, r.why));
+        if args.json {
+            printer.data(
+                &serde_json::json!({"delivery": id, "redelivery": true, "tasks": []}).to_string(),
+            );
+        } else {
+            printer.data(&format!(
+                "delivery {id} was handled already{said}: nothing changed"
+            ));
+        }
+        return Ok(Exit::Done);
     }
-    .name();
+    let handed = eng.hand_over(&d, &args.branch_pattern)?;
     let mut exit = Exit::Done;
+    let mut outcomes = std::collections::BTreeMap::new();
+    for p in handed.passed {
+        let task = p.id.clone();
+        let outcome = eng.run_passed(p)?;
+        exit = outcome.exit();
+        outcomes.insert(task, outcome);
+    }
     let mut rows = Vec::new();
-    for (task, d) in &done {
+    for (task, d) in &handed.decisions {
         let (decision, said) = match d {
-            Decision::Resumed { phase, outcome } => {
-                exit = outcome.exit();
-                ("resumed", format!("resumed at {phase}"))
-            }
+            Decision::Resumed { phase } => ("resumed", format!("resumed at {phase}")),
             Decision::Skipped(why) => ("skipped", why.clone()),
         };
         rows.push(serde_json::json!({"task": task.as_str(), "decision": decision, "why": said}));
@@ -52,9 +75,60 @@ pub fn run(project: &Project, args: DeliverArgs, printer: &Arc<Printer>) -> Resu
         }
     }
     if args.json {
-        printer.data(&serde_json::json!({"event": name, "tasks": rows}).to_string());
-    } else if done.is_empty() {
-        printer.data(&format!("no task waits for {name}: nothing changed"));
+        printer.data(
+            &serde_json::json!({"delivery": id, "event": handed.name, "tasks": rows}).to_string(),
+        );
+    } else if handed.decisions.is_empty() {
+        printer.data(&format!(
+            "no task waits for {}: nothing changed",
+            handed.name
+        ));
     }
     Ok(exit)
+}
+
+/// `baton deliveries`: the deliveries received, newest first, with what
+/// each did.
+pub fn list(project: &Project, args: DeliveriesArgs, printer: &Arc<Printer>) -> Result<Exit> {
+    let store = baton_engine::store::Location::of(project)?.open()?;
+    let rows = store.deliveries(args.limit)?;
+    if args.json {
+        let all: Vec<serde_json::Value> = rows.iter().map(delivery_json).collect();
+        printer.data(&serde_json::Value::Array(all).to_string());
+        return Ok(Exit::Done);
+    }
+    if rows.is_empty() {
+        printer.data("no deliveries yet");
+        return Ok(Exit::Done);
+    }
+    for r in &rows {
+        let event = match &r.action {
+            Some(a) => format!("{}.{a}", r.event),
+            None => r.event.clone(),
+        };
+        printer.data(&format!(
+            "{}  {}  {event}  {}  {}: {}",
+            r.received_at.rfc3339(),
+            r.id,
+            r.repository.as_deref().unwrap_or("-"),
+            r.decision,
+            r.why
+        ));
+    }
+    Ok(Exit::Done)
+}
+
+/// One delivery as `--json` (and the API) show it.
+pub fn delivery_json(r: &baton_store::DeliveryRow) -> serde_json::Value {
+    serde_json::json!({
+        "id": r.id,
+        "received_at": r.received_at.rfc3339(),
+        "event": r.event,
+        "action": r.action,
+        "repository": r.repository,
+        "settled_at": r.settled_at.map(|t| t.rfc3339()),
+        "decision": r.decision,
+        "why": r.why,
+        "tasks": r.tasks,
+    })
 }

@@ -9,6 +9,7 @@ mod manage;
 mod meta;
 mod query;
 mod run;
+mod serve;
 mod store;
 mod worker;
 
@@ -40,6 +41,8 @@ pub fn dispatch(cli: Cli, printer: &Arc<Printer>) -> Result<Exit> {
         Command::Mcp => baton_mcp::serve_stdio(project_of(project)?).map(|()| Exit::Done),
         Command::Worker(a) => worker::run(&project_of(project)?, a, printer),
         Command::Deliver(a) => deliver::run(&project_of(project)?, a, printer),
+        Command::Deliveries(a) => deliver::list(&project_of(project)?, a, printer),
+        Command::Serve(a) => serve::run(&project_of(project)?, a, printer),
         Command::Store(c) => store::run(&project_of(project)?, c, printer),
         Command::Demo(a) => demo::run(a, printer),
         Command::Completions(a) => meta::completions(a),

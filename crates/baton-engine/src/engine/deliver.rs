@@ -1,48 +1,135 @@
 //! An outside event (a GitHub webhook delivery) handed to the tasks: every
 //! task whose workflow has a wait phase expecting it is judged
 //! (`baton_core::webhook`). The task waiting in exactly that phase, and
-//! held by no live runner, is resumed under its lease: the event passes the
-//! phase once (re-judged under the lease, so concurrent deliveries and
-//! servers resume it once), and the task runs on. Any other task it names
-//! is left untouched, with the reason.
+//! held by no live runner, is taken under its lease and the event passes
+//! the phase, once (judged again under the lease, so concurrent deliveries
+//! and servers pass it once). Any other task it names is left untouched,
+//! with the reason. What it did is settled on the stored delivery
+//! (`baton_store::DeliveryStore`); the tasks it passed are handed back,
+//! still held, for the caller to run on where it likes ([`Engine::run_passed`]).
 
-use super::{Engine, Outcome};
+use super::{Engine, Held, Outcome};
 use crate::error::Result;
 use baton_core::TaskId;
 use baton_core::lease::{DisplayStatus, Liveness};
 use baton_core::machine::Input;
 use baton_core::webhook::{self, Delivery, Verdict};
+use baton_store::{NewDelivery, Settlement, TaskDecision};
 use serde_json::Value;
 
+/// A delivery as it is stored: its id, event type and body, with the
+/// action and repository read from the body.
+pub fn new_delivery(
+    id: String,
+    event: String,
+    payload: &Value,
+    body: String,
+    at: baton_core::Timestamp,
+) -> NewDelivery {
+    let d = Delivery {
+        event: &event,
+        payload,
+    };
+    NewDelivery {
+        action: d.action().map(str::to_string),
+        repository: d.repository().map(str::to_string),
+        id,
+        received_at: at,
+        event,
+        payload: body,
+    }
+}
+
 /// What one delivery did to one task.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    /// The wait phase `phase` passed; the task ran on to `outcome`.
-    Resumed { phase: String, outcome: Outcome },
+    /// The wait phase `phase` passed.
+    Resumed { phase: String },
     /// Untouched, and why.
     Skipped(String),
 }
 
+/// A task whose wait phase a delivery passed, held by this process: run it
+/// on with [`Engine::run_passed`] (dropping it without running it leaves
+/// its lease to expire, and the task is then resumed as crashed).
+pub struct Passed {
+    pub id: TaskId,
+    held: Held,
+}
+
+/// A delivery handed to the tasks.
+pub struct HandedOver {
+    /// The event's name (`github.pull_request.opened`).
+    pub name: String,
+    pub decisions: Vec<(TaskId, Decision)>,
+    /// What was stored with the delivery.
+    pub settlement: Settlement,
+    pub passed: Vec<Passed>,
+}
+
 impl Engine {
-    /// Hands delivery `delivery_id` (`X-GitHub-Event` `event`, its JSON
-    /// body `payload`) to the tasks; head branches are read with
-    /// `branch_pattern`. Returns the tasks it was for, with what it did.
-    pub fn deliver(
+    /// Hands stored delivery `d` to the tasks (head branches read with
+    /// `branch_pattern`), settles it with what it did, and returns the
+    /// tasks it passed, held.
+    pub fn hand_over(&self, d: &NewDelivery, branch_pattern: &str) -> Result<HandedOver> {
+        let payload = match serde_json::from_str::<Value>(&d.payload) {
+            Ok(v) => v,
+            // Only stored once its body was read as JSON; say so if not.
+            Err(e) => {
+                let settlement = Settlement {
+                    at: self.now(),
+                    decision: "ignored".into(),
+                    why: format!("its body is not JSON: {e}"),
+                    tasks: Vec::new(),
+                };
+                self.store.settle_delivery(&d.id, &settlement)?;
+                return Ok(HandedOver {
+                    name: format!("github.{}", d.event),
+                    decisions: Vec::new(),
+                    settlement,
+                    passed: Vec::new(),
+                });
+            }
+        };
+        let delivery = Delivery {
+            event: &d.event,
+            payload: &payload,
+        };
+        let name = delivery.name();
+        let (decisions, passed) = self.pass(&d.id, &delivery, branch_pattern)?;
+        let settlement = settlement(&name, &decisions, self.now());
+        self.store.settle_delivery(&d.id, &settlement)?;
+        Ok(HandedOver {
+            name,
+            decisions,
+            settlement,
+            passed,
+        })
+    }
+
+    /// Runs a task a delivery passed on from its next phase, then releases it.
+    pub fn run_passed(&self, p: Passed) -> Result<Outcome> {
+        let mut held = p.held;
+        let outcome = self.drive(&mut held);
+        self.release(held);
+        outcome
+    }
+
+    fn pass(
         &self,
         delivery_id: &str,
-        event: &str,
-        payload: &Value,
+        d: &Delivery<'_>,
         branch_pattern: &str,
-    ) -> Result<Vec<(TaskId, Decision)>> {
-        let d = Delivery { event, payload };
-        let mut out = Vec::new();
+    ) -> Result<(Vec<(TaskId, Decision)>, Vec<Passed>)> {
+        let mut decisions = Vec::new();
+        let mut passed = Vec::new();
         for (summary, status) in self.list()? {
             if matches!(status, DisplayStatus::Complete | DisplayStatus::Cancelled) {
                 continue;
             }
             let snap = self.load(&summary.id)?;
             let wf = self.pinned(&snap.state.definition_hash)?;
-            let decision = match webhook::judge(&snap.state, &wf, &d, branch_pattern) {
+            let decision = match webhook::judge(&snap.state, &wf, d, branch_pattern) {
                 None => continue,
                 Some(Verdict::Skip { reason }) => Decision::Skipped(reason),
                 Some(Verdict::Resume { .. })
@@ -54,37 +141,46 @@ impl Engine {
                     ))
                 }
                 Some(Verdict::Resume { .. }) => {
-                    self.resume_on(&summary.id, &snap, &d, delivery_id, branch_pattern)?
+                    match self.pass_one(&summary.id, &snap, d, delivery_id, branch_pattern)? {
+                        Ok((phase, held)) => {
+                            passed.push(Passed {
+                                id: summary.id.clone(),
+                                held,
+                            });
+                            Decision::Resumed { phase }
+                        }
+                        Err(why) => Decision::Skipped(why),
+                    }
                 }
             };
-            out.push((summary.id, decision));
+            decisions.push((summary.id, decision));
         }
-        Ok(out)
+        Ok((decisions, passed))
     }
 
-    /// Takes `id`'s lease, judges the delivery again under it, passes the
-    /// wait phase and runs the task on.
-    fn resume_on(
+    /// Takes `id`'s lease, judges the delivery again under it and passes
+    /// the wait phase; the task stays held. `Ok(Err(why))`: not passed.
+    fn pass_one(
         &self,
         id: &TaskId,
         snap: &baton_store::TaskSnapshot,
         d: &Delivery<'_>,
         delivery_id: &str,
         branch_pattern: &str,
-    ) -> Result<Decision> {
+    ) -> Result<std::result::Result<(String, Held), String>> {
         let mut held = match self.take(id, snap, None) {
             Ok(h) => h,
-            Err(e) => return Ok(Decision::Skipped(format!("skipped: {e}"))),
+            Err(e) => return Ok(Err(format!("skipped: {e}"))),
         };
         let phase = match webhook::judge(&held.state, &held.wf, d, branch_pattern) {
             Some(Verdict::Resume { phase }) => phase,
             Some(Verdict::Skip { reason }) => {
                 self.release(held);
-                return Ok(Decision::Skipped(reason));
+                return Ok(Err(reason));
             }
             None => {
                 self.release(held);
-                return Ok(Decision::Skipped(format!(
+                return Ok(Err(format!(
                     "skipped: task {id} no longer waits for {}",
                     d.name()
                 )));
@@ -107,11 +203,48 @@ impl Engine {
             "{} (delivery {delivery_id}) resumed task {id} at {phase}",
             d.name()
         ));
-        let outcome = self.drive(&mut held);
-        self.release(held);
-        Ok(Decision::Resumed {
-            phase: phase.to_string(),
-            outcome: outcome?,
+        Ok(Ok((phase.to_string(), held)))
+    }
+}
+
+/// What a delivery did, as stored: `resumed` if it passed a task's wait,
+/// else `skipped` if it named a waiting task, else `ignored`.
+fn settlement(
+    name: &str,
+    decisions: &[(TaskId, Decision)],
+    at: baton_core::Timestamp,
+) -> Settlement {
+    let tasks: Vec<TaskDecision> = decisions
+        .iter()
+        .map(|(task, d)| match d {
+            Decision::Resumed { phase } => TaskDecision {
+                task: task.to_string(),
+                decision: "resumed".into(),
+                why: format!("resumed at {phase}"),
+            },
+            Decision::Skipped(why) => TaskDecision {
+                task: task.to_string(),
+                decision: "skipped".into(),
+                why: why.clone(),
+            },
         })
+        .collect();
+    let resumed: Vec<&TaskDecision> = tasks.iter().filter(|t| t.decision == "resumed").collect();
+    let (decision, why) = if !resumed.is_empty() {
+        let said: Vec<String> = resumed
+            .iter()
+            .map(|t| format!("task {} {}", t.task, t.why))
+            .collect();
+        ("resumed", said.join("; "))
+    } else if let Some(first) = tasks.first() {
+        ("skipped", first.why.clone())
+    } else {
+        ("ignored", format!("no task waits for {name}"))
+    };
+    Settlement {
+        at,
+        decision: decision.into(),
+        why,
+        tasks,
     }
 }

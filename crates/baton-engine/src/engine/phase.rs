@@ -19,7 +19,7 @@ mod end;
 mod instance;
 mod launch;
 mod prompt;
-pub(crate) use prompt::new_uuid;
+pub use prompt::new_uuid;
 mod start;
 
 /// The largest argument (or environment value) baton passes to a phase

@@ -421,7 +421,7 @@ impl Engine {
     }
 }
 
-pub(crate) fn new_uuid() -> String {
+pub fn new_uuid() -> String {
     use std::io::Read;
     let mut b = [0u8; 16];
     let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b));

@@ -1,0 +1,112 @@
+//! Handing recorded deliveries to the tasks, off the request path: one
+//! thread takes them in order (so two deliveries never pass one task at
+//! once in this process) and settles each; every task a delivery passed
+//! runs on in a thread of its own, under its lease, like `baton resume`.
+//! At start, the deliveries a crash left unsettled are handed over first.
+
+use baton_engine::{Engine, Outcome};
+use baton_store::NewDelivery;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+pub struct Handoff {
+    tx: Mutex<Option<mpsc::Sender<NewDelivery>>>,
+    dispatcher: Mutex<Option<JoinHandle<()>>>,
+    runs: Arc<Mutex<Vec<JoinHandle<()>>>>,
+}
+
+impl Handoff {
+    pub fn start(eng: Arc<Engine>, branch_pattern: String) -> Handoff {
+        let (tx, rx) = mpsc::channel::<NewDelivery>();
+        let runs: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
+        let dispatcher = {
+            let runs = runs.clone();
+            std::thread::Builder::new()
+                .name("baton-handoff".into())
+                .spawn(move || {
+                    match eng.store.unsettled_deliveries() {
+                        Ok(left) => {
+                            for d in left {
+                                hand_over(&eng, &d, &branch_pattern, &runs);
+                            }
+                        }
+                        Err(e) => eng.observer().info(&format!(
+                            "warning: cannot read the deliveries left unsettled: {e}"
+                        )),
+                    }
+                    while let Ok(d) = rx.recv() {
+                        hand_over(&eng, &d, &branch_pattern, &runs);
+                    }
+                })
+                .expect("a thread starts")
+        };
+        Handoff {
+            tx: Mutex::new(Some(tx)),
+            dispatcher: Mutex::new(Some(dispatcher)),
+            runs,
+        }
+    }
+
+    /// Queues a recorded delivery.
+    pub fn send(&self, d: NewDelivery) {
+        if let Some(tx) = &*self.tx.lock().unwrap_or_else(|p| p.into_inner()) {
+            let _ = tx.send(d);
+        }
+    }
+
+    /// Hands over what is queued, then waits for every task run to end
+    /// (the engine's interrupt flag, set by the caller, ends them at their
+    /// current phase, journaled, with their leases released).
+    pub fn finish(&self) {
+        drop(self.tx.lock().unwrap_or_else(|p| p.into_inner()).take());
+        if let Some(d) = self
+            .dispatcher
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            let _ = d.join();
+        }
+        let runs = std::mem::take(&mut *self.runs.lock().unwrap_or_else(|p| p.into_inner()));
+        for r in runs {
+            let _ = r.join();
+        }
+    }
+}
+
+fn hand_over(
+    eng: &Arc<Engine>,
+    d: &NewDelivery,
+    branch_pattern: &str,
+    runs: &Arc<Mutex<Vec<JoinHandle<()>>>>,
+) {
+    let handed = match eng.hand_over(d, branch_pattern) {
+        Ok(h) => h,
+        Err(e) => {
+            // Left unsettled: handed over again at the next start.
+            eng.observer()
+                .info(&format!("warning: delivery {} not handed over: {e}", d.id));
+            return;
+        }
+    };
+    eng.observer().info(&format!(
+        "delivery {} ({}): {}: {}",
+        d.id, handed.name, handed.settlement.decision, handed.settlement.why
+    ));
+    let mut running = runs.lock().unwrap_or_else(|p| p.into_inner());
+    running.retain(|h| !h.is_finished());
+    for p in handed.passed {
+        let eng = eng.clone();
+        running.push(std::thread::spawn(move || {
+            let id = p.id.clone();
+            match eng.run_passed(p) {
+                Ok(Outcome::Complete) => eng.observer().info(&format!("task {id} is complete")),
+                Ok(o) => eng.observer().info(&format!("task {id} ran on: {o:?}")),
+                Err(e) => eng
+                    .observer()
+                    .info(&format!("warning: task {id} stopped: {e}")),
+            }
+        }));
+    }
+}

@@ -1,0 +1,99 @@
+//! `baton serve`: an HTTP server (axum on tokio) that hears GitHub's
+//! webhooks and resumes the tasks waiting for them, at the stage they wait
+//! in and nowhere else.
+//!
+//! The rooms: `signature` (GitHub's HMAC), `webhook` (the endpoint: size,
+//! signature, JSON, then the delivery recorded), `recorder` (group commit
+//! of deliveries), `handoff` (deliveries handed to the tasks off the
+//! request path, and the tasks they passed run on).
+
+mod handoff;
+mod recorder;
+pub mod signature;
+mod webhook;
+
+use baton_engine::config::ServerSettings;
+use baton_engine::{Engine, Error, Observer, Project};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// What the request handlers share.
+#[derive(Clone)]
+struct App {
+    secrets: Arc<Vec<String>>,
+    recorder: recorder::Recorder,
+    handoff: Arc<handoff::Handoff>,
+}
+
+/// Serves until SIGTERM or SIGINT: then it stops accepting, finishes the
+/// requests in flight, interrupts the task runs it started (journaled,
+/// leases released) and returns.
+pub fn serve(
+    project: Project,
+    settings: ServerSettings,
+    observer: Arc<dyn Observer>,
+) -> Result<(), Error> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let eng =
+        Arc::new(Engine::open(project.clone(), observer.clone())?.with_interrupt(stop.clone()));
+    let writer_store = baton_engine::store::Location::of(&project)?.open()?;
+    let listener = std::net::TcpListener::bind(settings.addr).map_err(|e| {
+        Error::op(format!("cannot listen on {}: {e}", settings.addr))
+            .hint("pass another address with --addr, or stop what listens there")
+    })?;
+    listener.set_nonblocking(true)?;
+    let local = listener.local_addr()?;
+    if settings.secrets.is_empty() {
+        observer.info(
+            "warning: no webhook secret is set (BATON_WEBHOOK_SECRET or [server] webhook_secrets): every delivery will be refused with 401",
+        );
+    }
+    let handoff = Arc::new(handoff::Handoff::start(
+        eng.clone(),
+        settings.branch_pattern.clone(),
+    ));
+    let app = App {
+        secrets: Arc::new(settings.secrets.clone()),
+        recorder: recorder::Recorder::start(writer_store),
+        handoff: handoff.clone(),
+    };
+    let router = axum::Router::new()
+        .route("/healthz", axum::routing::get(|| async { "ok\n" }))
+        .merge(webhook::routes(settings.max_body))
+        .with_state(app);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    observer.info(&format!(
+        "baton serve: listening on http://{local} (webhooks at /webhooks/github), store {}",
+        eng.store.describe()
+    ));
+    let served = rt.block_on(async move {
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        axum::serve(listener, router)
+            .with_graceful_shutdown(signalled())
+            .await
+    });
+    observer.info("baton serve: stopping: interrupting the task runs it started");
+    stop.store(true, Ordering::SeqCst);
+    handoff.finish();
+    rt.shutdown_timeout(std::time::Duration::from_secs(5));
+    served?;
+    observer.info("baton serve: stopped");
+    Ok(())
+}
+
+async fn signalled() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}
