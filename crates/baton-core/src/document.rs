@@ -34,6 +34,8 @@ pub struct Document<'a> {
     tech_stack: &'a Value,
     current_phase: Option<CurrentPhase<'a>>,
     completed_phases: Vec<CompletedPhase<'a>>,
+    /// Per wait phase passed by an outside event: when, and what it said.
+    stage_results: BTreeMap<&'a str, StageResult<'a>>,
     pending_phases: Vec<&'a str>,
     iteration_counts: &'a BTreeMap<String, u32>,
     blockers: &'a [String],
@@ -215,6 +217,29 @@ pub fn render<'a>(
             due_at: ts(w.due_at),
         })
     });
+    let stage_results = state
+        .phases
+        .iter()
+        .filter(|p| p.status == PhaseStatus::Pass)
+        .filter_map(|p| {
+            let a = p.arrived.as_ref()?;
+            let fact = |k: &str| a.facts.get(k).map(String::as_str);
+            Some((
+                p.id.as_str(),
+                StageResult {
+                    completed_at: Rfc3339(p.completed_at.unwrap_or(a.at)),
+                    event: &a.event,
+                    delivery: &a.delivery,
+                    pr_number: fact("pr-number").and_then(|n| n.parse().ok()),
+                    pr_url: fact("pr-url"),
+                    approved: fact("review-state").map(|s| s == "approved"),
+                    reviewer: fact("reviewer"),
+                    merged: fact("pr-merged").map(|m| m == "true"),
+                    merge_commit: fact("merge-commit"),
+                },
+            ))
+        })
+        .collect();
     Document {
         version: 1,
         workflow: &state.workflow,
@@ -235,6 +260,7 @@ pub fn render<'a>(
             attempt: p.attempt,
         }),
         completed_phases,
+        stage_results,
         pending_phases: state
             .phases
             .iter()
@@ -292,6 +318,28 @@ pub fn render<'a>(
         }),
         last_seq: state.last_seq,
     }
+}
+
+/// What the outside event that passed a wait phase said (`stage_results`).
+#[derive(Serialize)]
+struct StageResult<'a> {
+    completed_at: Rfc3339,
+    event: &'a str,
+    delivery: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pr_number: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pr_url: Option<&'a str>,
+    /// A review's: whether it approved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approved: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reviewer: Option<&'a str>,
+    /// A closed pull request's: whether it was merged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    merged: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    merge_commit: Option<&'a str>,
 }
 
 /// A stretch of a task's agent runs on one agent (`cli_history`).

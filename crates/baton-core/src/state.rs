@@ -116,6 +116,21 @@ pub struct PhaseState {
     /// and iterations (loops and rewinds keep them: they are history).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agent_runs: Vec<AgentRun>,
+    /// A wait phase: the outside event that passed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrived: Option<Arrived>,
+}
+
+/// The outside event that passed a wait phase (a GitHub delivery).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Arrived {
+    /// `github.pull_request.opened`.
+    pub event: String,
+    /// `X-GitHub-Delivery`.
+    pub delivery: String,
+    pub at: Timestamp,
+    /// `pr-number`, `pr-url`, `review-state`, … (also the task's labels).
+    pub facts: BTreeMap<String, String>,
 }
 
 /// An agent CLI's own session, as baton records it to resume it natively.
@@ -209,6 +224,7 @@ impl PhaseState {
             agent_session: None,
             interrupted: false,
             agent_runs: Vec::new(),
+            arrived: None,
         }
     }
 

@@ -86,10 +86,23 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
     let ts = record.ts;
     match &record.event {
         Event::TaskCreated { .. } | Event::Claimed { .. } | Event::Note { .. } => {}
-        Event::EventArrived { facts, .. } => {
+        Event::EventArrived {
+            phase,
+            event,
+            delivery,
+            facts,
+        } => {
             state
                 .labels
                 .extend(facts.iter().map(|(k, v)| (k.clone(), v.clone())));
+            if let Some(p) = state.phase_mut(phase.as_str()) {
+                p.arrived = Some(crate::state::Arrived {
+                    event: event.clone(),
+                    delivery: delivery.clone(),
+                    at: ts,
+                    facts: facts.clone(),
+                });
+            }
         }
         Event::PhaseStarted {
             phase,
@@ -203,6 +216,7 @@ fn apply_phase_started(
         p.started_at = Some(ts);
         p.completed_at = None;
         p.process = None;
+        p.arrived = None;
         if checkpoint.is_some() {
             p.checkpoint = checkpoint.clone();
         }

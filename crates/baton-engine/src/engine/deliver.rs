@@ -129,6 +129,12 @@ impl Engine {
             }
             let snap = self.load(&summary.id)?;
             let wf = self.pinned(&snap.state.definition_hash)?;
+            // Handed over again after a crash: it passed this task's wait
+            // phase before, and that stands.
+            if let Some(phase) = passed_by(&snap.state, delivery_id) {
+                decisions.push((summary.id, Decision::Resumed { phase }));
+                continue;
+            }
             let decision = match webhook::judge(&snap.state, &wf, d, branch_pattern) {
                 None => continue,
                 Some(Verdict::Skip { reason }) => Decision::Skipped(reason),
@@ -199,12 +205,25 @@ impl Engine {
             self.release(held);
             return Err(e);
         }
+        self.crash_point("delivery-passed", phase.as_str());
         self.observer.info(&format!(
             "{} (delivery {delivery_id}) resumed task {id} at {phase}",
             d.name()
         ));
         Ok(Ok((phase.to_string(), held)))
     }
+}
+
+/// The wait phase delivery `id` passed in `state`, if it did.
+fn passed_by(state: &baton_core::TaskState, id: &str) -> Option<String> {
+    state
+        .phases
+        .iter()
+        .find(|p| {
+            p.status == baton_core::state::PhaseStatus::Pass
+                && p.arrived.as_ref().is_some_and(|a| a.delivery == id)
+        })
+        .map(|p| p.id.to_string())
 }
 
 /// What a delivery did, as stored: `resumed` if it passed a task's wait,

@@ -1,0 +1,367 @@
+//! `baton serve`: GitHub's real webhook payloads (octokit's examples),
+//! signed and posted over loopback to a real server process. A delivery
+//! resumes the task waiting for it at that stage only; bad deliveries are
+//! refused and store nothing; redeliveries, 32 identical deliveries at
+//! once and a server killed mid-resume each resume a task exactly once.
+
+use baton_testkit::{TestProject, on_both_backends, wait_child, wait_for};
+use serde_json::Value;
+use std::process::{Child, Stdio};
+
+const SECRET: &str = "It's a Secret to Everybody";
+
+const FLOW: &str = r#"name = "pr-flow"
+[[phase]]
+id = "implementation"
+run = "test -f ready"
+max_attempts = 1
+[[phase]]
+id = "wait-pr"
+wait = { event = "github.pull_request.opened", match = { "task-id" = "{{labels.task-id}}" } }
+[[phase]]
+id = "after"
+run = "echo pr {{labels.pr-number}} >> after.txt"
+"#;
+
+fn fixture(path: &str) -> Vec<u8> {
+    fs_err::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../baton-testkit/fixtures/github-webhooks")
+            .join(path),
+    )
+    .unwrap()
+}
+
+/// A running `baton serve`, stopped (SIGTERM) when dropped.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Server {
+    fn start(p: &TestProject, env: &[(&str, &str)]) -> Server {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        let log = fs_err::File::create(p.root().join(format!("serve-{port}.log"))).unwrap();
+        let mut cmd = p.baton(&["serve", "--addr", &addr]);
+        cmd.env("BATON_WEBHOOK_SECRET", SECRET)
+            .stdout(Stdio::null())
+            .stderr(log.into_parts().0);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let url = format!("http://{addr}");
+        wait_for("baton serve to listen", || {
+            if let Some(s) = child.try_wait().unwrap() {
+                panic!("baton serve exited at once ({s}): {}", log_of(p, port));
+            }
+            agent()
+                .get(&format!("{url}/healthz"))
+                .call()
+                .ok()
+                .filter(|r| r.status() == 200)
+        });
+        Server { child, url }
+    }
+
+    fn post(
+        &self,
+        event: &str,
+        delivery: &str,
+        body: &[u8],
+        signature: Option<&str>,
+    ) -> (u16, Value) {
+        let mut req = agent()
+            .post(&format!("{}/webhooks/github", self.url))
+            .header("Content-Type", "application/json")
+            .header("X-GitHub-Event", event)
+            .header("X-GitHub-Delivery", delivery);
+        if let Some(s) = signature {
+            req = req.header("X-Hub-Signature-256", s);
+        }
+        let mut resp = req.send(body).unwrap();
+        let status = resp.status().as_u16();
+        let text = resp.body_mut().read_to_string().unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    /// Posts `body` signed with the right secret.
+    fn deliver(&self, event: &str, delivery: &str, body: &[u8]) -> (u16, Value) {
+        let sig = baton_server::signature::sign(SECRET, body);
+        self.post(event, delivery, body, Some(&sig))
+    }
+
+    /// SIGTERM, and the exit status.
+    fn stop(mut self) -> std::process::ExitStatus {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
+        let s = wait_child(&mut self.child, "baton serve after SIGTERM");
+        std::mem::forget(self);
+        s
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn log_of(p: &TestProject, port: u16) -> String {
+    fs_err::read_to_string(p.root().join(format!("serve-{port}.log"))).unwrap_or_default()
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into()
+}
+
+/// A project whose tasks are named by their pull request's head branch
+/// (the fixtures' pull request comes from branch `changes`).
+fn project() -> TestProject {
+    let p = TestProject::new();
+    p.workflow("pr-flow", FLOW);
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str("\n[server]\nbranch_pattern = \"{task-id}\"\nmax_body = \"64KiB\"\n");
+    fs_err::write(&cfg, text).unwrap();
+    p
+}
+
+fn deliveries(p: &TestProject) -> Vec<Value> {
+    let (code, out, err) = p.run(&["deliveries", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str::<Value>(&out)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// The delivery `id` once it is settled.
+fn settled(p: &TestProject, id: &str) -> Value {
+    wait_for(&format!("delivery {id} to be settled"), || {
+        deliveries(p)
+            .into_iter()
+            .find(|d| d["id"] == id && !d["settled_at"].is_null())
+    })
+}
+
+fn arrivals(p: &TestProject, id: &str) -> usize {
+    p.journal(id)
+        .iter()
+        .filter(|e| e["kind"] == "event_arrived")
+        .count()
+}
+
+on_both_backends! {
+    /// PR opened for a task still in `implementation` is skipped, and the
+    /// task untouched; once it waits in `wait-pr`, the next one resumes it
+    /// there and it runs on to the end.
+    fn a_signed_delivery_resumes_the_task_only_at_the_stage_it_waits_in() {
+        let p = project();
+        let (code, _, err) = p.run(&["run", "pr-flow", "x", "--id", "changes"]);
+        assert_eq!(code, 1, "implementation fails until `ready` exists: {err}");
+        let server = Server::start(&p, &[]);
+        let opened = fixture("pull_request/opened.payload.json");
+        let (status, v) = server.deliver("pull_request", "d-early", &opened);
+        assert_eq!(status, 202, "{v}");
+        assert_eq!(v["accepted"], true);
+        let d = settled(&p, "d-early");
+        assert_eq!(d["decision"], "skipped", "{d}");
+        assert_eq!(d["why"], "skipped: task changes is at implementation, this event is for wait-pr");
+        assert_eq!(p.state("changes")["status"], "FAILED");
+        assert_eq!(arrivals(&p, "changes"), 0);
+
+        fs_err::write(p.root().join("ready"), "").unwrap();
+        let (code, _, err) = p.run(&["resume", "changes"]);
+        assert_eq!(code, 4, "it waits for the pull request now: {err}");
+        let (status, v) = server.deliver("pull_request", "d-opened", &opened);
+        assert_eq!(status, 202, "{v}");
+        let d = settled(&p, "d-opened");
+        assert_eq!(d["decision"], "resumed", "{d}");
+        assert_eq!(d["repository"], "Codertocat/Hello-World");
+        assert_eq!(d["tasks"][0]["why"], "resumed at wait-pr");
+        let doc = wait_for("the task to complete", || {
+            let s = p.state("changes");
+            (s["status"] == "COMPLETE").then_some(s)
+        });
+        assert_eq!(fs_err::read_to_string(p.root().join("after.txt")).unwrap(), "pr 2\n");
+        assert_eq!(doc["labels"]["pr-number"], "2");
+        let stage = &doc["stage_results"]["wait-pr"];
+        assert_eq!(stage["event"], "github.pull_request.opened", "{doc}");
+        assert_eq!(stage["delivery"], "d-opened");
+        assert_eq!(stage["pr_number"], 2);
+        assert!(stage["completed_at"].as_str().is_some(), "{stage}");
+        assert_eq!(server.stop().code(), Some(0));
+    }
+
+    /// Forged, missing, oversize, malformed: refused with the right
+    /// status and nothing stored. An event nobody waits for is accepted
+    /// and recorded as ignored; ping is answered 200.
+    fn bad_deliveries_are_refused_and_store_nothing() {
+        let p = project();
+        fs_err::write(p.root().join("ready"), "").unwrap();
+        assert_eq!(p.run(&["run", "pr-flow", "x", "--id", "changes"]).0, 4);
+        let server = Server::start(&p, &[]);
+        let opened = fixture("pull_request/opened.payload.json");
+
+        let forged = baton_server::signature::sign("not the secret", &opened);
+        let (status, v) = server.post("pull_request", "d-forged", &opened, Some(&forged));
+        assert_eq!(status, 401, "{v}");
+        assert_eq!(v["code"], "BAD_SIGNATURE");
+        assert!(v["hint"].as_str().unwrap().contains("BATON_WEBHOOK_SECRET"), "{v}");
+        let (status, v) = server.post("pull_request", "d-unsigned", &opened, None);
+        assert_eq!(status, 401, "{v}");
+        assert!(v["message"].as_str().unwrap().contains("no X-Hub-Signature-256"), "{v}");
+        // A signature of another body does not carry over.
+        let mut tampered = opened.clone();
+        tampered.extend_from_slice(b" ");
+        let sig = baton_server::signature::sign(SECRET, &opened);
+        assert_eq!(server.post("pull_request", "d-tampered", &tampered, Some(&sig)).0, 401);
+
+        let big = vec![b' '; 100 << 10];
+        let (status, v) = server.deliver("pull_request", "d-big", &big);
+        assert_eq!(status, 413, "{v}");
+        assert_eq!(v["code"], "PAYLOAD_TOO_LARGE");
+
+        let (status, v) = server.deliver("pull_request", "d-bad", b"{ not json");
+        assert_eq!(status, 400, "{v}");
+        assert_eq!(v["code"], "BAD_JSON");
+        let (status, v) = server.deliver("pull_request", "d-form", b"payload=%7B%7D");
+        assert_eq!(status, 400);
+        assert!(v["hint"].as_str().unwrap().contains("application/json"), "{v}");
+
+        let (status, v) = server.deliver("ping", "d-ping", &fixture("ping/payload.json"));
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["ok"], true);
+
+        let (status, _) = server.deliver("issues", "d-issue", &fixture("issues/opened.payload.json"));
+        assert_eq!(status, 202);
+        let d = settled(&p, "d-issue");
+        assert_eq!(d["decision"], "ignored");
+        assert_eq!(d["why"], "no task waits for github.issues.opened");
+
+        let ids: Vec<Value> = deliveries(&p).iter().map(|d| d["id"].clone()).collect();
+        assert_eq!(ids, [Value::from("d-issue")], "only the accepted delivery is stored");
+        assert_eq!(p.state("changes")["status"], "WAITING");
+        assert_eq!(arrivals(&p, "changes"), 0);
+        drop(server);
+    }
+
+    /// GitHub redelivers with the same X-GitHub-Delivery: 32 copies at
+    /// once are one resume (one 202, the rest 200), and a redelivery
+    /// after a restart changes nothing either.
+    fn identical_deliveries_resume_the_task_once() {
+        let p = project();
+        fs_err::write(p.root().join("ready"), "").unwrap();
+        assert_eq!(p.run(&["run", "pr-flow", "x", "--id", "changes"]).0, 4);
+        let server = Server::start(&p, &[]);
+        let opened = fixture("pull_request/opened.payload.json");
+        let statuses: Vec<u16> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..32)
+                .map(|_| s.spawn(|| server.deliver("pull_request", "d-same", &opened).0))
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(statuses.iter().filter(|s| **s == 202).count(), 1, "{statuses:?}");
+        assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 31, "{statuses:?}");
+        assert_eq!(settled(&p, "d-same")["decision"], "resumed");
+        wait_for("the task to complete", || (p.state("changes")["status"] == "COMPLETE").then_some(()));
+        assert_eq!(server.stop().code(), Some(0));
+
+        // Rewound to wait again: a redelivery, to a new server, is still
+        // the same delivery and changes nothing.
+        assert_eq!(p.run(&["resume", "changes", "--from", "wait-pr"]).0, 4);
+        let server = Server::start(&p, &[]);
+        let (status, v) = server.deliver("pull_request", "d-same", &opened);
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["redelivery"], true);
+        assert_eq!(p.state("changes")["status"], "WAITING");
+        assert_eq!(arrivals(&p, "changes"), 1);
+        assert_eq!(fs_err::read_to_string(p.root().join("after.txt")).unwrap(), "pr 2\n");
+        assert_eq!(deliveries(&p).len(), 1);
+        drop(server);
+    }
+
+    /// `serve` SIGKILLed right after a delivery passed the task's wait
+    /// phase, before it was settled: the next `serve` settles it as the
+    /// resume it was (not a second one), and the task's crash is
+    /// recovered by a resume with the wait still passed once.
+    fn a_server_killed_mid_resume_loses_no_delivery_and_resumes_nothing_twice() {
+        let p = project();
+        fs_err::write(p.root().join("ready"), "").unwrap();
+        assert_eq!(p.run(&["run", "pr-flow", "x", "--id", "changes"]).0, 4);
+        let mut server = Server::start(&p, &[("BATON_TEST_CRASH_AT", "delivery-passed:wait-pr")]);
+        let opened = fixture("pull_request/opened.payload.json");
+        let (status, _) = server.deliver("pull_request", "d-crash", &opened);
+        assert_eq!(status, 202, "answered once stored, before the hand-over");
+        let s = wait_child(&mut server.child, "baton serve to kill itself");
+        assert!(s.code().is_none(), "killed by its signal: {s}");
+        assert_eq!(deliveries(&p)[0]["decision"], "pending");
+        assert_eq!(arrivals(&p, "changes"), 1);
+
+        let server = Server::start(&p, &[]);
+        let d = settled(&p, "d-crash");
+        assert_eq!(d["decision"], "resumed", "{d}");
+        assert_eq!(arrivals(&p, "changes"), 1, "not passed a second time");
+        let (status, _) = server.deliver("pull_request", "d-crash", &opened);
+        assert_eq!(status, 200);
+        assert_eq!(server.stop().code(), Some(0));
+        let (code, _, err) = p.run(&["resume", "changes"]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(arrivals(&p, "changes"), 1);
+        assert_eq!(fs_err::read_to_string(p.root().join("after.txt")).unwrap(), "pr 2\n");
+    }
+
+    /// SIGTERM while a task it resumed is running a phase: the run is
+    /// interrupted and journaled, the lease released, and serve exits 0.
+    fn sigterm_interrupts_the_runs_it_started_and_exits_0() {
+        let p = project();
+        p.workflow("pr-flow", &FLOW.replace(
+            "run = \"echo pr {{labels.pr-number}} >> after.txt\"",
+            "run = \"touch started && sleep 60\"",
+        ));
+        fs_err::write(p.root().join("ready"), "").unwrap();
+        assert_eq!(p.run(&["run", "pr-flow", "x", "--id", "changes"]).0, 4);
+        let server = Server::start(&p, &[]);
+        let (status, _) = server.deliver("pull_request", "d-1", &fixture("pull_request/opened.payload.json"));
+        assert_eq!(status, 202);
+        wait_for("the next phase to start", || p.root().join("started").exists().then_some(()));
+        let t = std::time::Instant::now();
+        assert_eq!(server.stop().code(), Some(0));
+        assert!(t.elapsed() < std::time::Duration::from_secs(30), "{:?}", t.elapsed());
+        let doc = p.state("changes");
+        assert!(doc["owner"].is_null(), "lease released: {doc}");
+        assert!(
+            p.journal("changes").iter().any(|e| e["kind"] == "phase_interrupted"),
+            "the interrupted phase is journaled"
+        );
+    }
+}
+
+#[test]
+fn serve_refuses_to_listen_beyond_loopback_without_a_token() {
+    let p = project();
+    let (code, _, err) = p.run(&["serve", "--addr", "0.0.0.0:0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no API token"), "{err}");
+    assert!(err.contains("BATON_SERVER_TOKEN"), "{err}");
+    let (code, _, err) = p.run(&["serve", "--addr", "nowhere"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not an address"), "{err}");
+}
