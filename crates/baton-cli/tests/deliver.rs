@@ -153,3 +153,58 @@ fn an_event_nobody_waits_for_and_a_payload_that_is_not_json_change_nothing() {
     let doc: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(doc["status"], "WAITING", "{doc}");
 }
+
+#[test]
+fn the_repository_label_comes_from_the_git_remote_and_must_match_the_delivery() {
+    let flow = FLOW.replace(
+        r#"match = { "task-id" = "{{labels.task-id}}" }"#,
+        r#"match = { "task-id" = "{{labels.task-id}}", "repository" = "{{labels.repository}}" }"#,
+    );
+    // Without a remote the label is the project folder's name, which no
+    // delivery's repository matches.
+    let p = TestProject::new();
+    p.workflow("pr-flow", &flow);
+    fs_err::write(p.root().join("ready"), "").unwrap();
+    assert_eq!(p.run(&["run", "pr-flow", "x", "--id", "changes"]).0, 4);
+    let folder = p.root().file_name().unwrap().to_str().unwrap().to_string();
+    assert_eq!(p.state("changes")["labels"]["repository"], folder.as_str());
+    let (_, v) = deliver(&p, "pull_request", "pull_request/opened.payload.json");
+    assert_eq!(
+        v["tasks"],
+        Value::Array(vec![]),
+        "another repository's event: {v}"
+    );
+    assert_eq!(p.state("changes")["status"], "WAITING");
+
+    // With the fixture's repository as origin, it is `owner/name`, and
+    // the delivery resumes the task.
+    let p = TestProject::new();
+    p.workflow("pr-flow", &flow);
+    p.git(&[
+        "remote",
+        "add",
+        "origin",
+        "git@github.com:Codertocat/Hello-World.git",
+    ]);
+    fs_err::write(p.root().join("ready"), "").unwrap();
+    assert_eq!(p.run(&["run", "pr-flow", "x", "--id", "changes"]).0, 4);
+    assert_eq!(
+        p.state("changes")["labels"]["repository"],
+        "Codertocat/Hello-World"
+    );
+    let (code, v) = deliver(&p, "pull_request", "pull_request/opened.payload.json");
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["tasks"][0]["decision"], "resumed", "{v}");
+    // `--label repository=…` wins over the remote.
+    let (code, _, err) = p.run(&[
+        "run",
+        "pr-flow",
+        "y",
+        "--id",
+        "other",
+        "--label",
+        "repository=acme/app",
+    ]);
+    assert_eq!(code, 4, "{err}");
+    assert_eq!(p.state("other")["labels"]["repository"], "acme/app");
+}

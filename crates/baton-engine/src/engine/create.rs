@@ -33,6 +33,14 @@ impl Engine {
         if let Some(i) = &opts.instance {
             labels.insert(crate::instances::INSTANCE_LABEL.into(), i.to_string());
         }
+        // `owner/name` from the git remote, so a GitHub delivery's
+        // `repository.full_name` matches it (else the project's name).
+        if !labels.contains_key("repository")
+            && let Some(git) = &self.git
+            && let Some(repo) = crate::github::repository(&self.project.config, git)
+        {
+            labels.insert("repository".into(), repo.to_string());
+        }
         let id = match &opts.id {
             Some(id) => TaskId::parse(id).map_err(|e| {
                 Error::bad_input(e.to_string())

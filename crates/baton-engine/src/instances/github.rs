@@ -17,26 +17,17 @@ pub(super) struct Target {
 }
 
 impl Agents<'_> {
-    /// The git remote branches are pushed to.
     fn remote_name(&self) -> String {
-        let cfg = &self.eng.project.config;
-        cfg.github
-            .remote
-            .clone()
-            .or(cfg.workers.remote.clone())
-            .unwrap_or_else(|| "origin".into())
+        crate::github::remote_name(&self.eng.project.config)
     }
 
     /// The repository: `[github] repository`, else the remote's URL.
     fn repository(&self, remote: &str, code: ErrorCode) -> Result<Repo> {
-        if let Some(r) = &self.eng.project.config.github.repository {
-            return Ok(Repo::parse(r).expect("checked when the config was read"));
-        }
-        let url = self
-            .git
-            .run(&["remote", "get-url", remote], &[])
-            .unwrap_or_default();
-        Repo::of_remote_url(&url).ok_or_else(|| {
+        crate::github::repository(&self.eng.project.config, &self.git).ok_or_else(|| {
+            let url = self
+                .git
+                .run(&["remote", "get-url", remote], &[])
+                .unwrap_or_default();
             Error::coded(
                 code,
                 format!(
