@@ -175,6 +175,10 @@ pub struct ResumeArgs {
     /// Internal: take the lease over from this pid (used by `run --detach`).
     #[arg(long, hide = true, value_name = "PID")]
     pub takeover_from: Option<u32>,
+    /// Internal: a restart by `baton serve`'s supervisor, within
+    /// [supervisor]'s limits and journaled with its reason.
+    #[arg(long, hide = true, conflicts_with_all = ["from", "agent", "upgrade", "takeover_from", "queue"])]
+    pub supervised: bool,
 }
 
 #[derive(Debug, Args)]

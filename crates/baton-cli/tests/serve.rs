@@ -354,6 +354,87 @@ on_both_backends! {
     }
 }
 
+fn lines(p: &TestProject, file: &str) -> usize {
+    fs_err::read_to_string(p.root().join(file))
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+fn sigkill(pid: i64) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+}
+
+/// The pid of the task's runner, once a runner other than `not` holds it.
+fn runner(p: &TestProject, id: &str, not: i64) -> i64 {
+    wait_for("a runner to hold the task", || {
+        p.state(id)["owner"]["pid"]
+            .as_i64()
+            .filter(|pid| *pid != not)
+    })
+}
+
+on_both_backends! {
+    /// A task whose runner is SIGKILLed is restarted by the supervisor,
+    /// each restart journaled with its reason; past `max_restarts` it is
+    /// left CRASHED with a blocker saying why, and not run again.
+    fn the_supervisor_restarts_a_killed_runner_and_stops_at_its_limit() {
+        let p = project();
+        p.workflow("crashy", "name = \"crashy\"\n[[phase]]\nid = \"work\"\nrun = \"echo x >> runs.txt && sleep 60\"\n");
+        let cfg = p.root().join(".baton/config.toml");
+        let mut text = fs_err::read_to_string(&cfg).unwrap();
+        text.push_str("\n[supervisor]\nmax_restarts = 2\nbackoff = \"1s\"\n");
+        fs_err::write(&cfg, text).unwrap();
+        let mut first = p.baton(&["run", "crashy", "x", "--id", "c1"]).stderr(Stdio::null()).spawn().unwrap();
+        wait_for("the first run", || (lines(&p, "runs.txt") == 1).then_some(()));
+        sigkill(first.id() as i64);
+        first.wait().unwrap();
+        let server = Server::start(&p, &[]);
+        wait_for("the first restart", || (lines(&p, "runs.txt") == 2).then_some(()));
+        let restarts: Vec<Value> = p
+            .journal("c1")
+            .into_iter()
+            .filter(|e| e["kind"] == "auto_restarted")
+            .collect();
+        assert_eq!(restarts.len(), 1);
+        let reason = restarts[0].to_string();
+        assert!(reason.contains("restart 1 of at most 2 within 1h00m: its runner died"), "{reason}");
+
+        let pid = runner(&p, "c1", first.id() as i64);
+        sigkill(pid);
+        wait_for("the second restart", || (lines(&p, "runs.txt") == 3).then_some(()));
+        let pid = runner(&p, "c1", pid);
+        sigkill(pid);
+        let doc = wait_for("the supervisor to give up", || {
+            let d = p.state("c1");
+            d["blockers"].as_array().unwrap().iter().any(|b| b.as_str().unwrap().starts_with("supervisor: ")).then_some(d)
+        });
+        assert_eq!(doc["status"], "CRASHED", "{doc}");
+        let blocker = doc["blockers"].to_string();
+        assert!(blocker.contains("restarted automatically 2 times within 1h00m"), "{blocker}");
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        assert_eq!(lines(&p, "runs.txt"), 3, "not run again past the limit");
+        assert_eq!(p.journal("c1").iter().filter(|e| e["kind"] == "auto_restarted").count(), 2);
+        assert_eq!(server.stop().code(), Some(0));
+    }
+
+    /// A durable timer that fell due while no server ran is woken when one starts.
+    fn a_timer_due_while_the_server_was_down_is_woken() {
+        let p = project();
+        p.workflow("later", "name = \"later\"\n[[phase]]\nid = \"pause\"\nwait = { duration = \"1s\" }\n[[phase]]\nid = \"then\"\nrun = \"touch woke\"\n");
+        let (code, _, err) = p.run(&["run", "later", "x", "--id", "t1"]);
+        assert_eq!(code, 4, "{err}");
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let server = Server::start(&p, &[]);
+        wait_for("the task to complete", || (p.state("t1")["status"] == "COMPLETE").then_some(()));
+        assert!(p.root().join("woke").exists());
+        assert_eq!(server.stop().code(), Some(0));
+    }
+}
+
 #[test]
 fn serve_refuses_to_listen_beyond_loopback_without_a_token() {
     let p = project();

@@ -165,6 +165,14 @@ pub enum Event {
         first_prompt: Option<String>,
         events: Vec<crate::agent_stream::AgentEvent>,
     },
+    /// The supervisor restarts the crashed task by itself, and why.
+    AutoRestarted {
+        reason: String,
+    },
+    /// The supervisor gives up restarting the task: it stays CRASHED.
+    RestartsExhausted {
+        reason: String,
+    },
     /// Free text for the history (agent events, heartbeats of long phases, notes).
     Note {
         phase: Option<PhaseId>,
@@ -199,6 +207,8 @@ impl Event {
             Event::Imported { .. } => "imported",
             Event::Note { .. } => "note",
             Event::EventArrived { .. } => "event_arrived",
+            Event::AutoRestarted { .. } => "auto_restarted",
+            Event::RestartsExhausted { .. } => "restarts_exhausted",
         }
     }
 

@@ -17,6 +17,7 @@ pub mod instance;
 pub mod lease;
 pub mod machine;
 pub mod state;
+pub mod supervisor;
 pub mod template;
 pub mod time;
 pub mod webhook;

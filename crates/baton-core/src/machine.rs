@@ -129,6 +129,15 @@ pub enum Input {
         phase: Option<PhaseId>,
         text: String,
     },
+    /// The supervisor restarts the crashed task (the engine holds its
+    /// lease and checked `supervisor::judge`).
+    AutoRestart {
+        reason: String,
+    },
+    /// The supervisor's limit is reached.
+    GiveUpRestarts {
+        reason: String,
+    },
 }
 
 /// How an attempt failed.

@@ -287,6 +287,9 @@ pub struct TaskState {
     /// first agent run continues it, natively where it can.
     #[serde(default)]
     pub imported: Option<AgentSession>,
+    /// When the supervisor restarted it by itself (`supervisor::judge`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub auto_restarts: Vec<Timestamp>,
     pub last_seq: u64,
 }
 

@@ -10,7 +10,7 @@ mod instances;
 mod server;
 
 pub use instances::{CleanupPolicy, InstanceSettings, InstancesConfig};
-pub use server::{ServerConfig, ServerSettings};
+pub use server::{ServerConfig, ServerSettings, SupervisorConfig, SupervisorSettings};
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -32,6 +32,8 @@ pub struct Config {
     pub github: GithubConfig,
     #[serde(default)]
     pub server: ServerConfig,
+    #[serde(default)]
+    pub supervisor: SupervisorConfig,
 }
 
 /// `[github]`: where pull requests are opened.
@@ -207,6 +209,7 @@ impl Config {
         cfg.instances.settings(std::path::Path::new("."))?;
         // The address is checked when `serve` starts (`--addr` may replace it).
         cfg.server.settings(Some(server::DEFAULT_ADDR), |_| None)?;
+        cfg.supervisor.settings()?;
         if let Some(r) = &cfg.github.repository
             && crate::github::Repo::parse(r).is_none()
         {

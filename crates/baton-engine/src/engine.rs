@@ -19,9 +19,11 @@ pub use phase::new_uuid;
 mod read;
 mod restore;
 mod resume;
+mod supervise;
 
 pub use deliver::{Decision, HandedOver, Passed, new_delivery};
 pub use manage::CLEANED;
+pub use supervise::{AutoRestart, Need, Triage};
 
 use crate::error::Result;
 use crate::git::Git;
@@ -136,6 +138,8 @@ pub struct ResumeOptions {
     /// `--agent`, named so in the journal).
     pub handoff: bool,
     pub upgrade: bool,
+    /// The supervisor restarts a crashed task (`baton serve`).
+    pub auto_restart: Option<AutoRestart>,
 }
 
 pub struct Engine {

@@ -24,8 +24,8 @@ pub mod worker;
 pub mod workspace;
 
 pub use engine::{
-    Decision, Engine, HandedOver, Imported, Observer, Outcome, Passed, ResumeOptions, RunOptions,
-    new_delivery, new_uuid,
+    AutoRestart, Decision, Engine, HandedOver, Imported, Need, Observer, Outcome, Passed,
+    ResumeOptions, RunOptions, Triage, new_delivery, new_uuid,
 };
 pub use error::Error;
 pub use project::Project;

@@ -5,14 +5,16 @@
 //! The rooms: `signature` (GitHub's HMAC), `webhook` (the endpoint: size,
 //! signature, JSON, then the delivery recorded), `recorder` (group commit
 //! of deliveries), `handoff` (deliveries handed to the tasks off the
-//! request path, and the tasks they passed run on).
+//! request path, and the tasks they passed run on), `supervisor` (crashed
+//! tasks restarted, due timers woken).
 
 mod handoff;
 mod recorder;
 pub mod signature;
+mod supervisor;
 mod webhook;
 
-use baton_engine::config::ServerSettings;
+use baton_engine::config::{ServerSettings, SupervisorSettings};
 use baton_engine::{Engine, Error, Observer, Project};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,12 +27,13 @@ struct App {
     handoff: Arc<handoff::Handoff>,
 }
 
-/// Serves until SIGTERM or SIGINT: then it stops accepting, finishes the
+/// Serves, and supervises the tasks, until SIGTERM or SIGINT: then it stops accepting, finishes the
 /// requests in flight, interrupts the task runs it started (journaled,
 /// leases released) and returns.
 pub fn serve(
     project: Project,
     settings: ServerSettings,
+    supervision: SupervisorSettings,
     observer: Arc<dyn Observer>,
 ) -> Result<(), Error> {
     let stop = Arc::new(AtomicBool::new(false));
@@ -52,6 +55,7 @@ pub fn serve(
         eng.clone(),
         settings.branch_pattern.clone(),
     ));
+    let supervisor = supervisor::Supervisor::start(eng.clone(), supervision, stop.clone());
     let app = App {
         secrets: Arc::new(settings.secrets.clone()),
         recorder: recorder::Recorder::start(writer_store),
@@ -78,6 +82,7 @@ pub fn serve(
     observer.info("baton serve: stopping: interrupting the task runs it started");
     stop.store(true, Ordering::SeqCst);
     handoff.finish();
+    supervisor.finish();
     rt.shutdown_timeout(std::time::Duration::from_secs(5));
     served?;
     observer.info("baton serve: stopped");

@@ -31,6 +31,8 @@ pub(crate) struct HeaderRef<'a> {
     handoff_pending: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     imported: &'a Option<baton_core::state::AgentSession>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    auto_restarts: &'a [Timestamp],
 }
 
 #[derive(Deserialize)]
@@ -55,6 +57,8 @@ pub(crate) struct Header {
     handoff_pending: bool,
     #[serde(default)]
     imported: Option<baton_core::state::AgentSession>,
+    #[serde(default)]
+    auto_restarts: Vec<Timestamp>,
 }
 
 pub(crate) fn header_json(s: &TaskState) -> String {
@@ -76,6 +80,7 @@ pub(crate) fn header_json(s: &TaskState) -> String {
         agent: &s.agent,
         handoff_pending: s.handoff_pending,
         imported: &s.imported,
+        auto_restarts: &s.auto_restarts,
     })
     .expect("header serializes")
 }
@@ -124,6 +129,7 @@ impl Header {
             agent: self.agent,
             handoff_pending: self.handoff_pending,
             imported: self.imported,
+            auto_restarts: self.auto_restarts,
             last_seq,
         }
     }

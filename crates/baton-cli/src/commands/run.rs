@@ -90,6 +90,11 @@ pub fn resume(project: &Project, args: ResumeArgs, printer: &Arc<Printer>) -> Re
         let outcome = eng.requeue(&id)?;
         return Ok(report(&eng, &id, outcome, printer));
     }
+    if args.supervised {
+        let s = project.config.supervisor.settings()?;
+        let outcome = eng.supervise(&id, &s.policy, s.run_queued)?;
+        return Ok(report(&eng, &id, outcome, printer));
+    }
     let outcome = eng.resume(
         &id,
         ResumeOptions {
@@ -98,6 +103,7 @@ pub fn resume(project: &Project, args: ResumeArgs, printer: &Arc<Printer>) -> Re
             handoff: false,
             upgrade: args.upgrade,
             takeover_from: args.takeover_from,
+            auto_restart: None,
         },
     )?;
     let exit = report(&eng, &id, outcome, printer);

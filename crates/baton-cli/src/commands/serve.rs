@@ -12,7 +12,8 @@ pub fn run(project: &Project, args: ServeArgs, printer: &Arc<Printer>) -> Result
         .config
         .server
         .settings(args.addr.as_deref(), |k| std::env::var(k).ok())?;
+    let supervision = project.config.supervisor.settings()?;
     printer.many_tasks();
-    baton_server::serve(project.clone(), settings, printer.clone())?;
+    baton_server::serve(project.clone(), settings, supervision, printer.clone())?;
     Ok(Exit::Done)
 }

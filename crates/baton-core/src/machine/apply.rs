@@ -57,6 +57,7 @@ pub fn initial(task_id: TaskId, record: &EventRecord) -> Option<TaskState> {
         agent: None,
         handoff_pending: false,
         imported: None,
+        auto_restarts: Vec::new(),
         last_seq: record.seq,
     })
 }
@@ -86,6 +87,16 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
     let ts = record.ts;
     match &record.event {
         Event::TaskCreated { .. } | Event::Claimed { .. } | Event::Note { .. } => {}
+        Event::AutoRestarted { .. } => {
+            state.auto_restarts.push(ts);
+            clear_supervisor_blockers(state);
+        }
+        Event::RestartsExhausted { reason } => {
+            clear_supervisor_blockers(state);
+            state
+                .blockers
+                .push(format!("{}{reason}", crate::supervisor::BLOCKER_PREFIX));
+        }
         Event::EventArrived {
             phase,
             event,
@@ -437,7 +448,14 @@ fn apply_rewound(state: &mut TaskState, to: &PhaseId, reset: &[PhaseId]) {
 
 /// The task runs again; after a failure its FAILED phases are PENDING with
 /// their failures forgotten.
+fn clear_supervisor_blockers(state: &mut TaskState) {
+    state
+        .blockers
+        .retain(|b| !b.starts_with(crate::supervisor::BLOCKER_PREFIX));
+}
+
 fn apply_task_resumed(state: &mut TaskState, from: &str, note: &str) {
+    clear_supervisor_blockers(state);
     if from == "FAILED" {
         for p in state
             .phases

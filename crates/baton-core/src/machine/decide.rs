@@ -24,6 +24,14 @@ pub fn decide(
         // Claims and notes are recorded as given: no rule holds them back.
         Input::Claim { owner, command } => Ok(vec![Event::Claimed { owner, command }]),
         Input::Note { phase, text } => Ok(vec![Event::Note { phase, text }]),
+        Input::AutoRestart { reason } => {
+            running(state)?;
+            Ok(vec![Event::AutoRestarted { reason }])
+        }
+        Input::GiveUpRestarts { reason } => {
+            running(state)?;
+            Ok(vec![Event::RestartsExhausted { reason }])
+        }
         Input::Start { phase, checkpoint } => decide_start(state, wf, phase, checkpoint),
         Input::Process { phase, process } => decide_process(state, phase, process),
         Input::AgentSession { phase, session } => decide_agent_session(state, phase, session),

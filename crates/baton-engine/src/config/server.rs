@@ -112,6 +112,59 @@ impl ServerConfig {
     }
 }
 
+/// `[supervisor]`: what `baton serve` restarts by itself.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SupervisorConfig {
+    /// Automatic restarts of one task within `window` (default 3).
+    pub max_restarts: Option<u32>,
+    /// Default "1h".
+    pub window: Option<String>,
+    /// The wait after an automatic restart before the next, doubled with
+    /// each further one (default "5s").
+    pub backoff: Option<String>,
+    /// Also run queued tasks (default false: they are left to `baton worker`).
+    pub run_queued: Option<bool>,
+}
+
+/// `[supervisor]` resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SupervisorSettings {
+    pub policy: baton_core::supervisor::Policy,
+    pub run_queued: bool,
+}
+
+impl SupervisorConfig {
+    pub fn settings(&self) -> Result<SupervisorSettings> {
+        let default = baton_core::supervisor::Policy::default();
+        let duration = |key: &str,
+                        v: &Option<String>,
+                        default: i64,
+                        example: &str|
+         -> Result<i64> {
+            match v {
+                None => Ok(default),
+                Some(t) => baton_core::workflow::parse_duration(t)
+                    .map(|ms| ms as i64)
+                    .map_err(|m| {
+                        Error::bad_input(format!(".baton/config.toml: [supervisor] {key}: {m}"))
+                            .hint(format!(
+                                "in .baton/config.toml under [supervisor], write e.g. {key} = \"{example}\""
+                            ))
+                    }),
+            }
+        };
+        Ok(SupervisorSettings {
+            policy: baton_core::supervisor::Policy {
+                max_restarts: self.max_restarts.unwrap_or(default.max_restarts),
+                window_ms: duration("window", &self.window, default.window_ms, "1h")?,
+                backoff_ms: duration("backoff", &self.backoff, default.backoff_ms, "5s")?,
+            },
+            run_queued: self.run_queued.unwrap_or(false),
+        })
+    }
+}
+
 /// "5MiB", "512KiB", "1048576" (bytes); at least 1 KiB.
 fn parse_size(t: &str) -> Option<usize> {
     let t = t.trim();

@@ -40,6 +40,9 @@ pub fn new_delivery(
     }
 }
 
+/// What one delivery did to each task it was for.
+type Decisions = Vec<(TaskId, Decision)>;
+
 /// What one delivery did to one task.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
@@ -120,7 +123,7 @@ impl Engine {
         delivery_id: &str,
         d: &Delivery<'_>,
         branch_pattern: &str,
-    ) -> Result<(Vec<(TaskId, Decision)>, Vec<Passed>)> {
+    ) -> Result<(Decisions, Vec<Passed>)> {
         let mut decisions = Vec::new();
         let mut passed = Vec::new();
         for (summary, status) in self.list()? {

@@ -103,6 +103,25 @@ impl Engine {
         upgrade_to: Option<Workflow>,
         claimed: bool,
     ) -> Result<Outcome> {
+        if let Some(auto) = &opts.auto_restart {
+            // Judged again under the lease: two supervisors never both
+            // restart it, and never past the limit.
+            match baton_core::supervisor::judge(&held.state.auto_restarts, self.now(), &auto.policy)
+            {
+                baton_core::supervisor::Verdict::Now { n } => self.decide_commit(
+                    held,
+                    Input::AutoRestart {
+                        reason: super::supervise::restart_note(n, auto),
+                    },
+                )?,
+                _ => {
+                    return Err(Error::busy(format!(
+                        "task {} was restarted by another supervisor just now",
+                        held.state.task_id
+                    )));
+                }
+            }
+        }
         let crashed = self.detect_crash(held, seen, claimed)?;
         if opts.from.is_none() {
             match held.state.status {

@@ -1,0 +1,171 @@
+//! The supervisor inside `baton serve`: every second it looks for tasks
+//! that need it (`Engine::needing_supervision`: crashed, or a durable timer
+//! due), asks whether each may restart now (`Engine::triage`: the limits
+//! and backoff of `[supervisor]`), and restarts it as a process of its own
+//! (`baton resume ID --supervised`, its output in the task's folder), so a
+//! task that crashes its runner never takes the server down. A task it
+//! runs, or backs off from, is left alone; several servers (and workers)
+//! on one store never run one task twice: the lease decides.
+
+use baton_core::{TaskId, Timestamp};
+use baton_engine::config::SupervisorSettings;
+use baton_engine::{Engine, Triage};
+use std::collections::{HashMap, HashSet};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+const EVERY: Duration = Duration::from_secs(1);
+
+pub struct Supervisor {
+    thread: Option<JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct Book {
+    /// The restarts running now.
+    running: HashMap<TaskId, Child>,
+    /// Tasks backing off, until when.
+    resting: HashMap<TaskId, Timestamp>,
+    /// Tasks it gave up on (reported once).
+    given_up: HashSet<TaskId>,
+}
+
+impl Supervisor {
+    pub fn start(
+        eng: Arc<Engine>,
+        settings: SupervisorSettings,
+        stop: Arc<AtomicBool>,
+    ) -> Supervisor {
+        let thread = std::thread::Builder::new()
+            .name("baton-supervisor".into())
+            .spawn(move || {
+                let mut book = Book::default();
+                while !stop.load(Ordering::SeqCst) {
+                    if let Err(e) = round(&eng, &settings, &mut book) {
+                        eng.observer()
+                            .info(&format!("warning: supervisor: {}", e.message));
+                    }
+                    let mut slept = Duration::ZERO;
+                    while slept < EVERY && !stop.load(Ordering::SeqCst) {
+                        std::thread::sleep(Duration::from_millis(50));
+                        slept += Duration::from_millis(50);
+                        reap(&eng, &mut book);
+                    }
+                }
+                // Stopping: the restarts running are interrupted at their
+                // phase, journaled, and release their leases.
+                for child in book.running.values() {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(child.id() as i32),
+                        nix::sys::signal::Signal::SIGTERM,
+                    );
+                }
+                for (_, mut child) in book.running.drain() {
+                    let _ = child.wait();
+                }
+            })
+            .expect("a thread starts");
+        Supervisor {
+            thread: Some(thread),
+        }
+    }
+
+    /// Waits for the loop and the restarts it runs (the caller set `stop`).
+    pub fn finish(mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn reap(eng: &Engine, book: &mut Book) {
+    book.running.retain(|id, child| match child.try_wait() {
+        Ok(Some(status)) => {
+            eng.observer().info(&format!(
+                "supervisor: the restart of task {id} ended ({status})"
+            ));
+            false
+        }
+        _ => true,
+    });
+}
+
+fn round(
+    eng: &Engine,
+    settings: &SupervisorSettings,
+    book: &mut Book,
+) -> Result<(), baton_engine::Error> {
+    reap(eng, book);
+    let needs = eng.needing_supervision(settings.run_queued)?;
+    let now = Timestamp(jiff::Timestamp::now().as_millisecond());
+    book.resting.retain(|_, until| *until > now);
+    let needing: HashSet<&TaskId> = needs.iter().map(|(id, _)| id).collect();
+    book.given_up.retain(|id| needing.contains(id));
+    for (id, need) in &needs {
+        if book.running.contains_key(id)
+            || book.resting.contains_key(id)
+            || book.given_up.contains(id)
+        {
+            continue;
+        }
+        match eng.triage(id, need, &settings.policy) {
+            Ok(Triage::Restart) => match restart(eng, id) {
+                Ok(child) => {
+                    eng.observer().info(&format!(
+                        "supervisor: restarting task {id} (pid {}): {need:?}",
+                        child.id()
+                    ));
+                    book.running.insert(id.clone(), child);
+                }
+                Err(e) => {
+                    eng.observer().info(&format!(
+                        "warning: supervisor: cannot start a restart of task {id}: {e}"
+                    ));
+                    book.resting
+                        .insert(id.clone(), now.plus_millis(settings.policy.backoff_ms));
+                }
+            },
+            Ok(Triage::NotBefore(at)) => {
+                book.resting.insert(id.clone(), at);
+            }
+            Ok(Triage::GaveUp(why)) => {
+                eng.observer()
+                    .info(&format!("supervisor: task {id} stays CRASHED: {why}"));
+                book.given_up.insert(id.clone());
+            }
+            Err(e) => {
+                eng.observer().info(&format!(
+                    "supervisor: task {id} not restarted: {}",
+                    e.message
+                ));
+                book.resting
+                    .insert(id.clone(), now.plus_millis(settings.policy.backoff_ms));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `baton resume ID --supervised` in its own process group, its output
+/// appended to the task's `supervised.log`.
+fn restart(eng: &Engine, id: &TaskId) -> std::io::Result<Child> {
+    let dir = eng.project.task_dir(id);
+    std::fs::create_dir_all(&dir)?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("supervised.log"))?;
+    Command::new(std::env::current_exe()?)
+        .arg("--project")
+        .arg(&eng.project.root)
+        .args(["resume", id.as_str(), "--supervised"])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+}
