@@ -73,7 +73,10 @@ async fn github(
             "set the same secret in GitHub's webhook settings and in BATON_WEBHOOK_SECRET (or [server] webhook_secrets)",
         );
     }
-    let Some(event) = header(&headers, "x-github-event").map(str::to_string) else {
+    let Some(event) = header(&headers, "x-github-event")
+        .filter(|e| !e.is_empty())
+        .map(str::to_string)
+    else {
         return refuse(
             StatusCode::BAD_REQUEST,
             "MISSING_EVENT",
