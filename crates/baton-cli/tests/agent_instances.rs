@@ -694,6 +694,30 @@ fn the_loop_ends_with_a_pull_request() {
         2,
         "WORKFLOW_PARENT_INVALID_STATE",
     );
+    // GitHub says it was merged (its real `closed` payload, naming the
+    // pull request baton opened): the instance is pr_merged.
+    let mut closed: Value = serde_json::from_str(
+        &fs_err::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../baton-testkit/fixtures/github-webhooks/pull_request/closed.payload.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    closed["pull_request"]["html_url"] = "https://github.com/acme/widgets/pull/1".into();
+    closed["pull_request"]["merged"] = true.into();
+    let file = p.root().join("closed.json");
+    fs_err::write(&file, closed.to_string()).unwrap();
+    let out = ok(
+        &p,
+        &["deliver", "pull_request", &file.display().to_string()],
+    );
+    assert!(out.contains("no task waits"), "{out}");
+    assert_eq!(show(&p, "c1")["status"], "pr_merged");
+    let (_, listed, _) = p.run(&["deliveries", "--json"]);
+    let d: Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(d[0]["decision"], "applied", "{d}");
+    assert_eq!(d[0]["why"], "instance c1 is pr_merged");
 }
 
 /// Without a token nothing is pushed and the refusal says how to give one;

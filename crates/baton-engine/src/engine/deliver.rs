@@ -100,7 +100,15 @@ impl Engine {
         };
         let name = delivery.name();
         let (decisions, passed) = self.pass(&d.id, &delivery, branch_pattern)?;
-        let settlement = settlement(&name, &decisions, self.now());
+        let mut settlement = settlement(&name, &decisions, self.now());
+        for said in self.close_instances(&delivery)? {
+            if settlement.decision == "ignored" {
+                settlement.decision = "applied".into();
+                settlement.why = said;
+            } else {
+                settlement.why = format!("{}; {said}", settlement.why);
+            }
+        }
         self.store.settle_delivery(&d.id, &settlement)?;
         Ok(HandedOver {
             name,
@@ -108,6 +116,28 @@ impl Engine {
             settlement,
             passed,
         })
+    }
+
+    /// A closed pull request moves the coding instances that opened it to
+    /// `pr_merged` / `pr_closed`; says what it did.
+    fn close_instances(&self, d: &Delivery<'_>) -> Result<Vec<String>> {
+        if d.event != "pull_request" || d.action() != Some("closed") {
+            return Ok(Vec::new());
+        }
+        let Some(url) = d.value_at("pull_request.html_url") else {
+            return Ok(Vec::new());
+        };
+        let merged = d.value_at("pull_request.merged").as_deref() == Some("true");
+        // Not a git repository: no instances.
+        let Ok(agents) = self.agents() else {
+            return Ok(Vec::new());
+        };
+        let status = if merged { "pr_merged" } else { "pr_closed" };
+        Ok(agents
+            .pull_request_closed(&url, merged)?
+            .into_iter()
+            .map(|id| format!("instance {id} is {status}"))
+            .collect())
     }
 
     /// Runs a task a delivery passed on from its next phase, then releases it.
@@ -230,7 +260,8 @@ fn passed_by(state: &baton_core::TaskState, id: &str) -> Option<String> {
 }
 
 /// What a delivery did, as stored: `resumed` if it passed a task's wait,
-/// else `skipped` if it named a waiting task, else `ignored`.
+/// else `skipped` if it named a waiting task, else `ignored` (or
+/// `applied` when it moved agent instances).
 fn settlement(
     name: &str,
     decisions: &[(TaskId, Decision)],

@@ -23,6 +23,28 @@ pub struct PushOptions {
 }
 
 impl Agents<'_> {
+    /// A pull request was closed on GitHub (a webhook delivery): the
+    /// coding instances that opened it (matched by its URL) become
+    /// `pr_merged` or `pr_closed`. Returns them.
+    pub fn pull_request_closed(&self, url: &str, merged: bool) -> Result<Vec<InstanceId>> {
+        let all = self.eng.store.instances()?;
+        let mut moved = Vec::new();
+        for i in all.by_id.values() {
+            let opened = i
+                .coding()
+                .and_then(|c| c.pull_request.as_ref())
+                .is_some_and(|pr| pr.url == url);
+            if opened && i.status == instance::Status::PrCreated {
+                self.step(Input::PrClosed {
+                    id: i.id.clone(),
+                    merged,
+                })?;
+                moved.push(i.id.clone());
+            }
+        }
+        Ok(moved)
+    }
+
     /// `create_pr` for coding instance `id`, `push_to_github` for review
     /// `id`. Returns the coding instance, now `pr_created`.
     pub fn push(&self, id: &InstanceId, o: PushOptions) -> Result<Instance> {
