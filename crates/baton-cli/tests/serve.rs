@@ -543,3 +543,236 @@ fn serve_refuses_to_listen_beyond_loopback_without_a_token() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("not an address"), "{err}");
 }
+
+/// The JSON API: tasks filtered, one task's document and journal in pages,
+/// deliveries, resume and cancel with their refusals, errors with a code
+/// and a hint, the OpenAPI document, and the token rule.
+#[test]
+fn the_api_answers_json_with_codes_and_hints_behind_its_token() {
+    let p = project();
+    fs_err::write(p.root().join("ready"), "").unwrap();
+    assert_eq!(p.run(&["run", "pr-flow", "x", "--id", "changes"]).0, 4);
+    assert_eq!(
+        p.run(&[
+            "run", "pr-flow", "y", "--id", "other", "--label", "team=web"
+        ])
+        .0,
+        4
+    );
+    let server = Server::start(&p, &[("BATON_SERVER_TOKEN", "s3cret")]);
+    let get = |path: &str, token: Option<&str>| -> (u16, Value) {
+        let mut req = agent().get(&format!("{}{path}", server.url));
+        if let Some(t) = token {
+            req = req.header("Authorization", &format!("Bearer {t}"));
+        }
+        let mut r = req.call().unwrap();
+        let status = r.status().as_u16();
+        (status, r.body_mut().read_json().unwrap_or(Value::Null))
+    };
+    let post = |path: &str| -> (u16, Value) {
+        let mut r = agent()
+            .post(&format!("{}{path}", server.url))
+            .header("Authorization", "Bearer s3cret")
+            .send_empty()
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.body_mut().read_json().unwrap_or(Value::Null))
+    };
+    let (status, v) = get("/api/v1/tasks", None);
+    assert_eq!(status, 401, "{v}");
+    assert_eq!(v["code"], "UNAUTHORIZED");
+    assert!(v["hint"].as_str().unwrap().contains("Bearer"), "{v}");
+    assert_eq!(get("/api/v1/tasks", Some("wrong")).0, 401);
+    // The page itself holds no data; the webhook needs no token.
+    assert_eq!(agent().get(&server.url).call().unwrap().status(), 200);
+
+    let t = Some("s3cret");
+    let (status, v) = get("/api/v1/tasks", t);
+    assert_eq!(status, 200, "{v}");
+    let ids: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2, "{v}");
+    assert!(
+        v.as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["status"] == "WAITING" && r["phase"] == "wait-pr"),
+        "{v}"
+    );
+    let (_, v) = get("/api/v1/tasks?label=team=web", t);
+    assert_eq!(v.as_array().unwrap().len(), 1);
+    assert_eq!(v[0]["id"], "other");
+    let (_, v) = get("/api/v1/tasks?status=complete", t);
+    assert_eq!(v, Value::Array(vec![]));
+    let (status, v) = get("/api/v1/tasks?label=oops", t);
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (400, Some("BAD_FILTER")),
+        "{v}"
+    );
+
+    let (status, doc) = get("/api/v1/tasks/changes", t);
+    assert_eq!(status, 200);
+    assert_eq!(doc["task_id"], "changes");
+    assert_eq!(doc["waiting"]["phase"], "wait-pr");
+    let (status, v) = get("/api/v1/tasks/nope", t);
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (404, Some("TASK_NOT_FOUND")),
+        "{v}"
+    );
+    let (_, page) = get("/api/v1/tasks/changes/journal?limit=2", t);
+    assert_eq!(page["events"].as_array().unwrap().len(), 2);
+    assert_eq!(page["events"][0]["kind"], "task_created");
+    let next = page["next_after"].as_u64().unwrap();
+    let (_, rest) = get(&format!("/api/v1/tasks/changes/journal?after={next}"), t);
+    assert_eq!(rest["events"][0]["seq"].as_u64(), Some(next + 1));
+    assert!(rest["next_after"].is_null());
+
+    // Resume a task that waits for an event: it runs, and waits again.
+    let (status, v) = post("/api/v1/tasks/changes/resume");
+    assert_eq!(status, 202, "{v}");
+    assert!(v["pid"].as_u64().is_some());
+    let (status, v) = post("/api/v1/tasks/changes/cancel");
+    assert_eq!(status, 200, "{v}");
+    wait_for("the cancel", || {
+        (p.state("changes")["status"] == "CANCELLED").then_some(())
+    });
+    let (status, v) = post("/api/v1/tasks/changes/resume");
+    assert_eq!(status, 409, "{v}");
+    assert_eq!(v["code"], "NOT_RESUMABLE");
+    assert!(!v["hint"].as_str().unwrap().is_empty());
+    let (status, v) = post("/api/v1/tasks/changes/cancel");
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (409, Some("NOT_CANCELLABLE")),
+        "{v}"
+    );
+
+    server.deliver("issues", "d-1", &fixture("issues/opened.payload.json"));
+    settled(&p, "d-1");
+    let (_, v) = get("/api/v1/deliveries", t);
+    assert_eq!(v[0]["id"], "d-1");
+    assert_eq!(v[0]["decision"], "ignored");
+
+    let (status, doc) = get("/api/v1/openapi.json", t);
+    assert_eq!(status, 200);
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"), "{doc}");
+    for path in [
+        "/api/v1/tasks",
+        "/api/v1/tasks/{id}",
+        "/api/v1/tasks/{id}/journal",
+        "/api/v1/tasks/{id}/resume",
+        "/api/v1/tasks/{id}/cancel",
+        "/api/v1/deliveries",
+        "/api/v1/instances",
+    ] {
+        assert!(doc["paths"].get(path).is_some(), "{path} is not documented");
+    }
+    assert!(doc["components"]["schemas"]["ApiError"].is_object());
+    assert!(doc["components"]["schemas"]["TaskRow"].is_object());
+    assert_eq!(server.stop().code(), Some(0));
+}
+
+/// The dashboard, in a real headless Chromium: a waiting task appears;
+/// when a webhook resumes it, its row turns COMPLETE and the delivery
+/// shows, without a reload; its phases show as a timeline with the event
+/// that passed the wait; a person's click on Resume brings a failed task
+/// to COMPLETE; the filter hides the others; on a phone's width nothing
+/// spills sideways. The screenshot in the README is taken here.
+#[test]
+fn the_dashboard_shows_tasks_live_in_a_real_browser() {
+    let p = project();
+    fs_err::write(p.root().join("ready"), "").unwrap();
+    assert_eq!(
+        p.run(&["run", "pr-flow", "Add the widget", "--id", "changes"])
+            .0,
+        4
+    );
+    p.workflow(
+        "fixable",
+        "name = \"fixable\"\n[[phase]]\nid = \"check\"\nrun = \"test -f fixed\"\nmax_attempts = 1\n[[phase]]\nid = \"ship\"\nrun = \"true\"\n",
+    );
+    assert_eq!(
+        p.run(&["run", "fixable", "Fix the build", "--id", "broken"])
+            .0,
+        1
+    );
+    let server = Server::start(&p, &[]);
+    let b = baton_testkit::browser::Browser::start(1280, 860);
+    b.goto(&server.url);
+    let row = |id: &str, cell: &str| format!(r#"tr[data-task="{id}"] td.{cell}"#);
+    b.wait_text(&row("changes", "status"), "WAITING", 30);
+    assert_eq!(b.text(&row("changes", "phase")).as_deref(), Some("wait-pr"));
+    b.wait_text(&row("broken", "status"), "FAILED", 10);
+    b.wait_text("#live", "live", 30);
+    b.js(
+        "window.__sameLoad = true; return null;",
+        serde_json::json!([]),
+    );
+
+    let (status, _) = server.deliver(
+        "pull_request",
+        "d-live",
+        &fixture("pull_request/opened.payload.json"),
+    );
+    assert_eq!(status, 202);
+    b.wait_text(&row("changes", "status"), "COMPLETE", 30);
+    b.wait_text(
+        r#"#deliveries tr[data-delivery="d-live"] td.decision"#,
+        "resumed",
+        30,
+    );
+    assert_eq!(
+        b.js("return window.__sameLoad === true;", serde_json::json!([])),
+        Value::Bool(true),
+        "updated live, not by reloading"
+    );
+
+    b.click(r#"tr[data-task="changes"]"#);
+    let detail = b.wait_text("#detail-body", "github.pull_request.opened · PR #2", 10);
+    for phase in ["implementation", "wait-pr", "after"] {
+        assert!(detail.contains(phase), "{detail}");
+    }
+
+    fs_err::write(p.root().join("fixed"), "").unwrap();
+    b.click(r#"tr[data-task="broken"]"#);
+    b.wait_text("#detail-body .title", "broken", 10);
+    b.click("#resume");
+    b.wait_text(&row("broken", "status"), "COMPLETE", 60);
+
+    b.type_into("#filter", "widget");
+    wait_for("the filter", || {
+        (b.js(
+            r#"return document.querySelector('tr[data-task="broken"]') === null;"#,
+            serde_json::json!([]),
+        ) == Value::Bool(true))
+        .then_some(())
+    });
+    assert!(b.text(&row("changes", "status")).is_some());
+    b.js("document.getElementById('filter').value = ''; document.getElementById('filter').dispatchEvent(new Event('input')); return null;", serde_json::json!([]));
+    b.click(r#"tr[data-task="changes"]"#);
+    b.wait_text("#detail-body .title", "changes", 10);
+    let shot = b.screenshot();
+    assert!(shot.starts_with(b"\x89PNG"), "a PNG");
+    if let Some(path) = std::env::var_os("BATON_DASHBOARD_SCREENSHOT") {
+        fs_err::write(path, &shot).unwrap();
+    }
+
+    b.resize(390, 844);
+    b.wait_text(&row("changes", "status"), "COMPLETE", 10);
+    assert_eq!(
+        b.js(
+            "return document.documentElement.scrollWidth <= window.innerWidth;",
+            serde_json::json!([])
+        ),
+        Value::Bool(true),
+        "nothing spills sideways on a phone"
+    );
+    drop(b);
+    assert_eq!(server.stop().code(), Some(0));
+}

@@ -9,6 +9,28 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 
+/// One journal record as `log --json` and the API show it: the event's own
+/// fields plus `seq`, `ts`, `task_id`, and its `phase` and `attempt`.
+pub fn journal_line(task: &str, r: &crate::EventRecord) -> Value {
+    let mut v = serde_json::to_value(&r.event).expect("an event is JSON");
+    if let Some(o) = v.as_object_mut() {
+        o.insert("seq".into(), r.seq.into());
+        o.insert("ts".into(), r.ts.rfc3339().into());
+        o.insert("task_id".into(), task.into());
+        // Every phase-related line names its phase, also those whose
+        // payload calls it otherwise (looped_back: from, rewound: to).
+        if let Some(p) = r.event.phase()
+            && o.get("phase").is_none_or(|v| v.is_null())
+        {
+            o.insert("phase".into(), p.as_str().into());
+        }
+        if let Some(a) = r.event.attempt() {
+            o.insert("attempt".into(), a.into());
+        }
+    }
+    v
+}
+
 /// The file name of a phase's rendered output, `NN-phase.md`.
 pub fn output_file_name(index: usize, phase: &str) -> String {
     format!("{:02}-{phase}.md", index + 1)

@@ -6,12 +6,20 @@
 //! signature, JSON, then the delivery recorded), `recorder` (group commit
 //! of deliveries), `handoff` (deliveries handed to the tasks off the
 //! request path, and the tasks they passed run on), `supervisor` (crashed
-//! tasks restarted, due timers woken).
+//! tasks restarted, due timers woken), `runner` (the task runs it starts as
+//! processes), `api` with `views` (the JSON API and its OpenAPI document),
+//! `auth` (the API's token) and `dashboard` (the page at `/` and its live
+//! event stream).
 
+mod api;
+mod auth;
+mod dashboard;
 mod handoff;
 mod recorder;
+mod runner;
 pub mod signature;
 mod supervisor;
+pub mod views;
 mod webhook;
 
 use baton_engine::config::{ServerSettings, SupervisorSettings};
@@ -22,9 +30,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// What the request handlers share.
 #[derive(Clone)]
 struct App {
+    eng: Arc<Engine>,
     secrets: Arc<Vec<String>>,
+    token: Option<Arc<str>>,
     recorder: recorder::Recorder,
     handoff: Arc<handoff::Handoff>,
+    runs: Arc<runner::Runs>,
+    /// Bumped when a task or a delivery changed (`dashboard::watch_store`).
+    changes: tokio::sync::watch::Receiver<u64>,
 }
 
 /// Serves, and supervises the tasks, until SIGTERM or SIGINT: then it stops accepting, finishes the
@@ -56,21 +69,43 @@ pub fn serve(
         settings.branch_pattern.clone(),
     ));
     let supervisor = supervisor::Supervisor::start(eng.clone(), supervision, stop.clone());
+    let runs = Arc::new(runner::Runs::default());
     let app = App {
+        eng: eng.clone(),
         secrets: Arc::new(settings.secrets.clone()),
+        token: settings.token.as_deref().map(Arc::from),
         recorder: recorder::Recorder::start(writer_store),
         handoff: handoff.clone(),
+        runs: runs.clone(),
+        changes: dashboard::watch_store(eng.clone(), stop.clone()),
     };
+    let (api, doc) = api::routes();
+    let doc = Arc::new(doc.to_pretty_json().expect("the OpenAPI document is JSON"));
+    let api = api
+        .route(
+            "/api/v1/openapi.json",
+            axum::routing::get(move || {
+                let doc = doc.clone();
+                async move { ([("content-type", "application/json")], doc.to_string()) }
+            }),
+        )
+        .route("/api/v1/stream", axum::routing::get(dashboard::stream))
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            auth::require_token,
+        ));
     let router = axum::Router::new()
+        .route("/", axum::routing::get(dashboard::page))
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
         .merge(webhook::routes(settings.max_body))
+        .merge(api)
         .with_state(app);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     observer.info(&format!(
-        "baton serve: listening on http://{local} (webhooks at /webhooks/github), store {}",
+        "baton serve: listening on http://{local} (dashboard at /, API at /api/v1, webhooks at /webhooks/github), store {}",
         eng.store.describe()
     ));
     let served = rt.block_on(async move {
@@ -83,6 +118,7 @@ pub fn serve(
     stop.store(true, Ordering::SeqCst);
     handoff.finish();
     supervisor.finish();
+    runs.finish();
     rt.shutdown_timeout(std::time::Duration::from_secs(5));
     served?;
     observer.info("baton serve: stopped");

@@ -2,8 +2,7 @@
 //! that need it (`Engine::needing_supervision`: crashed, or a durable timer
 //! due), asks whether each may restart now (`Engine::triage`: the limits
 //! and backoff of `[supervisor]`), and restarts it as a process of its own
-//! (`baton resume ID --supervised`, its output in the task's folder), so a
-//! task that crashes its runner never takes the server down. A task it
+//! (`baton resume ID --supervised`, `runner.rs`). A task it
 //! runs, or backs off from, is left alone; several servers (and workers)
 //! on one store never run one task twice: the lease decides.
 
@@ -11,8 +10,7 @@ use baton_core::{TaskId, Timestamp};
 use baton_engine::config::SupervisorSettings;
 use baton_engine::{Engine, Triage};
 use std::collections::{HashMap, HashSet};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -59,10 +57,7 @@ impl Supervisor {
                 // Stopping: the restarts running are interrupted at their
                 // phase, journaled, and release their leases.
                 for child in book.running.values() {
-                    let _ = nix::sys::signal::kill(
-                        nix::unistd::Pid::from_raw(child.id() as i32),
-                        nix::sys::signal::Signal::SIGTERM,
-                    );
+                    crate::runner::terminate(child);
                 }
                 for (_, mut child) in book.running.drain() {
                     let _ = child.wait();
@@ -150,22 +145,6 @@ fn round(
     Ok(())
 }
 
-/// `baton resume ID --supervised` in its own process group, its output
-/// appended to the task's `supervised.log`.
 fn restart(eng: &Engine, id: &TaskId) -> std::io::Result<Child> {
-    let dir = eng.project.task_dir(id);
-    std::fs::create_dir_all(&dir)?;
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("supervised.log"))?;
-    Command::new(std::env::current_exe()?)
-        .arg("--project")
-        .arg(&eng.project.root)
-        .args(["resume", id.as_str(), "--supervised"])
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .process_group(0)
-        .spawn()
+    crate::runner::spawn_resume(eng, id, &["--supervised"])
 }

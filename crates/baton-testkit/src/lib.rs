@@ -2,6 +2,7 @@
 //! and the real `baton` binary run against it.
 
 pub mod agents;
+pub mod browser;
 pub mod github;
 pub mod mcp;
 pub mod model_server;

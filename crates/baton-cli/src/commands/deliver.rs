@@ -93,8 +93,11 @@ pub fn list(project: &Project, args: DeliveriesArgs, printer: &Arc<Printer>) -> 
     let store = baton_engine::store::Location::of(project)?.open()?;
     let rows = store.deliveries(args.limit)?;
     if args.json {
-        let all: Vec<serde_json::Value> = rows.iter().map(delivery_json).collect();
-        printer.data(&serde_json::Value::Array(all).to_string());
+        let all: Vec<_> = rows
+            .iter()
+            .map(baton_server::views::DeliveryView::of)
+            .collect();
+        printer.data(&serde_json::to_string(&all).expect("deliveries are JSON"));
         return Ok(Exit::Done);
     }
     if rows.is_empty() {
@@ -116,19 +119,4 @@ pub fn list(project: &Project, args: DeliveriesArgs, printer: &Arc<Printer>) -> 
         ));
     }
     Ok(Exit::Done)
-}
-
-/// One delivery as `--json` (and the API) show it.
-pub fn delivery_json(r: &baton_store::DeliveryRow) -> serde_json::Value {
-    serde_json::json!({
-        "id": r.id,
-        "received_at": r.received_at.rfc3339(),
-        "event": r.event,
-        "action": r.action,
-        "repository": r.repository,
-        "settled_at": r.settled_at.map(|t| t.rfc3339()),
-        "decision": r.decision,
-        "why": r.why,
-        "tasks": r.tasks,
-    })
 }

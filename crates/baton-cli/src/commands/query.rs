@@ -242,23 +242,7 @@ pub fn log(project: &Project, args: LogArgs, printer: &Arc<Printer>) -> Result<E
         for r in &events {
             after = r.seq;
             if args.json {
-                let mut v = serde_json::to_value(&r.event).expect("json");
-                if let Some(o) = v.as_object_mut() {
-                    o.insert("seq".into(), json!(r.seq));
-                    o.insert("ts".into(), json!(r.ts.rfc3339()));
-                    o.insert("task_id".into(), json!(id));
-                    // Every phase-related line names its phase, also those
-                    // whose payload calls it otherwise (looped_back: from,
-                    // rewound: to).
-                    if let Some(p) = r.event.phase()
-                        && o.get("phase").is_none_or(|v| v.is_null())
-                    {
-                        o.insert("phase".into(), json!(p.as_str()));
-                    }
-                    if let Some(a) = r.event.attempt() {
-                        o.insert("attempt".into(), json!(a));
-                    }
-                }
+                let v = baton_core::document::journal_line(id.as_str(), r);
                 printer.data(&serde_json::to_string(&v).expect("json"));
             } else if let baton_core::Event::AgentActivity { phase, events, .. } = &r.event {
                 // One line per thing the agent did.

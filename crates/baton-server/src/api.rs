@@ -1,0 +1,291 @@
+//! The JSON API under `/api/v1`: tasks (a filtered list, one task's state
+//! document, its journal in pages), deliveries and agent instances to
+//! read; resume and cancel a task. The OpenAPI 3.1 document at
+//! `/api/v1/openapi.json` is generated from these handlers (utoipa).
+//! Errors are JSON with a stable `code` and a `hint`.
+
+use crate::App;
+use crate::views::{ApiError, DeliveryView, JournalPage, TaskRow};
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use baton_core::TaskId;
+use baton_core::lease::DisplayStatus;
+use serde::Deserialize;
+use serde_json::Value;
+use utoipa::{IntoParams, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "baton",
+        description = "Durable multi-phase workflows for AI coding agents: the tasks, their journals, webhook deliveries and agent instances of one project."
+    ),
+    components(schemas(ApiError))
+)]
+struct Doc;
+
+/// The API's routes and its OpenAPI document.
+pub fn routes() -> (axum::Router<App>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::with_openapi(Doc::openapi())
+        .routes(routes!(list_tasks))
+        .routes(routes!(get_task))
+        .routes(routes!(task_journal))
+        .routes(routes!(resume_task))
+        .routes(routes!(cancel_task))
+        .routes(routes!(list_deliveries))
+        .routes(routes!(list_instances))
+        .split_for_parts()
+}
+
+/// Runs blocking store work off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
+        Err(ApiError::internal(format!(
+            "the request's work failed: {e}"
+        )))
+    })
+}
+
+fn task_id(id: &str) -> Result<TaskId, ApiError> {
+    TaskId::parse(id).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "BAD_TASK_ID",
+            e.to_string(),
+            "task ids use letters, digits, '-', '_' and '.'",
+        )
+    })
+}
+
+fn not_found(id: &TaskId) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "TASK_NOT_FOUND",
+        format!("no task {id}"),
+        "list the tasks with GET /api/v1/tasks",
+    )
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct TaskFilter {
+    /// Only tasks with this status (RUNNING, QUEUED, WAITING, CRASHED,
+    /// FAILED, COMPLETE, CANCELLED).
+    status: Option<String>,
+    /// Only tasks of this workflow.
+    workflow: Option<String>,
+    /// Only tasks with this label, `key=value`.
+    label: Option<String>,
+}
+
+/// The tasks, newest first.
+#[utoipa::path(get, path = "/api/v1/tasks", params(TaskFilter),
+    responses((status = 200, body = Vec<TaskRow>), (status = 400, body = ApiError), (status = 401, body = ApiError)))]
+async fn list_tasks(
+    State(app): State<App>,
+    Query(f): Query<TaskFilter>,
+) -> Result<Json<Vec<TaskRow>>, ApiError> {
+    let label = match &f.label {
+        None => None,
+        Some(l) => Some(
+            l.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .ok_or_else(|| {
+                    ApiError::new(
+                        StatusCode::BAD_REQUEST,
+                        "BAD_FILTER",
+                        format!("label={l:?} is not key=value"),
+                        "write e.g. label=repository=acme/app",
+                    )
+                })?,
+        ),
+    };
+    blocking(move || {
+        let eng = &app.eng;
+        let mut rows = Vec::new();
+        for (t, status) in eng.list()? {
+            if f.status
+                .as_deref()
+                .is_some_and(|s| !s.eq_ignore_ascii_case(status.as_str()))
+                || f.workflow.as_deref().is_some_and(|w| w != t.workflow)
+            {
+                continue;
+            }
+            if let Some((k, v)) = &label {
+                let snap = eng.load(&t.id)?;
+                if snap.state.labels.get(k) != Some(v) {
+                    continue;
+                }
+            }
+            rows.push(TaskRow::of(&t, status));
+        }
+        rows.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
+        Ok(Json(rows))
+    })
+    .await
+}
+
+/// One task's state document (as `baton show --json` prints it).
+#[utoipa::path(get, path = "/api/v1/tasks/{id}", params(("id" = String, Path, description = "the task id")),
+    responses((status = 200, description = "the state document (docs/cli.md, `show --json`)", body = Object), (status = 404, body = ApiError)))]
+async fn get_task(State(app): State<App>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    let id = task_id(&id)?;
+    blocking(move || {
+        let snap = app.eng.store.load(&id)?.ok_or_else(|| not_found(&id))?;
+        Ok(Json(app.eng.document(&snap)?))
+    })
+    .await
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct Page {
+    /// Records after this journal position (default 0: from the start).
+    after: Option<u32>,
+    /// At most this many (default 200, at most 1000).
+    limit: Option<u32>,
+}
+
+/// One task's journal, a page at a time (as `baton log --json` prints it).
+#[utoipa::path(get, path = "/api/v1/tasks/{id}/journal", params(("id" = String, Path, description = "the task id"), Page),
+    responses((status = 200, body = JournalPage), (status = 404, body = ApiError)))]
+async fn task_journal(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    Query(page): Query<Page>,
+) -> Result<Json<JournalPage>, ApiError> {
+    let id = task_id(&id)?;
+    let after = u64::from(page.after.unwrap_or(0));
+    let limit = page.limit.unwrap_or(200).clamp(1, 1000) as usize;
+    blocking(move || {
+        app.eng.store.load(&id)?.ok_or_else(|| not_found(&id))?;
+        let records = app.eng.events(&id, after, limit)?;
+        let next_after = records.last().map(|r| r.seq as u32);
+        Ok(Json(JournalPage {
+            events: records
+                .iter()
+                .map(|r| baton_core::document::journal_line(id.as_str(), r))
+                .collect(),
+            next_after: if records.len() == limit {
+                next_after
+            } else {
+                None
+            },
+        }))
+    })
+    .await
+}
+
+/// Resumes a CRASHED, FAILED or WAITING task, as `baton resume ID` in a
+/// process of its own; answers once it started.
+#[utoipa::path(post, path = "/api/v1/tasks/{id}/resume", params(("id" = String, Path, description = "the task id")),
+    responses((status = 202, description = "`{task, pid}`: the resume runs", body = Object), (status = 404, body = ApiError), (status = 409, body = ApiError)))]
+async fn resume_task(
+    State(app): State<App>,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let id = task_id(&id)?;
+    blocking(move || {
+        let snap = app.eng.store.load(&id)?.ok_or_else(|| not_found(&id))?;
+        let status = app.eng.status_of(&snap);
+        if !status.resumable() {
+            let hint = match status {
+                DisplayStatus::Running => "it runs now; cancel it first to stop it",
+                DisplayStatus::Queued => "a worker runs it; start one with `baton worker`",
+                _ => "run its phases again with `baton resume ID --from PHASE`",
+            };
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "NOT_RESUMABLE",
+                format!("task {id} is {}", status.as_str()),
+                hint,
+            ));
+        }
+        let pid = app.runs.start(&app.eng, &id, &[])?;
+        Ok((
+            StatusCode::ACCEPTED,
+            Json(serde_json::json!({"task": id.as_str(), "pid": pid})),
+        ))
+    })
+    .await
+}
+
+/// Cancels a task: its running phase is stopped and the task is CANCELLED.
+#[utoipa::path(post, path = "/api/v1/tasks/{id}/cancel", params(("id" = String, Path, description = "the task id")),
+    responses((status = 200, description = "`{task, status}`", body = Object), (status = 404, body = ApiError), (status = 409, body = ApiError)))]
+async fn cancel_task(
+    State(app): State<App>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = task_id(&id)?;
+    blocking(move || {
+        let snap = app.eng.store.load(&id)?.ok_or_else(|| not_found(&id))?;
+        if matches!(
+            app.eng.status_of(&snap),
+            DisplayStatus::Complete | DisplayStatus::Cancelled
+        ) {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "NOT_CANCELLABLE",
+                format!("task {id} is {}", app.eng.status_of(&snap).as_str()),
+                "only a task that has not ended can be cancelled",
+            ));
+        }
+        app.eng.cancel(&id)?;
+        let snap = app.eng.load(&id)?;
+        Ok(Json(serde_json::json!({
+            "task": id.as_str(),
+            "status": app.eng.status_of(&snap).as_str(),
+        })))
+    })
+    .await
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct Newest {
+    /// How many, newest first (default 50, at most 1000).
+    limit: Option<u32>,
+}
+
+/// The webhook deliveries received, newest first, with what each did.
+#[utoipa::path(get, path = "/api/v1/deliveries", params(Newest),
+    responses((status = 200, body = Vec<DeliveryView>)))]
+async fn list_deliveries(
+    State(app): State<App>,
+    Query(n): Query<Newest>,
+) -> Result<Json<Vec<DeliveryView>>, ApiError> {
+    let limit = n.limit.unwrap_or(50).clamp(1, 1000) as usize;
+    blocking(move || {
+        Ok(Json(
+            app.eng
+                .store
+                .deliveries(limit)?
+                .iter()
+                .map(DeliveryView::of)
+                .collect(),
+        ))
+    })
+    .await
+}
+
+/// The coding and review agent instances.
+#[utoipa::path(get, path = "/api/v1/instances",
+    responses((status = 200, description = "every instance as stored: id, type, status, state, resources, config, times", body = Vec<Object>)))]
+async fn list_instances(State(app): State<App>) -> Result<Json<Vec<Value>>, ApiError> {
+    blocking(move || {
+        let all = app.eng.store.instances()?;
+        Ok(Json(
+            all.by_id
+                .values()
+                .map(|i| serde_json::to_value(i).expect("an instance is JSON"))
+                .collect(),
+        ))
+    })
+    .await
+}

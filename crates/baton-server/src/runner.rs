@@ -1,0 +1,75 @@
+//! Task runs `baton serve` starts as processes of their own (`baton resume
+//! ID …`, output appended to the task's `serve.log`), so a task that
+//! crashes its runner never takes the server down: the supervisor's
+//! restarts and the API's resumes. On shutdown each gets SIGTERM, which
+//! interrupts it at its phase, journaled, its lease released.
+
+use baton_core::TaskId;
+use baton_engine::Engine;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+
+/// `baton resume ID ARGS…` in its own process group.
+pub fn spawn_resume(eng: &Engine, id: &TaskId, args: &[&str]) -> std::io::Result<Child> {
+    let dir = eng.project.task_dir(id);
+    std::fs::create_dir_all(&dir)?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("serve.log"))?;
+    Command::new(std::env::current_exe()?)
+        .arg("--project")
+        .arg(&eng.project.root)
+        .args(["resume", id.as_str()])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+}
+
+/// SIGTERM, so the run stops at its phase and releases its lease.
+pub fn terminate(child: &Child) {
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+}
+
+/// The runs the API started.
+#[derive(Default)]
+pub struct Runs {
+    children: Mutex<Vec<Child>>,
+}
+
+impl Runs {
+    /// Starts `baton resume ID`; returns its pid.
+    pub fn start(
+        &self,
+        eng: &Engine,
+        id: &TaskId,
+        args: &[&str],
+    ) -> Result<u32, crate::views::ApiError> {
+        let child = spawn_resume(eng, id, args).map_err(|e| {
+            crate::views::ApiError::internal(format!("cannot start baton resume {id}: {e}"))
+        })?;
+        let pid = child.id();
+        let mut all = self.children.lock().unwrap_or_else(|p| p.into_inner());
+        all.retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
+        all.push(child);
+        Ok(pid)
+    }
+
+    /// Stops them all (SIGTERM) and waits.
+    pub fn finish(&self) {
+        let mut all = std::mem::take(&mut *self.children.lock().unwrap_or_else(|p| p.into_inner()));
+        for c in &all {
+            terminate(c);
+        }
+        for c in &mut all {
+            let _ = c.wait();
+        }
+    }
+}

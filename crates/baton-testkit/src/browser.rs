@@ -1,0 +1,202 @@
+//! A real headless Chromium, driven over WebDriver (Debian's `chromium`
+//! and `chromium-driver`, which `./scripts/test` installs): what a person
+//! sees in the dashboard, asked of the browser itself.
+
+use serde_json::{Value, json};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The WebDriver element key.
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+pub struct Browser {
+    driver: Child,
+    base: String,
+    session: String,
+    agent: ureq::Agent,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Browser {
+    /// Starts chromedriver and a headless Chromium window of `width` ×
+    /// `height`. Panics, saying how to get them, when they are missing.
+    pub fn start(width: u32, height: u32) -> Browser {
+        let chromium = ["/usr/bin/chromium", "/usr/lib/chromium/chromium"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).exists())
+            .expect("Chromium is missing: run ./scripts/test, which installs Debian's chromium and chromium-driver");
+        let port = free_port();
+        let driver = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver is missing: run ./scripts/test, which installs Debian's chromium-driver");
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let base = format!("http://127.0.0.1:{port}");
+        let until = Instant::now() + Duration::from_secs(30);
+        while agent.get(&format!("{base}/status")).call().is_err() {
+            assert!(Instant::now() < until, "chromedriver did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let mut b = Browser {
+            driver,
+            base,
+            session: String::new(),
+            agent,
+        };
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": chromium,
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                         format!("--window-size={width},{height}"), "--hide-scrollbars"],
+            }
+        }}});
+        let v = b.call("POST", "/session", Some(caps));
+        b.session = v["sessionId"].as_str().expect("a session").to_string();
+        b
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let url = format!("{}{path}", self.base);
+        let mut resp = match (method, body) {
+            ("GET", _) => self.agent.get(&url).call(),
+            ("DELETE", _) => self.agent.delete(&url).call(),
+            (_, b) => self
+                .agent
+                .post(&url)
+                .send_json(b.unwrap_or_else(|| json!({}))),
+        }
+        .unwrap_or_else(|e| panic!("WebDriver {method} {path}: {e}"));
+        let v: Value = resp.body_mut().read_json().unwrap();
+        let value = v["value"].clone();
+        assert!(
+            value.get("error").is_none(),
+            "WebDriver {method} {path}: {value}"
+        );
+        value
+    }
+
+    fn session(&self, path: &str) -> String {
+        format!("/session/{}{path}", self.session)
+    }
+
+    pub fn goto(&self, url: &str) {
+        self.call("POST", &self.session("/url"), Some(json!({"url": url})));
+    }
+
+    /// Runs `script` (a function body; `arguments` are `args`) in the page.
+    pub fn js(&self, script: &str, args: Value) -> Value {
+        self.call(
+            "POST",
+            &self.session("/execute/sync"),
+            Some(json!({"script": script, "args": args})),
+        )
+    }
+
+    /// The visible text of the first element matching `css`, if any.
+    pub fn text(&self, css: &str) -> Option<String> {
+        self.js(
+            "const e = document.querySelector(arguments[0]); return e ? e.innerText : null;",
+            json!([css]),
+        )
+        .as_str()
+        .map(str::to_string)
+    }
+
+    /// Waits until the element matching `css` shows text containing `want`.
+    pub fn wait_text(&self, css: &str, want: &str, secs: u64) -> String {
+        let until = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let got = self.text(css);
+            if let Some(t) = &got
+                && t.contains(want)
+            {
+                return t.clone();
+            }
+            assert!(
+                Instant::now() < until,
+                "{css} did not show {want:?} within {secs}s; it shows {got:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Clicks the element matching `css`, as a person would.
+    pub fn click(&self, css: &str) {
+        let el = self.call(
+            "POST",
+            &self.session("/element"),
+            Some(json!({"using": "css selector", "value": css})),
+        );
+        let id = el[ELEMENT]
+            .as_str()
+            .unwrap_or_else(|| panic!("{css}: no element in {el}"))
+            .to_string();
+        self.call(
+            "POST",
+            &self.session(&format!("/element/{id}/click")),
+            Some(json!({})),
+        );
+    }
+
+    /// Types `text` into the element matching `css`.
+    pub fn type_into(&self, css: &str, text: &str) {
+        let el = self.call(
+            "POST",
+            &self.session("/element"),
+            Some(json!({"using": "css selector", "value": css})),
+        );
+        let id = el[ELEMENT]
+            .as_str()
+            .unwrap_or_else(|| panic!("{css}: no element in {el}"))
+            .to_string();
+        self.call(
+            "POST",
+            &self.session(&format!("/element/{id}/value")),
+            Some(json!({"text": text})),
+        );
+    }
+
+    /// Resizes the window (a phone: 390 × 844).
+    pub fn resize(&self, width: u32, height: u32) {
+        self.call(
+            "POST",
+            &self.session("/window/rect"),
+            Some(json!({"width": width, "height": height})),
+        );
+    }
+
+    /// A PNG of the window.
+    pub fn screenshot(&self) -> Vec<u8> {
+        use base64::Engine as _;
+        let b64 = self.call("GET", &self.session("/screenshot"), None);
+        base64::engine::general_purpose::STANDARD
+            .decode(b64.as_str().expect("base64"))
+            .unwrap()
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if !self.session.is_empty() {
+            let _ = self
+                .agent
+                .delete(&format!("{}/session/{}", self.base, self.session))
+                .call();
+        }
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
