@@ -776,3 +776,143 @@ fn the_dashboard_shows_tasks_live_in_a_real_browser() {
     drop(b);
     assert_eq!(server.stop().code(), Some(0));
 }
+
+/// One JSON-RPC message to `/mcp`, as a Streamable HTTP client sends it;
+/// the answer (from a JSON body or the SSE stream's data line) and the
+/// session id.
+fn mcp_post(
+    url: &str,
+    session: Option<&str>,
+    headers: &[(&str, &str)],
+    msg: Value,
+) -> (u16, Option<Value>, Option<String>) {
+    let mut req = agent()
+        .post(&format!("{url}/mcp"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream");
+    if let Some(s) = session {
+        req = req
+            .header("Mcp-Session-Id", s)
+            .header("Mcp-Protocol-Version", "2025-06-18");
+    }
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let mut resp = req.send(msg.to_string().as_bytes()).unwrap();
+    let status = resp.status().as_u16();
+    let sid = resp
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let text = resp.body_mut().read_to_string().unwrap_or_default();
+    let answer = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .find_map(|l| serde_json::from_str::<Value>(l).ok())
+        .or_else(|| serde_json::from_str(&text).ok());
+    (status, answer, sid)
+}
+
+/// baton's MCP tools over Streamable HTTP at `/mcp`, for agents on other
+/// machines: the caller is known from its `Baton-*` headers, tool errors
+/// carry baton's codes, and the endpoint sits behind the API's token.
+#[test]
+fn mcp_over_http_knows_the_caller_by_its_headers_behind_the_token() {
+    let p = project();
+    let server = Server::start(&p, &[("BATON_SERVER_TOKEN", "s3cret")]);
+    let init = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}});
+    let (status, _, _) = mcp_post(&server.url, None, &[], init.clone());
+    assert_eq!(status, 401, "the token guards /mcp");
+    let auth = [("Authorization", "Bearer s3cret")];
+    let (status, answer, sid) = mcp_post(&server.url, None, &auth, init);
+    assert_eq!(status, 200, "{answer:?}");
+    let answer = answer.unwrap();
+    assert_eq!(answer["result"]["serverInfo"]["name"], "baton", "{answer}");
+    assert!(
+        answer["result"]["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("request_review")
+    );
+    let sid = sid.expect("a session");
+    let (status, _, _) = mcp_post(
+        &server.url,
+        Some(&sid),
+        &auth,
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    assert_eq!(status, 202);
+    let call = |id: i64, headers: &[(&str, &str)]| {
+        let mut h = auth.to_vec();
+        h.extend_from_slice(headers);
+        mcp_post(
+            &server.url,
+            Some(&sid),
+            &h,
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "merge_back", "arguments": {"feedback": "more tests"}}}),
+        )
+        .1
+        .unwrap()
+    };
+    let anonymous = call(2, &[]);
+    assert_eq!(anonymous["result"]["isError"], true, "{anonymous}");
+    let text = anonymous["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with(
+            "WORKFLOW_INVALID_STATE: merge_back is for baton's coding and review agents"
+        ),
+        "{text}"
+    );
+    let named = call(3, &[("Baton-Instance", "r9")]);
+    let text = named["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("WORKFLOW_INSTANCE_NOT_FOUND"),
+        "the header named the caller: {text}"
+    );
+    assert_eq!(server.stop().code(), Some(0));
+}
+
+/// The official MCP conformance suite, both pinned versions, directly
+/// against `baton serve`'s `/mcp`: every check of the scenarios that apply
+/// to a tools-only server passes.
+#[test]
+fn the_official_conformance_suite_passes_against_serves_mcp_endpoint() {
+    let modules = std::env::var("MCP_CONFORMANCE_MODULES").expect(
+        "MCP_CONFORMANCE_MODULES is not set: run the tests with ./scripts/test, which installs the conformance suite",
+    );
+    let p = project();
+    let server = Server::start(&p, &[]);
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../baton-testkit/mcp-conformance/run.sh");
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new("bash")
+        .arg(script)
+        .arg("--url")
+        .arg(format!("{}/mcp", server.url))
+        .arg(out_dir.path())
+        .env("MCP_CONFORMANCE_MODULES", modules)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for suite in ["0.1.16", "0.2.0-alpha.12"] {
+        for scenario in ["server-initialize", "ping", "tools-list"] {
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(&format!("{suite} {scenario}: ")))
+                .unwrap_or_else(|| panic!("no result for {suite} {scenario}:\n{text}"));
+            assert!(line.contains(" 0 failed"), "{line}");
+            assert!(!line.contains(": 0 passed"), "{line}");
+        }
+    }
+    assert_eq!(server.stop().code(), Some(0));
+}

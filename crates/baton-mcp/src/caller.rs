@@ -1,5 +1,8 @@
 //! Who calls: the agent baton started, known from the environment baton
-//! set for it (and wrote into its CLI's MCP configuration).
+//! set for it (and wrote into its CLI's MCP configuration), or, over
+//! Streamable HTTP (`baton serve`'s `/mcp`), from the same facts as
+//! request headers: `Baton-Instance`, `Baton-Task`, `Baton-Phase`,
+//! `Baton-Summary-File`.
 
 use baton_core::instance::InstanceId;
 use std::path::PathBuf;
@@ -16,6 +19,22 @@ pub struct Caller {
 }
 
 impl Caller {
+    pub fn from_headers(h: &http::HeaderMap) -> Caller {
+        let var = |k: &str| {
+            h.get(k)
+                .and_then(|v| v.to_str().ok())
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_string)
+        };
+        Caller {
+            instance: var("baton-instance").and_then(|s| InstanceId::parse(&s).ok()),
+            summary_file: var("baton-summary-file").map(PathBuf::from),
+            task: var("baton-task"),
+            phase: var("baton-phase"),
+        }
+    }
+
     pub fn from_env() -> Caller {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         Caller {

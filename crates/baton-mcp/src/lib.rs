@@ -28,6 +28,34 @@ and create_pr when it is ready to be merged. Review agents: finish with merge_ba
 Any agent: checkpoint(note) to record where the work stands, phase_complete(summary) when the phase's work is done, report_blocker(reason) when it cannot go on. \
 Errors carry a WORKFLOW_* code and a hint saying what to do.";
 
+/// baton's MCP tools over Streamable HTTP, for `baton serve` to mount at
+/// `/mcp`: every protocol revision rmcp speaks, sessions kept in memory
+/// for the revisions that have them. The caller is known per request from
+/// its `Baton-*` headers ([`Caller::from_headers`]). `any_host`: accept any
+/// `Host` (the server listens beyond loopback, behind its token); else only
+/// loopback names, against DNS rebinding.
+pub fn http_service(
+    engine: Arc<Engine>,
+    any_host: bool,
+    stop: tokio_util::sync::CancellationToken,
+) -> rmcp::transport::streamable_http_server::StreamableHttpService<
+    tools::Baton,
+    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+> {
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    };
+    let mut config = StreamableHttpServerConfig::default().with_cancellation_token(stop);
+    if any_host {
+        config = config.with_allowed_hosts(Vec::<String>::new());
+    }
+    StreamableHttpService::new(
+        move || Ok(tools::Baton::new(engine.clone(), Caller::default())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    )
+}
+
 /// Serves MCP over stdin/stdout until stdin closes.
 pub fn serve_stdio(project: Project) -> Result<(), baton_engine::Error> {
     let engine = Engine::open(project, Arc::new(baton_engine::engine::Silent))?;

@@ -169,13 +169,22 @@ impl Baton {
         }
     }
 
+    /// Who calls: over HTTP, the request's `Baton-*` headers; over stdio,
+    /// the environment baton gave the agent.
+    fn caller_of(&self, ext: &rmcp::model::Extensions) -> Arc<Caller> {
+        match ext.get::<http::request::Parts>() {
+            Some(parts) => Arc::new(Caller::from_headers(&parts.headers)),
+            None => self.caller.clone(),
+        }
+    }
+
     /// Runs `f` with the project's agents on a blocking thread.
     async fn with_agents<T: Send + 'static>(
         &self,
+        caller: Arc<Caller>,
         f: impl FnOnce(&Agents<'_>, &Caller) -> Result<T, ToolError> + Send + 'static,
     ) -> Result<T, ToolError> {
         let engine = self.engine.clone();
-        let caller = self.caller.clone();
         tokio::task::spawn_blocking(move || {
             let agents = engine.agents()?;
             f(&agents, &caller)
@@ -186,9 +195,9 @@ impl Baton {
 
     async fn blocking<T: Send + 'static>(
         &self,
+        caller: Arc<Caller>,
         f: impl FnOnce(&Caller) -> Result<T, ToolError> + Send + 'static,
     ) -> Result<T, ToolError> {
-        let caller = self.caller.clone();
         tokio::task::spawn_blocking(move || f(&caller))
             .await
             .map_err(|e| ToolError(Error::op(format!("the tool call panicked: {e}"))))?
@@ -263,9 +272,10 @@ impl Baton {
     )]
     async fn request_review(
         &self,
+        ext: rmcp::model::Extensions,
         Parameters(input): Parameters<RequestReviewInput>,
     ) -> Result<Json<ReviewStarted>, ToolError> {
-        self.with_agents(move |agents, caller| {
+        self.with_agents(self.caller_of(&ext), move |agents, caller| {
             // The instance to review is the caller's: when it does not
             // exist, the parent is not found, as with `baton agent review`.
             let me = caller_instance(agents, caller, Kind::Coding, "request_review").map_err(
@@ -329,9 +339,10 @@ impl Baton {
     )]
     async fn create_pr(
         &self,
+        ext: rmcp::model::Extensions,
         Parameters(input): Parameters<PullRequestInput>,
     ) -> Result<Json<PullRequestOpened>, ToolError> {
-        self.with_agents(move |agents, caller| {
+        self.with_agents(self.caller_of(&ext), move |agents, caller| {
             let me = caller_instance(agents, caller, Kind::Coding, "create_pr")?;
             if me.status == Status::PrCreated
                 && let Some(pr) = pull_request_of(&me)
@@ -364,9 +375,10 @@ impl Baton {
     )]
     async fn merge_back(
         &self,
+        ext: rmcp::model::Extensions,
         Parameters(input): Parameters<MergeBackInput>,
     ) -> Result<Json<MergedBack>, ToolError> {
-        self.with_agents(move |agents, caller| {
+        self.with_agents(self.caller_of(&ext), move |agents, caller| {
             let me = caller_instance(agents, caller, Kind::Review, "merge_back")?;
             let r = me.review().expect("a review").clone();
             let done_before = r.decision == Some(Decision::MergeBack)
@@ -397,9 +409,10 @@ impl Baton {
     )]
     async fn push_to_github(
         &self,
+        ext: rmcp::model::Extensions,
         Parameters(input): Parameters<PullRequestInput>,
     ) -> Result<Json<PullRequestOpened>, ToolError> {
-        self.with_agents(move |agents, caller| {
+        self.with_agents(self.caller_of(&ext), move |agents, caller| {
             let me = caller_instance(agents, caller, Kind::Review, "push_to_github")?;
             let r = me.review().expect("a review").clone();
             let owner = if r.decision == Some(Decision::PushToGithub) {
@@ -427,9 +440,10 @@ impl Baton {
     )]
     async fn phase_complete(
         &self,
+        ext: rmcp::model::Extensions,
         Parameters(input): Parameters<PhaseCompleteInput>,
     ) -> Result<Json<Recorded>, ToolError> {
-        self.blocking(move |caller| {
+        self.blocking(self.caller_of(&ext), move |caller| {
             let file = summary_file(caller, "phase_complete")?;
             if input.summary.trim().is_empty() {
                 return Err(refused(
@@ -466,9 +480,10 @@ impl Baton {
     )]
     async fn report_blocker(
         &self,
+        ext: rmcp::model::Extensions,
         Parameters(input): Parameters<BlockerInput>,
     ) -> Result<Json<Recorded>, ToolError> {
-        self.blocking(move |caller| {
+        self.blocking(self.caller_of(&ext), move |caller| {
             let file = summary_file(caller, "report_blocker")?;
             if input.reason.trim().is_empty() {
                 return Err(refused(
@@ -493,12 +508,13 @@ impl Baton {
     )]
     async fn checkpoint(
         &self,
+        ext: rmcp::model::Extensions,
         Parameters(input): Parameters<CheckpointInput>,
     ) -> Result<Json<CheckpointTaken>, ToolError> {
-        let in_instance = self.caller.instance.is_some();
+        let in_instance = self.caller_of(&ext).instance.is_some();
         if in_instance {
             return self
-                .with_agents(move |agents, caller| {
+                .with_agents(self.caller_of(&ext), move |agents, caller| {
                     let id = caller.instance.clone().expect("checked");
                     let seq = agents.checkpoint(&id, &input.note)?;
                     Ok(Json(CheckpointTaken {
@@ -507,7 +523,7 @@ impl Baton {
                 })
                 .await;
         }
-        self.blocking(move |caller| {
+        self.blocking(self.caller_of(&ext), move |caller| {
             let file = summary_file(caller, "checkpoint")?;
             let note = input.note.trim().to_string();
             if note.is_empty() {

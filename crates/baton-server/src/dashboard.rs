@@ -48,7 +48,8 @@ pub async fn stream(
     Sse::new(events).keep_alive(KeepAlive::default())
 }
 
-/// Watches the store; returns the receiver every stream clones.
+/// Watches the store; returns the receiver every stream clones. When
+/// `stop` is set the watcher ends, and with it every open stream.
 pub fn watch_store(eng: Arc<Engine>, stop: Arc<AtomicBool>) -> watch::Receiver<u64> {
     let (tx, rx) = watch::channel(0u64);
     std::thread::Builder::new()

@@ -94,27 +94,48 @@ pub fn serve(
             app.clone(),
             auth::require_token,
         ));
+    let mcp_stop = tokio_util::sync::CancellationToken::new();
+    let mcp = axum::Router::new()
+        .route_service(
+            "/mcp",
+            baton_mcp::http_service(eng.clone(), !local.ip().is_loopback(), mcp_stop.clone()),
+        )
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            auth::require_token,
+        ));
     let router = axum::Router::new()
         .route("/", axum::routing::get(dashboard::page))
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
         .merge(webhook::routes(settings.max_body))
         .merge(api)
+        .merge(mcp)
         .with_state(app);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     observer.info(&format!(
-        "baton serve: listening on http://{local} (dashboard at /, API at /api/v1, webhooks at /webhooks/github), store {}",
+        "baton serve: listening on http://{local} (dashboard at /, API at /api/v1, webhooks at /webhooks/github, MCP at /mcp), store {}",
         eng.store.describe()
     ));
+    let stopping = {
+        let (stop, observer) = (stop.clone(), observer.clone());
+        async move {
+            signalled().await;
+            observer.info("baton serve: stopping: interrupting the task runs it started");
+            // Ends the task runs, the dashboards' event streams and the MCP
+            // sessions, so the requests in flight can finish.
+            stop.store(true, Ordering::SeqCst);
+            mcp_stop.cancel();
+        }
+    };
     let served = rt.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;
         axum::serve(listener, router)
-            .with_graceful_shutdown(signalled())
+            .with_graceful_shutdown(stopping)
             .await
     });
-    observer.info("baton serve: stopping: interrupting the task runs it started");
     stop.store(true, Ordering::SeqCst);
     handoff.finish();
     supervisor.finish();
