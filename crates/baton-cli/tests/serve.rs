@@ -773,8 +773,12 @@ fn the_dashboard_shows_tasks_live_in_a_real_browser() {
         Value::Bool(true),
         "nothing spills sideways on a phone"
     );
-    drop(b);
+    // Stopped while the page is still open and listening: the event
+    // stream ends, and the server exits at once.
+    let t = std::time::Instant::now();
     assert_eq!(server.stop().code(), Some(0));
+    assert!(t.elapsed() < std::time::Duration::from_secs(10), "{:?}", t.elapsed());
+    drop(b);
 }
 
 /// One JSON-RPC message to `/mcp`, as a Streamable HTTP client sends it;
