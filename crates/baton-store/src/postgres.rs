@@ -26,7 +26,8 @@
 //! The rooms: `sql` (migrations and statements), `session` (the prepared
 //! statement cache, transactions, test fault points), `write` (task and
 //! projection writes), `connect` (connecting, reconnecting, error
-//! classification, URL places and redaction) and `store` (`impl Store`).
+//! classification, URL places and redaction), `tls` (TLS through rustls
+//! with libpq's sslmode meanings) and `store` (`impl Store`).
 
 mod connect;
 mod deliveries;
@@ -36,6 +37,7 @@ mod sql;
 mod store;
 #[cfg(test)]
 mod tests;
+mod tls;
 mod write;
 
 use postgres::{Client, Config};
@@ -46,6 +48,8 @@ use std::time::Duration;
 /// A store in a PostgreSQL database.
 pub struct PgStore {
     config: Config,
+    /// TLS for every connection (`tls.rs`: libpq's sslmode meanings).
+    tls: tokio_postgres_rustls::MakeRustlsConnect,
     /// `host:port`, for connection errors.
     target: String,
     /// `host:port/db`, for [`Store::describe`](crate::Store::describe).

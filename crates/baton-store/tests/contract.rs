@@ -1259,3 +1259,91 @@ fn deliveries_are_stored_once_and_settled_once(b: &Backend) {
         .sum();
     assert_eq!(news, 8);
 }
+
+// ----- TLS -------------------------------------------------------------------
+
+/// A CA, and a server certificate it signed for `names`: (CA PEM, chain PEM, key PEM).
+fn certificates(names: &[&str]) -> (String, String, String) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(DnType::CommonName, "baton test CA");
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let mut server =
+        CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).unwrap();
+    server.distinguished_name.push(DnType::CommonName, names[0]);
+    let cert = server
+        .signed_by(&key, &Issuer::from_params(&ca, &ca_key))
+        .unwrap();
+    (ca_cert.pem(), cert.pem(), key.serialize_pem())
+}
+
+/// A managed PostgreSQL demands TLS: `require` connects (unverified, as
+/// libpq), `verify-full` checks the chain against `sslrootcert` and the
+/// host name, `verify-ca` only the chain; a wrong CA, a wrong name under
+/// verify-full, and plain TCP are refused, each with a clear reason.
+#[test]
+fn postgres_over_tls_honours_sslmode() {
+    // The server's certificate names `localhost` only, not 127.0.0.1.
+    let (ca, cert, key) = certificates(&["localhost"]);
+    let cluster = PgCluster::start_tls(&cert, &key);
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, &ca).unwrap();
+    let (other_ca, _, _) = certificates(&["localhost"]);
+    let other_file = dir.path().join("other-ca.pem");
+    std::fs::write(&other_file, &other_ca).unwrap();
+    let port = cluster.port();
+    let url =
+        |host: &str, q: &str| format!("postgres://{}@{host}:{port}/postgres?{q}", pg::SUPERUSER);
+    let open = |u: String| PgStore::connect(&u, Duration::from_secs(1));
+
+    let s = open(url("127.0.0.1", "sslmode=require")).unwrap_or_else(|e| panic!("require: {e}"));
+    assert!(s.check().unwrap().is_empty());
+    // This server refuses plain TCP, so that connection was encrypted.
+    assert!(
+        postgres::Client::connect(&url("127.0.0.1", "sslmode=disable"), postgres::NoTls).is_err(),
+        "plain TCP is refused by this server"
+    );
+    let (ca_q, other_q) = (
+        format!("sslmode=verify-full&sslrootcert={}", ca_file.display()),
+        format!("sslmode=verify-full&sslrootcert={}", other_file.display()),
+    );
+    open(url("localhost", &ca_q)).unwrap_or_else(|e| panic!("verify-full: {e}"));
+    match open(url("127.0.0.1", &ca_q)) {
+        Err(Error::Connect { reason, .. }) => {
+            assert!(reason.to_lowercase().contains("certificate"), "{reason}")
+        }
+        other => panic!(
+            "verify-full with the wrong name connected: {:?}",
+            other.err()
+        ),
+    }
+    open(url(
+        "127.0.0.1",
+        &format!("sslmode=verify-ca&sslrootcert={}", ca_file.display()),
+    ))
+    .unwrap_or_else(|e| panic!("verify-ca: {e}"));
+    match open(url("localhost", &other_q)) {
+        Err(Error::Connect { reason, .. }) => {
+            assert!(reason.to_lowercase().contains("certificate"), "{reason}")
+        }
+        other => panic!("an unknown CA was trusted: {:?}", other.err()),
+    }
+    match open(url("localhost", "sslmode=disable")) {
+        Err(Error::Connect { reason, .. }) => assert!(
+            reason.contains("no encryption") || reason.contains("pg_hba"),
+            "{reason}"
+        ),
+        other => panic!("plain TCP connected: {:?}", other.err()),
+    }
+    match open(url("localhost", "sslmode=sometimes")) {
+        Err(Error::InvalidUrl { reason, .. }) => {
+            assert!(reason.contains("sslmode=sometimes"), "{reason}")
+        }
+        other => panic!("a bad sslmode was accepted: {:?}", other.err()),
+    }
+}

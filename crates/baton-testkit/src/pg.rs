@@ -71,6 +71,17 @@ impl PgCluster {
     /// Creates a fresh cluster (`initdb`) and starts it (`pg_ctl start -w`).
     /// Panics, with the server's log, if anything fails.
     pub fn start() -> PgCluster {
+        Self::start_with(None)
+    }
+
+    /// A cluster that takes TCP connections over TLS only (`ssl = on` with
+    /// the given PEM certificate chain and key; `hostnossl` refused), as a
+    /// managed PostgreSQL does.
+    pub fn start_tls(cert_pem: &str, key_pem: &str) -> PgCluster {
+        Self::start_with(Some((cert_pem, key_pem)))
+    }
+
+    fn start_with(tls: Option<(&str, &str)>) -> PgCluster {
         let bindir = server_bindir();
         let run_as = if effective_uid() == 0 {
             Some(unprivileged_user())
@@ -124,6 +135,32 @@ impl PgCluster {
             cluster.dir.display()
         )
         .expect("postgresql.conf is writable");
+        if let Some((cert, key)) = tls {
+            use std::os::unix::fs::PermissionsExt;
+            for (name, pem) in [("server.crt", cert), ("server.key", key)] {
+                let path = cluster.data.join(name);
+                std::fs::write(&path, pem).expect("the cluster's folder is writable");
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                    .expect("chmod");
+                if let Some((uid, gid)) = run_as {
+                    std::os::unix::fs::chown(&path, Some(uid), Some(gid)).expect("chown");
+                }
+            }
+            writeln!(
+                conf,
+                "ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n"
+            )
+            .expect("postgresql.conf is writable");
+            let hba = cluster.data.join("pg_hba.conf");
+            let rules = std::fs::read_to_string(&hba).expect("pg_hba.conf exists after initdb");
+            std::fs::write(
+                &hba,
+                format!(
+                    "hostnossl all all 0.0.0.0/0 reject\nhostnossl all all ::/0 reject\n{rules}"
+                ),
+            )
+            .expect("pg_hba.conf is writable");
+        }
         drop(conf);
 
         // A free port can be taken by someone else between our probe and the

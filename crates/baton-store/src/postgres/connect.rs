@@ -7,7 +7,7 @@ use super::session::{Attempt, Conn, Fail};
 use super::sql::{CHANNEL, MIGRATIONS, SCHEMA_LOCK, WORK_THERE};
 use crate::{Error, Result};
 use postgres::config::Host;
-use postgres::{Client, Config, NoTls};
+use postgres::{Client, Config};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -27,7 +27,13 @@ impl PgStore {
     /// down is reported at once, as [`Error::Connect`]), except that a
     /// server still starting up is waited for, up to `reconnect_for`.
     pub fn connect(url: &str, reconnect_for: Duration) -> Result<PgStore> {
-        let mut config: Config = url
+        let invalid = |reason: String| Error::InvalidUrl {
+            url: redact(url),
+            reason,
+        };
+        let (rest, tls) = super::tls::split(url).map_err(invalid)?;
+        let connector = tls.connector().map_err(invalid)?;
+        let mut config: Config = rest
             .parse()
             .map_err(|e: postgres::Error| Error::InvalidUrl {
                 url: redact(url),
@@ -57,9 +63,11 @@ impl PgStore {
         if config.get_application_name().is_none() {
             config.application_name("baton");
         }
+        config.ssl_mode(tls.ssl_mode());
         let (target, place) = places(&config);
         let store = PgStore {
             config,
+            tls: connector,
             target,
             place,
             reconnect_for,
@@ -96,12 +104,12 @@ impl PgStore {
 
     fn open(&self, timeout: Option<Duration>) -> Result<Conn, postgres::Error> {
         let client = match timeout {
-            None => self.config.connect(NoTls)?,
+            None => self.config.connect(self.tls.clone())?,
             Some(t) => self
                 .config
                 .clone()
                 .connect_timeout(t.max(Duration::from_millis(100)))
-                .connect(NoTls)?,
+                .connect(self.tls.clone())?,
         };
         Ok(Conn {
             client,
