@@ -777,7 +777,11 @@ fn the_dashboard_shows_tasks_live_in_a_real_browser() {
     // stream ends, and the server exits at once.
     let t = std::time::Instant::now();
     assert_eq!(server.stop().code(), Some(0));
-    assert!(t.elapsed() < std::time::Duration::from_secs(10), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        t.elapsed()
+    );
     drop(b);
 }
 

@@ -21,7 +21,9 @@ mod restore;
 mod resume;
 mod supervise;
 
-pub use deliver::{Decision, HandedOver, Passed, new_delivery};
+pub use deliver::{
+    Decision, HandedOver, Passed, awaited_events, ignored, moves_instances, new_delivery,
+};
 pub use manage::CLEANED;
 pub use supervise::{AutoRestart, Need, Triage};
 

@@ -25,7 +25,8 @@ pub mod workspace;
 
 pub use engine::{
     AutoRestart, Decision, Engine, HandedOver, Imported, Need, Observer, Outcome, Passed,
-    ResumeOptions, RunOptions, Triage, new_delivery, new_uuid,
+    ResumeOptions, RunOptions, Triage, awaited_events, ignored, moves_instances, new_delivery,
+    new_uuid,
 };
 pub use error::Error;
 pub use project::Project;

@@ -1,6 +1,7 @@
 //! Handing recorded deliveries to the tasks, off the request path: one
 //! thread takes them in order (so two deliveries never pass one task at
-//! once in this process) and settles each; every task a delivery passed
+//! once in this process), those waiting together as one batch settled in
+//! one commit; every task a delivery passed
 //! runs on in a thread of its own, under its lease, like `baton resume`.
 //! At start, the deliveries a crash left unsettled are handed over first.
 
@@ -9,6 +10,9 @@ use baton_store::NewDelivery;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+
+/// The most deliveries handed over, and settled in one commit, together.
+const BATCH: usize = 64;
 
 pub struct Handoff {
     tx: Mutex<Option<mpsc::Sender<NewDelivery>>>,
@@ -27,16 +31,23 @@ impl Handoff {
                 .spawn(move || {
                     match eng.store.unsettled_deliveries() {
                         Ok(left) => {
-                            for d in left {
-                                hand_over(&eng, &d, &branch_pattern, &runs);
+                            for batch in left.chunks(BATCH) {
+                                hand_over(&eng, batch, &branch_pattern, &runs);
                             }
                         }
                         Err(e) => eng.observer().info(&format!(
                             "warning: cannot read the deliveries left unsettled: {e}"
                         )),
                     }
-                    while let Ok(d) = rx.recv() {
-                        hand_over(&eng, &d, &branch_pattern, &runs);
+                    while let Ok(first) = rx.recv() {
+                        let mut batch = vec![first];
+                        while batch.len() < BATCH {
+                            match rx.try_recv() {
+                                Ok(d) => batch.push(d),
+                                Err(_) => break,
+                            }
+                        }
+                        hand_over(&eng, &batch, &branch_pattern, &runs);
                     }
                 })
                 .expect("a thread starts")
@@ -77,26 +88,37 @@ impl Handoff {
 
 fn hand_over(
     eng: &Arc<Engine>,
-    d: &NewDelivery,
+    batch: &[NewDelivery],
     branch_pattern: &str,
     runs: &Arc<Mutex<Vec<JoinHandle<()>>>>,
 ) {
-    let handed = match eng.hand_over(d, branch_pattern) {
-        Ok(h) => h,
-        Err(e) => {
+    let mut settled = Vec::new();
+    let mut passed = Vec::new();
+    for d in batch {
+        match eng.hand_over(d, branch_pattern) {
+            Ok(h) => {
+                eng.observer().info(&format!(
+                    "delivery {} ({}): {}: {}",
+                    d.id, h.name, h.settlement.decision, h.settlement.why
+                ));
+                settled.push((d.id.clone(), h.settlement));
+                passed.extend(h.passed);
+            }
             // Left unsettled: handed over again at the next start.
-            eng.observer()
-                .info(&format!("warning: delivery {} not handed over: {e}", d.id));
-            return;
+            Err(e) => eng
+                .observer()
+                .info(&format!("warning: delivery {} not handed over: {e}", d.id)),
         }
-    };
-    eng.observer().info(&format!(
-        "delivery {} ({}): {}: {}",
-        d.id, handed.name, handed.settlement.decision, handed.settlement.why
-    ));
+    }
+    // Settled together, in one commit; before the passed tasks run on.
+    if let Err(e) = eng.store.settle_deliveries(&settled) {
+        eng.observer().info(&format!(
+            "warning: deliveries not settled (handed over again at the next start): {e}"
+        ));
+    }
     let mut running = runs.lock().unwrap_or_else(|p| p.into_inner());
     running.retain(|h| !h.is_finished());
-    for p in handed.passed {
+    for p in passed {
         let eng = eng.clone();
         running.push(std::thread::spawn(move || {
             let id = p.id.clone();

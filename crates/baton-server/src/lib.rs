@@ -8,8 +8,8 @@
 //! request path, and the tasks they passed run on), `supervisor` (crashed
 //! tasks restarted, due timers woken), `runner` (the task runs it starts as
 //! processes), `api` with `views` (the JSON API and its OpenAPI document),
-//! `auth` (the API's token) and `dashboard` (the page at `/` and its live
-//! event stream).
+//! `auth` (the API's token), `dashboard` (the page at `/` and its live
+//! event stream) and `watch` (what the store holds that those follow).
 
 mod api;
 mod auth;
@@ -20,6 +20,7 @@ mod runner;
 pub mod signature;
 mod supervisor;
 pub mod views;
+mod watch;
 mod webhook;
 
 use baton_engine::config::{ServerSettings, SupervisorSettings};
@@ -36,8 +37,8 @@ struct App {
     recorder: recorder::Recorder,
     handoff: Arc<handoff::Handoff>,
     runs: Arc<runner::Runs>,
-    /// Bumped when a task or a delivery changed (`dashboard::watch_store`).
-    changes: tokio::sync::watch::Receiver<u64>,
+    /// What the store watcher keeps: changes, awaited event names.
+    watched: watch::Watched,
 }
 
 /// Serves, and supervises the tasks, until SIGTERM or SIGINT: then it stops accepting, finishes the
@@ -77,7 +78,7 @@ pub fn serve(
         recorder: recorder::Recorder::start(writer_store),
         handoff: handoff.clone(),
         runs: runs.clone(),
-        changes: dashboard::watch_store(eng.clone(), stop.clone()),
+        watched: watch::start(eng.clone(), stop.clone()),
     };
     let (api, doc) = api::routes();
     let doc = Arc::new(doc.to_pretty_json().expect("the OpenAPI document is JSON"));

@@ -3,8 +3,9 @@
 //! nothing is stored; a body that is not JSON, or a missing event or
 //! delivery header, is 400; `ping` is 200. Any other delivery is stored
 //! (durably, in a group commit) and answered 202, then handed to the tasks
-//! off the request path; a delivery id stored before is a redelivery:
-//! 200, and nothing changes.
+//! off the request path (one whose event no stored workflow waits for is
+//! stored as ignored at once, without its body); a delivery id stored
+//! before is a redelivery: 200, and nothing changes.
 
 use super::App;
 use crate::signature;
@@ -135,10 +136,22 @@ async fn github(
         );
     };
     let now = baton_core::Timestamp(jiff::Timestamp::now().as_millisecond());
-    let d = baton_engine::new_delivery(id.clone(), event, &payload, text, now);
+    let mut d = baton_engine::new_delivery(id.clone(), event, &payload, text, now);
+    let name = baton_core::webhook::Delivery {
+        event: &d.event,
+        payload: &payload,
+    }
+    .name();
+    if !app.watched.awaited(&name) && !baton_engine::moves_instances(&d.event, d.action.as_deref())
+    {
+        // For no task: recorded as ignored as it arrives, no hand-over.
+        d.settled = Some(baton_engine::ignored(&name, now));
+    }
     match app.recorder.record(d.clone()).await {
         Ok(true) => {
-            app.handoff.send(d);
+            if d.settled.is_none() {
+                app.handoff.send(d);
+            }
             (
                 StatusCode::ACCEPTED,
                 Json(json!({"delivery": id, "accepted": true})),

@@ -23,6 +23,9 @@ pub struct NewDelivery {
     pub repository: Option<String>,
     /// The JSON body, kept until the delivery is settled.
     pub payload: String,
+    /// Already settled as it arrives (an event no task waits for): stored
+    /// so, without its body.
+    pub settled: Option<Settlement>,
 }
 
 /// What a delivery did to one task.
@@ -66,9 +69,10 @@ pub trait DeliveryStore: Send + Sync {
     /// an id already stored, or earlier in `new`.
     fn record_deliveries(&self, new: &[NewDelivery]) -> Result<Vec<bool>>;
 
-    /// Settles delivery `id` if it is still unsettled; `false` if it was
-    /// settled already (by another server) or is unknown.
-    fn settle_delivery(&self, id: &str, how: &Settlement) -> Result<bool>;
+    /// Settles each delivery still unsettled, in one transaction; per
+    /// delivery `false` if it was settled already (by another server) or
+    /// is unknown.
+    fn settle_deliveries(&self, settled: &[(String, Settlement)]) -> Result<Vec<bool>>;
 
     /// The newest `limit` deliveries, newest first.
     fn deliveries(&self, limit: usize) -> Result<Vec<DeliveryRow>>;

@@ -1173,6 +1173,7 @@ fn delivery(id: &str, at: i64) -> baton_store::NewDelivery {
         action: Some("opened".into()),
         repository: Some("octocat/Hello-World".into()),
         payload: format!("{{\"n\":\"{id}\"}}"),
+        settled: None,
     }
 }
 
@@ -1211,14 +1212,21 @@ fn deliveries_are_stored_once_and_settled_once(b: &Backend) {
             why: "resumed at wait-pr".into(),
         }],
     };
-    assert!(s.settle_delivery("d1", &how).unwrap());
+    assert_eq!(
+        s.settle_deliveries(&[("d1".into(), how.clone())]).unwrap(),
+        [true]
+    );
     // Settled once: a second server's settlement does not overwrite it.
     let late = Settlement {
         decision: "skipped".into(),
         ..how.clone()
     };
-    assert!(!other.settle_delivery("d1", &late).unwrap());
-    assert!(!other.settle_delivery("nope", &late).unwrap());
+    assert_eq!(
+        other
+            .settle_deliveries(&[("d1".into(), late.clone()), ("nope".into(), late)])
+            .unwrap(),
+        [false, false]
+    );
 
     let all = other.deliveries(10).unwrap();
     assert_eq!(
@@ -1241,6 +1249,29 @@ fn deliveries_are_stored_once_and_settled_once(b: &Backend) {
             .map(|d| d.id)
             .collect::<Vec<_>>(),
         ["d2", "d3"]
+    );
+
+    // One that no task waits for is stored settled, without its body.
+    let ignored = Settlement {
+        at: Timestamp(50),
+        decision: "ignored".into(),
+        why: "no task waits for github.push".into(),
+        tasks: vec![],
+    };
+    let push = baton_store::NewDelivery {
+        settled: Some(ignored.clone()),
+        ..delivery("d4", 50)
+    };
+    assert_eq!(s.record_deliveries(&[push]).unwrap(), [true]);
+    let d4 = s.deliveries(1).unwrap().remove(0);
+    assert_eq!((d4.id.as_str(), d4.decision.as_str()), ("d4", "ignored"));
+    assert_eq!(d4.settled_at, Some(Timestamp(50)));
+    assert!(
+        s.unsettled_deliveries()
+            .unwrap()
+            .iter()
+            .all(|d| d.id != "d4"),
+        "settled as it arrived"
     );
 
     // Many servers at once, the same ids: each id is new exactly once.

@@ -55,6 +55,8 @@ pub fn run(project: &Project, args: DeliverArgs, printer: &Arc<Printer>) -> Resu
         return Ok(Exit::Done);
     }
     let handed = eng.hand_over(&d, &args.branch_pattern)?;
+    eng.store
+        .settle_deliveries(&[(id.clone(), handed.settlement.clone())])?;
     let mut exit = Exit::Done;
     let mut outcomes = std::collections::BTreeMap::new();
     for p in handed.passed {

@@ -16,6 +16,7 @@ use baton_core::machine::Input;
 use baton_core::webhook::{self, Delivery, Verdict};
 use baton_store::{NewDelivery, Settlement, TaskDecision};
 use serde_json::Value;
+use std::collections::BTreeSet;
 
 /// A delivery as it is stored: its id, event type and body, with the
 /// action and repository read from the body.
@@ -37,6 +38,7 @@ pub fn new_delivery(
         received_at: at,
         event,
         payload: body,
+        settled: None,
     }
 }
 
@@ -72,8 +74,9 @@ pub struct HandedOver {
 
 impl Engine {
     /// Hands stored delivery `d` to the tasks (head branches read with
-    /// `branch_pattern`), settles it with what it did, and returns the
-    /// tasks it passed, held.
+    /// `branch_pattern`) and returns what it did, to be stored with
+    /// `DeliveryStore::settle_deliveries` (several at once where several
+    /// were handed over together), and the tasks it passed, held.
     pub fn hand_over(&self, d: &NewDelivery, branch_pattern: &str) -> Result<HandedOver> {
         let payload = match serde_json::from_str::<Value>(&d.payload) {
             Ok(v) => v,
@@ -85,7 +88,6 @@ impl Engine {
                     why: format!("its body is not JSON: {e}"),
                     tasks: Vec::new(),
                 };
-                self.store.settle_delivery(&d.id, &settlement)?;
                 return Ok(HandedOver {
                     name: format!("github.{}", d.event),
                     decisions: Vec::new(),
@@ -109,7 +111,6 @@ impl Engine {
                 settlement.why = format!("{}; {said}", settlement.why);
             }
         }
-        self.store.settle_delivery(&d.id, &settlement)?;
         Ok(HandedOver {
             name,
             decisions,
@@ -121,7 +122,7 @@ impl Engine {
     /// A closed pull request moves the coding instances that opened it to
     /// `pr_merged` / `pr_closed`; says what it did.
     fn close_instances(&self, d: &Delivery<'_>) -> Result<Vec<String>> {
-        if d.event != "pull_request" || d.action() != Some("closed") {
+        if !moves_instances(d.event, d.action()) {
             return Ok(Vec::new());
         }
         let Some(url) = d.value_at("pull_request.html_url") else {
@@ -257,6 +258,36 @@ fn passed_by(state: &baton_core::TaskState, id: &str) -> Option<String> {
                 && p.arrived.as_ref().is_some_and(|a| a.delivery == id)
         })
         .map(|p| p.id.to_string())
+}
+
+/// How a delivery no task waits for is settled as it arrives.
+pub fn ignored(name: &str, at: baton_core::Timestamp) -> Settlement {
+    settlement(name, &[], at)
+}
+
+/// The event names the wait phases of `definitions` (stored workflow
+/// definitions, as JSON) expect: a delivery of any other name is for no
+/// task (but a closed pull request may still move agent instances).
+pub fn awaited_events<'a>(definitions: impl Iterator<Item = &'a str>) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for json in definitions {
+        if let Ok(wf) = serde_json::from_str::<baton_core::Workflow>(json) {
+            for p in &wf.phases {
+                if let baton_core::workflow::PhaseKind::Wait(
+                    baton_core::workflow::WaitSpec::Event { event, .. },
+                ) = &p.kind
+                {
+                    names.insert(event.clone());
+                }
+            }
+        }
+    }
+    names
+}
+
+/// Whether a delivery may move agent instances whatever the tasks await.
+pub fn moves_instances(event: &str, action: Option<&str>) -> bool {
+    event == "pull_request" && action == Some("closed")
 }
 
 /// What a delivery did, as stored: `resumed` if it passed a task's wait,

@@ -1,8 +1,9 @@
 //! [`DeliveryStore`] for PostgreSQL: a batch of new deliveries is one
 //! `INSERT … SELECT FROM unnest(…) ON CONFLICT DO NOTHING RETURNING id`, so
-//! one round trip and one commit for all of them. A retry after a lost
-//! connection cannot tell its own insert from an earlier server's, so it
-//! counts the ids it finds with its own `received_at` stamp as its own.
+//! one round trip and one commit for all of them; settlements likewise. A
+//! retry after a lost connection cannot tell its own insert from an
+//! earlier server's, so it counts the ids it finds with its own
+//! `received_at` stamp as its own.
 
 use super::PgStore;
 use crate::Result;
@@ -13,14 +14,15 @@ use crate::deliveries::{
 use baton_core::Timestamp;
 use std::collections::HashSet;
 
-const INSERT: &str = "INSERT INTO deliveries (id, received_at, event, action, repository, payload, decision, why, tasks)
-     SELECT d.*, $7, '', '[]' FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[]) AS d
+const INSERT: &str = "INSERT INTO deliveries (id, received_at, event, action, repository, payload, settled_at, decision, why, tasks)
+     SELECT d.* FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[], $10::text[]) AS d
      ON CONFLICT (id) DO NOTHING RETURNING id";
-const MINE: &str =
-    "SELECT id FROM deliveries WHERE id = ANY($1) AND received_at = ANY($2) AND payload = ANY($3)";
-const SETTLE: &str =
-    "UPDATE deliveries SET settled_at = $2, decision = $3, why = $4, tasks = $5, payload = NULL
-     WHERE id = $1 AND settled_at IS NULL";
+const MINE: &str = "SELECT id FROM deliveries WHERE id = ANY($1) AND received_at = ANY($2)";
+const SETTLE: &str = "WITH s AS (
+        SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[]) AS s(id, at, decision, why, tasks)
+     )
+     UPDATE deliveries d SET settled_at = s.at, decision = s.decision, why = s.why, tasks = s.tasks, payload = NULL
+     FROM s WHERE d.id = s.id AND d.settled_at IS NULL RETURNING d.id";
 const NEWEST: &str =
     "SELECT id, received_at, event, action, repository, settled_at, decision, why, tasks
      FROM deliveries ORDER BY received_at DESC, id DESC LIMIT $1";
@@ -41,35 +43,60 @@ impl DeliveryStore for PgStore {
         let events: Vec<&str> = batch.iter().map(|d| d.event.as_str()).collect();
         let actions: Vec<Option<&str>> = batch.iter().map(|d| d.action.as_deref()).collect();
         let repos: Vec<Option<&str>> = batch.iter().map(|d| d.repository.as_deref()).collect();
-        let payloads: Vec<&str> = batch.iter().map(|d| d.payload.as_str()).collect();
+        let payloads: Vec<Option<&str>> = batch
+            .iter()
+            .map(|d| d.settled.is_none().then_some(d.payload.as_str()))
+            .collect();
+        let settled_at: Vec<Option<i64>> = batch
+            .iter()
+            .map(|d| d.settled.as_ref().map(|s| s.at.millis()))
+            .collect();
+        let decisions: Vec<&str> = batch
+            .iter()
+            .map(|d| d.settled.as_ref().map_or(PENDING, |s| s.decision.as_str()))
+            .collect();
+        let whys: Vec<&str> = batch
+            .iter()
+            .map(|d| d.settled.as_ref().map_or("", |s| s.why.as_str()))
+            .collect();
+        let tasks: Vec<String> = batch
+            .iter()
+            .map(|d| {
+                d.settled
+                    .as_ref()
+                    .map_or_else(|| "[]".to_string(), |s| tasks_json(&s.tasks))
+            })
+            .collect();
         let inserted: HashSet<String> = self.run(|conn, retrying| {
             let mut db = conn.db();
+            let params: [&(dyn postgres::types::ToSql + Sync); 10] = [
+                &ids,
+                &at,
+                &events,
+                &actions,
+                &repos,
+                &payloads,
+                &settled_at,
+                &decisions,
+                &whys,
+                &tasks,
+            ];
+            let rest: HashSet<String> = db
+                .query(INSERT, &params)?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
             if retrying {
-                // The lost attempt may have committed: the rows that are
-                // exactly ours are ours.
+                // The lost attempt may have committed: the rows with our
+                // ids and our arrival times are ours.
                 let mine: HashSet<String> = db
-                    .query(MINE, &[&ids, &at, &payloads])?
-                    .iter()
-                    .map(|r| r.get(0))
-                    .collect();
-                let rest: HashSet<String> = db
-                    .query(
-                        INSERT,
-                        &[&ids, &at, &events, &actions, &repos, &payloads, &PENDING],
-                    )?
+                    .query(MINE, &[&ids, &at])?
                     .iter()
                     .map(|r| r.get(0))
                     .collect();
                 return Ok(mine.union(&rest).cloned().collect());
             }
-            Ok(db
-                .query(
-                    INSERT,
-                    &[&ids, &at, &events, &actions, &repos, &payloads, &PENDING],
-                )?
-                .iter()
-                .map(|r| r.get(0))
-                .collect())
+            Ok(rest)
         })?;
         Ok(new
             .iter()
@@ -78,15 +105,21 @@ impl DeliveryStore for PgStore {
             .collect())
     }
 
-    fn settle_delivery(&self, id: &str, how: &Settlement) -> Result<bool> {
-        let tasks = tasks_json(&how.tasks);
-        let n = self.run(|conn, _| {
-            Ok(conn.db().execute(
-                SETTLE,
-                &[&id, &how.at.millis(), &how.decision, &how.why, &tasks],
-            )?)
+    fn settle_deliveries(&self, settled: &[(String, Settlement)]) -> Result<Vec<bool>> {
+        let ids: Vec<&str> = settled.iter().map(|(id, _)| id.as_str()).collect();
+        let at: Vec<i64> = settled.iter().map(|(_, s)| s.at.millis()).collect();
+        let decisions: Vec<&str> = settled.iter().map(|(_, s)| s.decision.as_str()).collect();
+        let whys: Vec<&str> = settled.iter().map(|(_, s)| s.why.as_str()).collect();
+        let tasks: Vec<String> = settled.iter().map(|(_, s)| tasks_json(&s.tasks)).collect();
+        let done: HashSet<String> = self.run(|conn, _| {
+            Ok(conn
+                .db()
+                .query(SETTLE, &[&ids, &at, &decisions, &whys, &tasks])?
+                .iter()
+                .map(|r| r.get(0))
+                .collect())
         })?;
-        Ok(n == 1)
+        Ok(ids.iter().map(|id| done.contains(*id)).collect())
     }
 
     fn deliveries(&self, limit: usize) -> Result<Vec<DeliveryRow>> {
@@ -125,6 +158,7 @@ impl DeliveryStore for PgStore {
                 action: r.get(3),
                 repository: r.get(4),
                 payload: r.get::<_, Option<String>>(5).unwrap_or_default(),
+                settled: None,
             })
             .collect())
     }

@@ -17,19 +17,23 @@ impl DeliveryStore for SqliteStore {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
             let mut ins = tx.prepare_cached(
-                "INSERT INTO deliveries (id, received_at, event, action, repository, payload, decision, why, tasks)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, '', '[]') ON CONFLICT (id) DO NOTHING",
+                "INSERT INTO deliveries (id, received_at, event, action, repository, payload, settled_at, decision, why, tasks)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (id) DO NOTHING",
             )?;
             for (d, fresh) in new.iter().zip(fresh.iter_mut()) {
                 if *fresh {
+                    let s = d.settled.as_ref();
                     *fresh = ins.execute(params![
                         d.id,
                         d.received_at.millis(),
                         d.event,
                         d.action,
                         d.repository,
-                        d.payload,
-                        PENDING
+                        s.is_none().then_some(&d.payload),
+                        s.map(|s| s.at.millis()),
+                        s.map_or(PENDING, |s| s.decision.as_str()),
+                        s.map_or("", |s| s.why.as_str()),
+                        s.map_or_else(|| "[]".to_string(), |s| tasks_json(&s.tasks)),
                     ])? == 1;
                 }
             }
@@ -38,14 +42,29 @@ impl DeliveryStore for SqliteStore {
         Ok(fresh)
     }
 
-    fn settle_delivery(&self, id: &str, how: &Settlement) -> Result<bool> {
-        let conn = self.conn();
-        let n = conn.prepare_cached(
-            "UPDATE deliveries SET settled_at = ?2, decision = ?3, why = ?4, tasks = ?5, payload = NULL
-             WHERE id = ?1 AND settled_at IS NULL",
-        )?
-        .execute(params![id, how.at.millis(), how.decision, how.why, tasks_json(&how.tasks)])?;
-        Ok(n == 1)
+    fn settle_deliveries(&self, settled: &[(String, Settlement)]) -> Result<Vec<bool>> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut out = Vec::with_capacity(settled.len());
+        {
+            let mut up = tx.prepare_cached(
+                "UPDATE deliveries SET settled_at = ?2, decision = ?3, why = ?4, tasks = ?5, payload = NULL
+                 WHERE id = ?1 AND settled_at IS NULL",
+            )?;
+            for (id, how) in settled {
+                out.push(
+                    up.execute(params![
+                        id,
+                        how.at.millis(),
+                        how.decision,
+                        how.why,
+                        tasks_json(&how.tasks)
+                    ])? == 1,
+                );
+            }
+        }
+        tx.commit()?;
+        Ok(out)
     }
 
     fn deliveries(&self, limit: usize) -> Result<Vec<DeliveryRow>> {
@@ -92,6 +111,7 @@ impl DeliveryStore for SqliteStore {
                 action: r.get(3)?,
                 repository: r.get(4)?,
                 payload: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+                settled: None,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
