@@ -77,6 +77,8 @@ pub enum Command {
     Deliver(DeliverArgs),
     /// List the webhook deliveries received, newest first, with what each did.
     Deliveries(DeliveriesArgs),
+    /// Show (or clear) each repository's progress record: its task, stage and status.
+    Progress(ProgressArgs),
     /// Serve GitHub webhooks that resume the tasks waiting for them (see docs/server.md).
     Serve(ServeArgs),
     /// Manage the store: apply migrations, copy a project's history to another store.
@@ -124,6 +126,10 @@ pub struct RunArgs {
     /// and the git remote) instead of running it here; prints its id.
     #[arg(long)]
     pub queue: bool,
+    /// Start over, even where the repository's progress record says a
+    /// deleted task of this id and workflow got further.
+    #[arg(long)]
+    pub fresh: bool,
 }
 
 #[derive(Debug, Args)]
@@ -293,6 +299,18 @@ pub struct DeliveriesArgs {
     #[arg(long, default_value_t = 50)]
     pub limit: usize,
     /// Print them as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ProgressArgs {
+    /// The repository (`owner/name`, as the task's `repository` label); default: all.
+    pub repository: Option<String>,
+    /// Delete the repository's record (a deleted task then starts over).
+    #[arg(long, requires = "repository")]
+    pub clear: bool,
+    /// Print the records as JSON.
     #[arg(long)]
     pub json: bool,
 }

@@ -115,6 +115,9 @@ pub struct RunOptions {
     /// The task is a turn of this agent instance: it runs in the
     /// instance's worktree.
     pub instance: Option<baton_core::instance::InstanceId>,
+    /// Start over even where the repository's progress record says a
+    /// deleted task of this id and workflow got further (`--fresh`).
+    pub fresh: bool,
 }
 
 /// A CLI session begun outside baton, read from its native transcript.
@@ -323,6 +326,13 @@ impl Engine {
         committed?;
         if process_only {
             return Ok(());
+        }
+        if baton_core::progress::moves(&records)
+            && let Some(p) = baton_core::progress::of(&held.state)
+            && let Err(e) = self.store.put_progress(&p)
+        {
+            // A projection: the next stage writes it again.
+            tracing::warn!(task = %held.state.task_id, error = %e, "progress record not written");
         }
         let doc = document::render(
             &held.state,

@@ -11,6 +11,7 @@ mod codec;
 pub mod deliveries;
 pub mod instances;
 pub mod postgres;
+pub mod progress;
 pub mod sqlite;
 
 use baton_core::lease::{Lease, LeaseOwner};
@@ -20,6 +21,7 @@ use baton_core::{EventRecord, TaskId, TaskState, Timestamp};
 pub use deliveries::{DeliveryRow, DeliveryStore, NewDelivery, Settlement, TaskDecision};
 pub use instances::InstanceStore;
 pub use postgres::PgStore;
+pub use progress::ProgressStore;
 pub use sqlite::{SqliteStore, Synchronous};
 
 #[derive(Debug, thiserror::Error)]
@@ -143,8 +145,9 @@ pub struct StoredDefinition {
 /// The storage seam. Implementations must make `create_task` and `commit`
 /// atomic, and `acquire` a compare-and-swap. Coding and review instances
 /// are kept through [`InstanceStore`], webhook deliveries through
-/// [`DeliveryStore`], in the same database.
-pub trait Store: InstanceStore + DeliveryStore + Send + Sync {
+/// [`DeliveryStore`], repositories' progress records through
+/// [`ProgressStore`], in the same database.
+pub trait Store: InstanceStore + DeliveryStore + ProgressStore + Send + Sync {
     /// Stores a definition if it is not stored yet.
     fn put_definition(&self, def: &StoredDefinition) -> Result<()>;
     fn definition(&self, hash: &str) -> Result<Option<StoredDefinition>>;

@@ -32,6 +32,7 @@
 mod connect;
 mod deliveries;
 mod instances;
+mod progress;
 mod session;
 mod sql;
 mod store;

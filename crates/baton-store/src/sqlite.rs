@@ -14,6 +14,7 @@ use std::sync::Mutex;
 
 mod deliveries;
 mod instances;
+mod progress;
 
 /// SQLite's `synchronous` setting for the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -103,6 +104,13 @@ CREATE TABLE deliveries (
     tasks TEXT NOT NULL
 );
 CREATE INDEX deliveries_received ON deliveries(received_at);
+"#,
+    r#"
+CREATE TABLE progress (
+    repository TEXT PRIMARY KEY,
+    updated_at INTEGER NOT NULL,
+    data TEXT NOT NULL
+);
 "#,
 ];
 

@@ -1003,8 +1003,8 @@ fn postgres_refuses_a_newer_schema() {
     match PgStore::connect(&url, RECONNECT_FOR) {
         Err(Error::NewerSchema { path, found, known }) => {
             assert_eq!(found, 999);
-            // The tasks' schema, the instances', the deliveries'.
-            assert_eq!(known, 3);
+            // The tasks' schema, the instances', the deliveries', progress.
+            assert_eq!(known, 4);
             assert!(path.starts_with("127.0.0.1:"), "{path}");
         }
         Err(e) => panic!("unexpected error {e}"),
@@ -1028,7 +1028,7 @@ fn postgres_workers_starting_together_migrate_once() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, vec![3]);
+    assert_eq!(versions, vec![4]);
 }
 
 // ----- coding and review instances -----------------------------------------

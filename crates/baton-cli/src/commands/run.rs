@@ -57,6 +57,7 @@ pub fn run(project: &Project, args: RunArgs, printer: &Arc<Printer>) -> Result<E
         queue: args.queue,
         imported: None,
         instance: None,
+        fresh: args.fresh,
     };
     let (id, outcome) = eng.run(opts)?;
     if outcome == Outcome::Queued {
@@ -249,6 +250,7 @@ pub fn import(project: &Project, args: ImportArgs, printer: &Arc<Printer>) -> Re
         create_only: false,
         queue: false,
         instance: None,
+        fresh: false,
         imported: Some(baton_engine::Imported {
             session: baton_core::state::AgentSession {
                 agent: cli.name().into(),

@@ -78,7 +78,13 @@ impl Engine {
         if let Event::TaskCreated { flags, .. } = &created {
             self.check_agents(&wf, flags, None, opts.agent.as_deref())?;
         }
+        let carried = if opts.fresh {
+            None
+        } else {
+            self.carried_over(&id, &wf, &created)?
+        };
         let mut first = vec![created];
+        first.extend(carried);
         if let Some(to) = &opts.agent {
             first.push(Event::AgentSwitched {
                 from: None,
@@ -107,6 +113,47 @@ impl Engine {
         let outcome = self.drive(&mut held);
         self.release(held);
         Ok((id, outcome?))
+    }
+
+    /// Delete and recreate keeps the stage: when the repository's progress
+    /// record is of a task with this id and workflow, which no longer
+    /// exists, the new task takes over the phases it had passed (with
+    /// their summaries) and says so.
+    fn carried_over(&self, id: &TaskId, wf: &Workflow, created: &Event) -> Result<Option<Event>> {
+        let Event::TaskCreated { labels, .. } = created else {
+            return Ok(None);
+        };
+        let Some(repo) = labels.get("repository") else {
+            return Ok(None);
+        };
+        let Some(p) = self.store.progress(Some(repo))?.into_iter().next() else {
+            return Ok(None);
+        };
+        if p.task_id != id.as_str() || p.workflow != wf.name || self.store.load(id)?.is_some() {
+            return Ok(None);
+        }
+        let phases = baton_core::progress::carried_over(&p, wf);
+        if phases.is_empty() {
+            return Ok(None);
+        }
+        let names: Vec<&str> = phases.iter().map(|p| p.id.as_str()).collect();
+        let stage = wf
+            .phases
+            .iter()
+            .find(|d| !names.contains(&d.id.as_str()))
+            .map_or("its end".to_string(), |d| d.id.to_string());
+        self.observer.info(&format!(
+            "task {id} continues at {stage}: the progress record of {repo} says {} passed before it was deleted (pass --fresh to start over)",
+            names.join(", ")
+        ));
+        Ok(Some(Event::Adopted {
+            source: format!("progress record of {repo}"),
+            phases,
+            iteration_counts: Default::default(),
+            status: baton_core::state::TaskStatus::Running,
+            blockers: Vec::new(),
+            failure: None,
+        }))
     }
 
     /// `run --queue`: stores the task for the workers, with no lease, on a

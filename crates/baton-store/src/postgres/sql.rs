@@ -80,6 +80,13 @@ CREATE TABLE deliveries (
 CREATE INDEX deliveries_received ON deliveries (received_at);
 CREATE INDEX deliveries_unsettled ON deliveries (received_at) WHERE settled_at IS NULL;
 "#,
+    r#"
+CREATE TABLE progress (
+    repository TEXT PRIMARY KEY,
+    updated_at BIGINT NOT NULL,
+    data TEXT NOT NULL
+);
+"#,
 ];
 
 /// The advisory lock migrations run under ("baton" in ASCII, then 1), so
