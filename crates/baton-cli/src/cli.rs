@@ -79,6 +79,8 @@ pub enum Command {
     Deliveries(DeliveriesArgs),
     /// Show (or clear) each repository's progress record: its task, stage and status.
     Progress(ProgressArgs),
+    /// Run a list of tasks one after another, with a durable marker (continue with --resume).
+    Play(PlayArgs),
     /// Serve GitHub webhooks that resume the tasks waiting for them (see docs/server.md).
     Serve(ServeArgs),
     /// Manage the store: apply migrations, copy a project's history to another store.
@@ -301,6 +303,26 @@ pub struct DeliveriesArgs {
     /// Print them as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PlayArgs {
+    /// The tasks: TOML `[[task]]` tables or JSON Lines, each with id,
+    /// description and labels.
+    #[arg(required_unless_present = "resume")]
+    pub file: Option<std::path::PathBuf>,
+    /// The workflow every task runs.
+    #[arg(long, required_unless_present = "resume")]
+    pub workflow: Option<String>,
+    /// Start at task N (counted from 1).
+    #[arg(long, value_name = "N", conflicts_with = "resume")]
+    pub start_from_task: Option<usize>,
+    /// Stop after M tasks.
+    #[arg(long, value_name = "M")]
+    pub max_tasks: Option<usize>,
+    /// Continue the unfinished play at the task it stopped at.
+    #[arg(long, conflicts_with_all = ["file", "workflow"])]
+    pub resume: bool,
 }
 
 #[derive(Debug, Args)]

@@ -16,6 +16,7 @@ pub mod ids;
 pub mod instance;
 pub mod lease;
 pub mod machine;
+pub mod play;
 pub mod progress;
 pub mod state;
 pub mod supervisor;

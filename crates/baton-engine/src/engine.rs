@@ -15,6 +15,7 @@ mod drive;
 mod hold;
 mod manage;
 mod phase;
+mod play;
 pub use phase::new_uuid;
 mod read;
 mod restore;

@@ -10,6 +10,7 @@
 mod codec;
 pub mod deliveries;
 pub mod instances;
+pub mod plays;
 pub mod postgres;
 pub mod progress;
 pub mod sqlite;
@@ -20,6 +21,7 @@ use baton_core::{EventRecord, TaskId, TaskState, Timestamp};
 
 pub use deliveries::{DeliveryRow, DeliveryStore, NewDelivery, Settlement, TaskDecision};
 pub use instances::InstanceStore;
+pub use plays::PlayStore;
 pub use postgres::PgStore;
 pub use progress::ProgressStore;
 pub use sqlite::{SqliteStore, Synchronous};
@@ -146,8 +148,8 @@ pub struct StoredDefinition {
 /// atomic, and `acquire` a compare-and-swap. Coding and review instances
 /// are kept through [`InstanceStore`], webhook deliveries through
 /// [`DeliveryStore`], repositories' progress records through
-/// [`ProgressStore`], in the same database.
-pub trait Store: InstanceStore + DeliveryStore + ProgressStore + Send + Sync {
+/// [`ProgressStore`], plays through [`PlayStore`], in the same database.
+pub trait Store: InstanceStore + DeliveryStore + ProgressStore + PlayStore + Send + Sync {
     /// Stores a definition if it is not stored yet.
     fn put_definition(&self, def: &StoredDefinition) -> Result<()>;
     fn definition(&self, hash: &str) -> Result<Option<StoredDefinition>>;

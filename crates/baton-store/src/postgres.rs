@@ -32,6 +32,7 @@
 mod connect;
 mod deliveries;
 mod instances;
+mod plays;
 mod progress;
 mod session;
 mod sql;

@@ -14,6 +14,7 @@ use std::sync::Mutex;
 
 mod deliveries;
 mod instances;
+mod plays;
 mod progress;
 
 /// SQLite's `synchronous` setting for the store.
@@ -108,6 +109,11 @@ CREATE INDEX deliveries_received ON deliveries(received_at);
     r#"
 CREATE TABLE progress (
     repository TEXT PRIMARY KEY,
+    updated_at INTEGER NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE TABLE plays (
+    name TEXT PRIMARY KEY,
     updated_at INTEGER NOT NULL,
     data TEXT NOT NULL
 );

@@ -91,6 +91,9 @@ baton_testkit::on_both_backends! {
     fn deliveries_are_stored_once_and_settled_once() {
         deliveries_are_stored_once_and_settled_once(&Backend::current())
     }
+    fn progress_and_plays_round_trip() {
+        progress_and_plays_round_trip(&Backend::current())
+    }
 }
 
 fn owner(pid: u32) -> LeaseOwner {
@@ -1377,4 +1380,62 @@ fn postgres_over_tls_honours_sslmode() {
         }
         other => panic!("a bad sslmode was accepted: {:?}", other.err()),
     }
+}
+
+fn progress_and_plays_round_trip(b: &Backend) {
+    use baton_core::play::{Play, PlayTask};
+    use baton_core::progress::Progress;
+    let s = b.open();
+    let rec = |repo: &str, task: &str, at: i64| Progress {
+        repository: repo.into(),
+        branch: Some("main".into()),
+        task_id: task.into(),
+        workflow: "build".into(),
+        status: "in-progress".into(),
+        stage: Some("implement".into()),
+        started_at: Timestamp(1),
+        last_updated: Timestamp(at),
+        phases: vec![],
+    };
+    s.put_progress(&rec("acme/app", "t1", 10)).unwrap();
+    s.put_progress(&rec("acme/lib", "t9", 11)).unwrap();
+    // A later task of the same repository replaces its record.
+    s.put_progress(&rec("acme/app", "t2", 12)).unwrap();
+    let other = b.open();
+    let all = other.progress(None).unwrap();
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0], rec("acme/app", "t2", 12));
+    assert_eq!(
+        other.progress(Some("acme/lib")).unwrap(),
+        [rec("acme/lib", "t9", 11)]
+    );
+    assert!(other.clear_progress("acme/lib").unwrap());
+    assert!(!other.clear_progress("acme/lib").unwrap());
+    assert!(s.progress(Some("acme/lib")).unwrap().is_empty());
+
+    let play = |name: &str, next: usize, at: i64| Play {
+        name: name.into(),
+        file: format!("{name}.toml"),
+        workflow: "step".into(),
+        tasks: vec![PlayTask {
+            id: "t1".into(),
+            description: "First".into(),
+            labels: Default::default(),
+        }],
+        next,
+        done: vec![],
+        status: "running".into(),
+        stopped: None,
+        started_at: Timestamp(1),
+        updated_at: Timestamp(at),
+    };
+    s.put_play(&play("a", 0, 5)).unwrap();
+    s.put_play(&play("b", 0, 6)).unwrap();
+    s.put_play(&play("a", 1, 7)).unwrap();
+    let plays = other.plays().unwrap();
+    assert_eq!(
+        plays,
+        [play("a", 1, 7), play("b", 0, 6)],
+        "the most recent first"
+    );
 }

@@ -7,6 +7,7 @@ mod doctor;
 mod init;
 mod manage;
 mod meta;
+mod play;
 mod progress;
 mod query;
 mod run;
@@ -44,6 +45,7 @@ pub fn dispatch(cli: Cli, printer: &Arc<Printer>) -> Result<Exit> {
         Command::Deliver(a) => deliver::run(&project_of(project)?, a, printer),
         Command::Deliveries(a) => deliver::list(&project_of(project)?, a, printer),
         Command::Progress(a) => progress::run(&project_of(project)?, a, printer),
+        Command::Play(a) => play::run(&project_of(project)?, a, printer),
         Command::Serve(a) => serve::run(&project_of(project)?, a, printer),
         Command::Store(c) => store::run(&project_of(project)?, c, printer),
         Command::Demo(a) => demo::run(a, printer),

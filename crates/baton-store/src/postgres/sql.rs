@@ -86,6 +86,11 @@ CREATE TABLE progress (
     updated_at BIGINT NOT NULL,
     data TEXT NOT NULL
 );
+CREATE TABLE plays (
+    name TEXT PRIMARY KEY,
+    updated_at BIGINT NOT NULL,
+    data TEXT NOT NULL
+);
 "#,
 ];
 
