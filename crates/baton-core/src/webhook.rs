@@ -126,6 +126,64 @@ impl Delivery<'_> {
         ids
     }
 
+    /// The part of the payload baton judges a delivery on, all that is
+    /// stored of it: the action, the repository, the pull request's (or
+    /// issue's) number, URL, head branch, label names, merge state and the
+    /// `baton-task:` lines of its body, the review's state and reviewer,
+    /// and the value at each of `paths` (the `payload` conditions of the
+    /// stored workflows). Judged on this, a delivery is judged as on the
+    /// whole body; it is a few hundred bytes where the body is tens of KB.
+    pub fn essentials(&self, paths: &BTreeSet<String>) -> Value {
+        let mut out = serde_json::Map::new();
+        let keep = |out: &mut serde_json::Map<String, Value>, path: &[&str]| {
+            let mut v = self.payload;
+            for part in path {
+                match v.get(part) {
+                    Some(next) => v = next,
+                    None => return,
+                }
+            }
+            set(out, path, v.clone());
+        };
+        keep(&mut out, &["action"]);
+        keep(&mut out, &["repository", "full_name"]);
+        for item in ["pull_request", "issue"] {
+            for field in ["number", "html_url", "merged", "merge_commit_sha"] {
+                keep(&mut out, &[item, field]);
+            }
+            keep(&mut out, &[item, "head", "ref"]);
+        }
+        keep(&mut out, &["review", "state"]);
+        keep(&mut out, &["review", "user", "login"]);
+        for item in ["pull_request", "issue"] {
+            let Some(it) = self.payload.get(item) else {
+                continue;
+            };
+            if let Some(labels) = it.get("labels").and_then(Value::as_array) {
+                let names: Vec<Value> = labels
+                    .iter()
+                    .filter_map(|l| l.get("name").cloned())
+                    .map(|n| serde_json::json!({ "name": n }))
+                    .collect();
+                set(&mut out, &[item, "labels"], Value::Array(names));
+            }
+            if let Some(body) = it.get("body").and_then(Value::as_str) {
+                let marked: Vec<&str> = body.lines().filter(|l| l.contains(BODY_MARKER)).collect();
+                set(&mut out, &[item, "body"], Value::String(marked.join("\n")));
+            }
+        }
+        for path in paths {
+            let parts: Vec<&str> = path.split('.').collect();
+            // Through an array: keep the array whole.
+            let cut = parts
+                .iter()
+                .position(|p| p.parse::<usize>().is_ok())
+                .unwrap_or(parts.len());
+            keep(&mut out, &parts[..cut]);
+        }
+        Value::Object(out)
+    }
+
     /// The value at a dotted path of the payload, as text (`review.state`).
     pub fn value_at(&self, path: &str) -> Option<String> {
         let mut v = self.payload;
@@ -139,6 +197,38 @@ impl Delivery<'_> {
             Value::String(s) => Some(s.clone()),
             Value::Null => None,
             other => Some(other.to_string()),
+        }
+    }
+}
+
+/// Puts `v` at `path` in `out`, making the objects on the way.
+fn set(out: &mut serde_json::Map<String, Value>, path: &[&str], v: Value) {
+    let Some((last, on_the_way)) = path.split_last() else {
+        return;
+    };
+    let mut at = out;
+    for part in on_the_way {
+        let next = at
+            .entry(part.to_string())
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if !next.is_object() {
+            *next = Value::Object(serde_json::Map::new());
+        }
+        at = next.as_object_mut().expect("made an object");
+    }
+    at.insert(last.to_string(), v);
+}
+
+/// The event names and payload paths the wait phases of `wf` expect.
+pub fn awaited_by(
+    wf: &crate::Workflow,
+    names: &mut BTreeSet<String>,
+    paths: &mut BTreeSet<String>,
+) {
+    for p in &wf.phases {
+        if let PhaseKind::Wait(WaitSpec::Event { event, payload, .. }) = &p.kind {
+            names.insert(event.clone());
+            paths.extend(payload.keys().cloned());
         }
     }
 }
@@ -281,6 +371,66 @@ wait = { event = "github.pull_request_review.submitted", match = { "task-id" = "
 id = "wait-merge"
 wait = { event = "github.pull_request.closed", match = { "task-id" = "{{labels.task-id}}" }, payload = { "pull_request.merged" = true } }
 "#;
+
+    /// What is stored of a delivery judges exactly as its whole body: the
+    /// name, repository, facts, task ids and every condition path, for
+    /// each of GitHub's real payloads; and it is a small part of it.
+    #[test]
+    fn the_essentials_judge_as_the_whole_body() {
+        let paths: BTreeSet<String> = [
+            "review.state",
+            "review.user.login",
+            "pull_request.merged",
+            "pull_request.user.login",
+            "sender.login",
+            "commits.0.id",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect();
+        for (event, file) in [
+            ("pull_request", "pull_request/opened.payload.json"),
+            ("pull_request", "pull_request/closed.payload.json"),
+            (
+                "pull_request_review",
+                "pull_request_review/submitted.payload.json",
+            ),
+            (
+                "pull_request_review",
+                "pull_request_review/dismissed.payload.json",
+            ),
+            ("issues", "issues/opened.payload.json"),
+            ("push", "push/payload.json"),
+        ] {
+            let mut whole = fixture(file);
+            // A body with a marker line among others.
+            if let Some(pr) = whole.get_mut("pull_request") {
+                pr["body"] = "Fixes the widget.\n\nbaton-task: t-7\nThanks".into();
+                pr["labels"] =
+                    serde_json::json!([{"name": "task-9", "color": "f00"}, {"name": "bug"}]);
+            }
+            let full = Delivery {
+                event,
+                payload: &whole,
+            };
+            let small = full.essentials(&paths);
+            let kept = Delivery {
+                event,
+                payload: &small,
+            };
+            assert_eq!(kept.name(), full.name(), "{file}");
+            assert_eq!(kept.repository(), full.repository(), "{file}");
+            assert_eq!(kept.facts(), full.facts(), "{file}");
+            for pattern in ["baton/{task-id}", "{task-id}"] {
+                assert_eq!(kept.task_ids(pattern), full.task_ids(pattern), "{file}");
+            }
+            for p in &paths {
+                assert_eq!(kept.value_at(p), full.value_at(p), "{file} {p}");
+            }
+            let (a, b) = (small.to_string().len(), whole.to_string().len());
+            assert!(a * 4 < b, "{file}: {a} of {b} bytes kept");
+        }
+    }
 
     /// The fixtures' pull request comes from branch `changes`.
     const PATTERN: &str = "{task-id}";

@@ -22,9 +22,7 @@ mod restore;
 mod resume;
 mod supervise;
 
-pub use deliver::{
-    Decision, HandedOver, Passed, awaited_events, ignored, moves_instances, new_delivery,
-};
+pub use deliver::{Awaited, Decision, HandedOver, Passed, ignored, moves_instances, new_delivery};
 pub use manage::CLEANED;
 pub use supervise::{AutoRestart, Need, Triage};
 

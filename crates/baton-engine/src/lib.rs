@@ -24,9 +24,8 @@ pub mod worker;
 pub mod workspace;
 
 pub use engine::{
-    AutoRestart, Decision, Engine, HandedOver, Imported, Need, Observer, Outcome, Passed,
-    ResumeOptions, RunOptions, Triage, awaited_events, ignored, moves_instances, new_delivery,
-    new_uuid,
+    AutoRestart, Awaited, Decision, Engine, HandedOver, Imported, Need, Observer, Outcome, Passed,
+    ResumeOptions, RunOptions, Triage, ignored, moves_instances, new_delivery, new_uuid,
 };
 pub use error::Error;
 pub use project::Project;

@@ -2,12 +2,15 @@
 //! shows and what it filters by. When a task or a delivery changed (a hash
 //! of each task's status, phase and last change, and of the newest
 //! deliveries), it bumps a version every dashboard stream sends on. It
-//! also keeps the event names some stored workflow's wait phase expects:
-//! a delivery of any other name is for no task, and is recorded as
-//! ignored as it arrives, without its body or a hand-over.
+//! also keeps what the stored workflows' wait phases expect: the event
+//! names (a delivery of any other name is for no task, and is recorded as
+//! ignored as it arrives, without a hand-over) and the payload paths their
+//! conditions read (kept of each delivery's body, with what baton always
+//! judges on).
 
+use baton_engine::Awaited;
 use baton_engine::Engine;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
@@ -19,18 +22,27 @@ use tokio::sync::watch;
 pub struct Watched {
     /// Bumped when a task or a delivery changed.
     pub changes: watch::Receiver<u64>,
-    /// The awaited event names; `None` until first read (then nothing is
-    /// filtered).
-    awaited: Arc<RwLock<Option<BTreeSet<String>>>>,
+    /// `None` until first read (then nothing is filtered).
+    awaited: Arc<RwLock<Option<Awaited>>>,
 }
 
 impl Watched {
     /// Whether some task may wait for an event of this name.
     pub fn awaited(&self, name: &str) -> bool {
         match &*self.awaited.read().unwrap_or_else(|p| p.into_inner()) {
-            Some(names) => names.contains(name),
+            Some(a) => a.names.contains(name),
             None => true,
         }
+    }
+
+    /// The payload paths the stored workflows' conditions read.
+    pub fn paths(&self) -> std::collections::BTreeSet<String> {
+        self.awaited
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|a| a.paths.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -38,14 +50,14 @@ impl Watched {
 /// open stream.
 pub fn start(eng: Arc<Engine>, stop: Arc<AtomicBool>) -> Watched {
     let (tx, rx) = watch::channel(0u64);
-    let awaited: Arc<RwLock<Option<BTreeSet<String>>>> = Arc::default();
+    let awaited: Arc<RwLock<Option<Awaited>>> = Arc::default();
     let w = Watched {
         changes: rx,
         awaited: awaited.clone(),
     };
     // Read once before serving, so the first deliveries are filtered too.
-    let mut names_of: HashMap<String, BTreeSet<String>> = HashMap::new();
-    refresh_awaited(&eng, &awaited, &mut names_of);
+    let mut of_hash: HashMap<String, Awaited> = HashMap::new();
+    refresh_awaited(&eng, &awaited, &mut of_hash);
     std::thread::Builder::new()
         .name("baton-watch".into())
         .spawn(move || {
@@ -57,7 +69,7 @@ pub fn start(eng: Arc<Engine>, stop: Arc<AtomicBool>) -> Watched {
                     last = Some(now);
                     tx.send_modify(|v| *v += 1);
                 }
-                refresh_awaited(&eng, &awaited, &mut names_of);
+                refresh_awaited(&eng, &awaited, &mut of_hash);
                 std::thread::sleep(Duration::from_millis(250));
             }
         })
@@ -65,22 +77,25 @@ pub fn start(eng: Arc<Engine>, stop: Arc<AtomicBool>) -> Watched {
     w
 }
 
-/// The awaited names of every stored definition (each definition read
-/// once: they never change under their hash).
+/// What every stored definition awaits (each definition read once: they
+/// never change under their hash).
 fn refresh_awaited(
     eng: &Engine,
-    awaited: &RwLock<Option<BTreeSet<String>>>,
-    names_of: &mut HashMap<String, BTreeSet<String>>,
+    awaited: &RwLock<Option<Awaited>>,
+    of_hash: &mut HashMap<String, Awaited>,
 ) {
     let Ok(defs) = eng.store.definitions() else {
         return;
     };
     for d in &defs {
-        names_of
+        of_hash
             .entry(d.hash.clone())
-            .or_insert_with(|| baton_engine::awaited_events(std::iter::once(d.json.as_str())));
+            .or_insert_with(|| Awaited::of(std::iter::once(d.json.as_str())));
     }
-    let all: BTreeSet<String> = names_of.values().flatten().cloned().collect();
+    let mut all = Awaited::default();
+    for a in of_hash.values() {
+        all.extend(a);
+    }
     *awaited.write().unwrap_or_else(|p| p.into_inner()) = Some(all);
 }
 

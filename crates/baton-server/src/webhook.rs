@@ -127,16 +127,8 @@ async fn github(
             "this endpoint takes GitHub webhook deliveries; each carries its delivery id",
         );
     };
-    let Ok(text) = String::from_utf8(body.to_vec()) else {
-        return refuse(
-            StatusCode::BAD_REQUEST,
-            "BAD_JSON",
-            "the body is not UTF-8".into(),
-            "send the JSON body GitHub posts, unchanged",
-        );
-    };
     let now = baton_core::Timestamp(jiff::Timestamp::now().as_millisecond());
-    let mut d = baton_engine::new_delivery(id.clone(), event, &payload, text, now);
+    let mut d = baton_engine::new_delivery(id.clone(), event, &payload, &app.watched.paths(), now);
     let name = baton_core::webhook::Delivery {
         event: &d.event,
         payload: &payload,

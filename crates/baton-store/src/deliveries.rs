@@ -1,7 +1,7 @@
 //! Where outside events (GitHub webhook deliveries) are kept: one row per
 //! delivery id, so a redelivery is recognised durably, also after a
 //! restart and across servers sharing one database. A delivery is stored
-//! with its body when it is accepted, and settled (what it did to which
+//! with what it is judged on when it is accepted, and settled (what it did to which
 //! task, and why; the body dropped) once it was handed to the tasks. One
 //! still unsettled after a crash is handed to them again: the tasks judge
 //! it again under their leases, so nothing is resumed twice.
@@ -21,7 +21,8 @@ pub struct NewDelivery {
     pub action: Option<String>,
     /// `repository.full_name`.
     pub repository: Option<String>,
-    /// The JSON body, kept until the delivery is settled.
+    /// What the delivery is judged on (the body's essentials, as JSON),
+    /// kept until the delivery is settled.
     pub payload: String,
     /// Already settled as it arrives (an event no task waits for): stored
     /// so, without its body.

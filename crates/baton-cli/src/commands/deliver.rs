@@ -35,7 +35,8 @@ pub fn run(project: &Project, args: DeliverArgs, printer: &Arc<Printer>) -> Resu
         .delivery
         .unwrap_or_else(|| format!("manual-{}", baton_engine::new_uuid()));
     let now = baton_core::Timestamp(jiff::Timestamp::now().as_millisecond());
-    let d = baton_engine::new_delivery(id.clone(), args.event, &payload, text, now);
+    let d =
+        baton_engine::new_delivery(id.clone(), args.event, &payload, &eng.awaited()?.paths, now);
     if !eng.store.record_deliveries(std::slice::from_ref(&d))?[0] {
         let before = eng
             .store

@@ -18,13 +18,15 @@ use baton_store::{NewDelivery, Settlement, TaskDecision};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
-/// A delivery as it is stored: its id, event type and body, with the
-/// action and repository read from the body.
+/// A delivery as it is stored: its id and event type, the action and
+/// repository read from its body, and of the body only what it is judged
+/// on (`Delivery::essentials`, with `paths`, the stored workflows'
+/// payload conditions): a few hundred bytes where the body is tens of KB.
 pub fn new_delivery(
     id: String,
     event: String,
     payload: &Value,
-    body: String,
+    paths: &BTreeSet<String>,
     at: baton_core::Timestamp,
 ) -> NewDelivery {
     let d = Delivery {
@@ -34,11 +36,46 @@ pub fn new_delivery(
     NewDelivery {
         action: d.action().map(str::to_string),
         repository: d.repository().map(str::to_string),
+        payload: d.essentials(paths).to_string(),
         id,
         received_at: at,
         event,
-        payload: body,
         settled: None,
+    }
+}
+
+/// What the wait phases of the stored workflows expect.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Awaited {
+    /// Event names (`github.pull_request.opened`).
+    pub names: BTreeSet<String>,
+    /// Payload condition paths (`review.state`).
+    pub paths: BTreeSet<String>,
+}
+
+impl Awaited {
+    /// Of `definitions` (stored workflow definitions, as JSON).
+    pub fn of<'a>(definitions: impl Iterator<Item = &'a str>) -> Awaited {
+        let mut a = Awaited::default();
+        for json in definitions {
+            if let Ok(wf) = serde_json::from_str::<baton_core::Workflow>(json) {
+                webhook::awaited_by(&wf, &mut a.names, &mut a.paths);
+            }
+        }
+        a
+    }
+
+    pub fn extend(&mut self, other: &Awaited) {
+        self.names.extend(other.names.iter().cloned());
+        self.paths.extend(other.paths.iter().cloned());
+    }
+}
+
+impl Engine {
+    /// What the stored workflows' wait phases expect.
+    pub fn awaited(&self) -> Result<Awaited> {
+        let defs = self.store.definitions()?;
+        Ok(Awaited::of(defs.iter().map(|d| d.json.as_str())))
     }
 }
 
@@ -263,26 +300,6 @@ fn passed_by(state: &baton_core::TaskState, id: &str) -> Option<String> {
 /// How a delivery no task waits for is settled as it arrives.
 pub fn ignored(name: &str, at: baton_core::Timestamp) -> Settlement {
     settlement(name, &[], at)
-}
-
-/// The event names the wait phases of `definitions` (stored workflow
-/// definitions, as JSON) expect: a delivery of any other name is for no
-/// task (but a closed pull request may still move agent instances).
-pub fn awaited_events<'a>(definitions: impl Iterator<Item = &'a str>) -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
-    for json in definitions {
-        if let Ok(wf) = serde_json::from_str::<baton_core::Workflow>(json) {
-            for p in &wf.phases {
-                if let baton_core::workflow::PhaseKind::Wait(
-                    baton_core::workflow::WaitSpec::Event { event, .. },
-                ) = &p.kind
-                {
-                    names.insert(event.clone());
-                }
-            }
-        }
-    }
-    names
 }
 
 /// Whether a delivery may move agent instances whatever the tasks await.
