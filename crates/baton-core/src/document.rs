@@ -176,25 +176,10 @@ pub fn render<'a>(
     status: DisplayStatus,
     lease: Option<&'a Lease>,
 ) -> Document<'a> {
+    // A complete task is at no phase (even with one left pending).
     let current = state
-        .phases
-        .iter()
-        .find(|p| {
-            matches!(
-                p.status,
-                PhaseStatus::InProgress | PhaseStatus::Waiting | PhaseStatus::Failed
-            )
-        })
-        .or_else(|| {
-            if status == DisplayStatus::Complete {
-                None
-            } else {
-                state
-                    .phases
-                    .iter()
-                    .find(|p| p.status == PhaseStatus::Pending)
-            }
-        });
+        .current_phase()
+        .filter(|p| status != DisplayStatus::Complete || p.status != PhaseStatus::Pending);
     let completed_phases = state
         .phases
         .iter()

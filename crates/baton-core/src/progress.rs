@@ -34,20 +34,7 @@ pub struct Progress {
 pub fn of(state: &TaskState) -> Option<Progress> {
     let repository = state.labels.get("repository")?.clone();
     let stage = state
-        .phases
-        .iter()
-        .find(|p| {
-            matches!(
-                p.status,
-                PhaseStatus::InProgress | PhaseStatus::Waiting | PhaseStatus::Failed
-            )
-        })
-        .or_else(|| {
-            state
-                .phases
-                .iter()
-                .find(|p| p.status == PhaseStatus::Pending)
-        })
+        .current_phase()
         .or_else(|| state.phases.last())
         .map(|p| p.id.to_string());
     let mut phases: Vec<&PhaseState> = state

@@ -305,6 +305,23 @@ impl TaskState {
             .iter()
             .find(|p| p.status == PhaseStatus::InProgress)
     }
+    /// The phase the task is at: the one in progress, waiting or failed,
+    /// else the first pending one.
+    pub fn current_phase(&self) -> Option<&PhaseState> {
+        self.phases
+            .iter()
+            .find(|p| {
+                matches!(
+                    p.status,
+                    PhaseStatus::InProgress | PhaseStatus::Waiting | PhaseStatus::Failed
+                )
+            })
+            .or_else(|| {
+                self.phases
+                    .iter()
+                    .find(|p| p.status == PhaseStatus::Pending)
+            })
+    }
     pub fn waiting_phase(&self) -> Option<&PhaseState> {
         self.phases
             .iter()

@@ -133,17 +133,22 @@ impl Browser {
         }
     }
 
-    /// Clicks the element matching `css`, as a person would.
-    pub fn click(&self, css: &str) {
+    /// The WebDriver id of the first element matching `css`.
+    fn element(&self, css: &str) -> String {
         let el = self.call(
             "POST",
             &self.session("/element"),
             Some(json!({"using": "css selector", "value": css})),
         );
-        let id = el[ELEMENT]
+        el[ELEMENT]
             .as_str()
             .unwrap_or_else(|| panic!("{css}: no element in {el}"))
-            .to_string();
+            .to_string()
+    }
+
+    /// Clicks the element matching `css`, as a person would.
+    pub fn click(&self, css: &str) {
+        let id = self.element(css);
         self.call(
             "POST",
             &self.session(&format!("/element/{id}/click")),
@@ -153,15 +158,7 @@ impl Browser {
 
     /// Types `text` into the element matching `css`.
     pub fn type_into(&self, css: &str, text: &str) {
-        let el = self.call(
-            "POST",
-            &self.session("/element"),
-            Some(json!({"using": "css selector", "value": css})),
-        );
-        let id = el[ELEMENT]
-            .as_str()
-            .unwrap_or_else(|| panic!("{css}: no element in {el}"))
-            .to_string();
+        let id = self.element(css);
         self.call(
             "POST",
             &self.session(&format!("/element/{id}/value")),

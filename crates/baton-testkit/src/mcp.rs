@@ -82,3 +82,19 @@ pub fn run(
     );
     v
 }
+
+/// Checks the output of `mcp-conformance/run.sh`: for both pinned suite
+/// versions, every scenario that applies to a tools-only server has a
+/// result line with checks passed and none failed.
+pub fn assert_conformance(text: &str) {
+    for suite in ["0.1.16", "0.2.0-alpha.12"] {
+        for scenario in ["server-initialize", "ping", "tools-list"] {
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(&format!("{suite} {scenario}: ")))
+                .unwrap_or_else(|| panic!("no result for {suite} {scenario}:\n{text}"));
+            assert!(line.contains(" 0 failed"), "{line}");
+            assert!(!line.contains(": 0 passed"), "{line}");
+        }
+    }
+}
