@@ -532,6 +532,44 @@ fn random_and_truncated_signed_bodies_never_get_a_5xx() {
     assert_eq!(server.stop().code(), Some(0));
 }
 
+/// Queued tasks are left to workers; with `[supervisor] run_queued`, the
+/// server runs them itself, in their own worktrees, as a worker would.
+#[test]
+fn queued_tasks_are_run_by_serve_only_with_run_queued() {
+    let p = project();
+    p.workflow(
+        "q",
+        "name = \"q\"\n[[phase]]\nid = \"work\"\nrun = \"echo done > out.txt\"\n",
+    );
+    let (code, _, err) = p.run(&["run", "q", "x", "--id", "q1", "--queue"]);
+    assert_eq!(code, 0, "{err}");
+    let server = Server::start(&p, &[]);
+    // Three supervisor rounds.
+    std::thread::sleep(std::time::Duration::from_millis(3200));
+    assert_eq!(p.state("q1")["status"], "QUEUED", "left to workers");
+    assert_eq!(server.stop().code(), Some(0));
+
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str("\n[supervisor]\nrun_queued = true\n");
+    fs_err::write(&cfg, text).unwrap();
+    let server = Server::start(&p, &[]);
+    wait_for("the queued task to run", || {
+        (p.state("q1")["status"] == "COMPLETE").then_some(())
+    });
+    assert!(
+        p.journal("q1")
+            .iter()
+            .all(|e| e["kind"] != "auto_restarted"),
+        "running a queued task is no restart"
+    );
+    assert!(
+        !p.root().join("out.txt").exists(),
+        "it ran in its own worktree, not the project"
+    );
+    assert_eq!(server.stop().code(), Some(0));
+}
+
 #[test]
 fn serve_refuses_to_listen_beyond_loopback_without_a_token() {
     let p = project();

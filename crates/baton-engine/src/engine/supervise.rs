@@ -1,6 +1,6 @@
 //! The supervisor's side of the engine (`baton serve`): which tasks need it
-//! (CRASHED: lease expired or runner provably dead; or WAITING on a
-//! durable timer that is due), whether one may be restarted now
+//! (CRASHED: lease expired or runner provably dead; WAITING on a durable
+//! timer that is due; or, with `[supervisor] run_queued`, queued), whether one may be restarted now
 //! (`baton_core::supervisor`, or journaling that it gives up), and the
 //! restart itself (`baton resume ID --supervised`, in a process of its
 //! own): judged again under the lease, journaled with its reason, run on.
@@ -21,6 +21,8 @@ pub enum Need {
     Crashed(String),
     /// Its durable timer is due.
     TimerDue,
+    /// Queued and claimed by nobody (`[supervisor] run_queued`).
+    Queued,
 }
 
 /// A restart `resume` is asked for: checked again under the lease.
@@ -56,7 +58,8 @@ impl Engine {
     fn need(&self, t: &TaskSummary, status: DisplayStatus, queued: bool) -> Result<Option<Need>> {
         match status {
             DisplayStatus::Crashed => {}
-            DisplayStatus::Queued if queued && t.lease.is_some() => {}
+            DisplayStatus::Queued if queued && t.lease.is_none() => return Ok(Some(Need::Queued)),
+            DisplayStatus::Queued if queued => {}
             DisplayStatus::Waiting => {
                 let snap = self.load(&t.id)?;
                 let timer = snap
@@ -90,7 +93,7 @@ impl Engine {
     /// past the limit this journals that it gives up (once).
     pub fn triage(&self, id: &TaskId, need: &Need, policy: &Policy) -> Result<Triage> {
         let reason = match need {
-            Need::TimerDue => return Ok(Triage::Restart),
+            Need::TimerDue | Need::Queued => return Ok(Triage::Restart),
             Need::Crashed(why) => why,
         };
         let snap = self.load(id)?;
@@ -138,7 +141,7 @@ impl Engine {
                 ))
             })?;
         let auto_restart = match need {
-            Need::TimerDue => None,
+            Need::TimerDue | Need::Queued => None,
             Need::Crashed(reason) => Some(AutoRestart {
                 reason,
                 policy: *policy,
