@@ -202,6 +202,14 @@ on_both_backends! {
         });
         assert_eq!(fs_err::read_to_string(p.root().join("after.txt")).unwrap(), "pr 2\n");
         assert_eq!(doc["labels"]["pr-number"], "2");
+        // It ran on in a process of its own, which took the lease over from
+        // the server: handed over, not a crash.
+        let journal = p.journal("changes");
+        assert!(
+            journal.iter().all(|e| e["kind"] != "task_resumed" || e["from"] != "CRASHED"),
+            "{journal:?}"
+        );
+        assert!(p.root().join(".baton/tasks/changes/detached.log").exists());
         let stage = &doc["stage_results"]["wait-pr"];
         assert_eq!(stage["event"], "github.pull_request.opened", "{doc}");
         assert_eq!(stage["delivery"], "d-opened");

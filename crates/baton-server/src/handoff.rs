@@ -5,7 +5,8 @@
 //! runs on in a thread of its own, under its lease, like `baton resume`.
 //! At start, the deliveries a crash left unsettled are handed over first.
 
-use baton_engine::{Engine, Outcome};
+use crate::runner::Runs;
+use baton_engine::Engine;
 use baton_store::NewDelivery;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -17,45 +18,39 @@ const BATCH: usize = 64;
 pub struct Handoff {
     tx: Mutex<Option<mpsc::Sender<NewDelivery>>>,
     dispatcher: Mutex<Option<JoinHandle<()>>>,
-    runs: Arc<Mutex<Vec<JoinHandle<()>>>>,
 }
 
 impl Handoff {
-    pub fn start(eng: Arc<Engine>, branch_pattern: String) -> Handoff {
+    pub fn start(eng: Arc<Engine>, branch_pattern: String, runs: Arc<Runs>) -> Handoff {
         let (tx, rx) = mpsc::channel::<NewDelivery>();
-        let runs: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
-        let dispatcher = {
-            let runs = runs.clone();
-            std::thread::Builder::new()
-                .name("baton-handoff".into())
-                .spawn(move || {
-                    match eng.store.unsettled_deliveries() {
-                        Ok(left) => {
-                            for batch in left.chunks(BATCH) {
-                                hand_over(&eng, batch, &branch_pattern, &runs);
-                            }
+        let dispatcher = std::thread::Builder::new()
+            .name("baton-handoff".into())
+            .spawn(move || {
+                match eng.store.unsettled_deliveries() {
+                    Ok(left) => {
+                        for batch in left.chunks(BATCH) {
+                            hand_over(&eng, batch, &branch_pattern, &runs);
                         }
-                        Err(e) => eng.observer().info(&format!(
-                            "warning: cannot read the deliveries left unsettled: {e}"
-                        )),
                     }
-                    while let Ok(first) = rx.recv() {
-                        let mut batch = vec![first];
-                        while batch.len() < BATCH {
-                            match rx.try_recv() {
-                                Ok(d) => batch.push(d),
-                                Err(_) => break,
-                            }
+                    Err(e) => eng.observer().info(&format!(
+                        "warning: cannot read the deliveries left unsettled: {e}"
+                    )),
+                }
+                while let Ok(first) = rx.recv() {
+                    let mut batch = vec![first];
+                    while batch.len() < BATCH {
+                        match rx.try_recv() {
+                            Ok(d) => batch.push(d),
+                            Err(_) => break,
                         }
-                        hand_over(&eng, &batch, &branch_pattern, &runs);
                     }
-                })
-                .expect("a thread starts")
-        };
+                    hand_over(&eng, &batch, &branch_pattern, &runs);
+                }
+            })
+            .expect("a thread starts");
         Handoff {
             tx: Mutex::new(Some(tx)),
             dispatcher: Mutex::new(Some(dispatcher)),
-            runs,
         }
     }
 
@@ -66,9 +61,8 @@ impl Handoff {
         }
     }
 
-    /// Hands over what is queued, then waits for every task run to end
-    /// (the engine's interrupt flag, set by the caller, ends them at their
-    /// current phase, journaled, with their leases released).
+    /// Hands over what is queued (the runs it started are stopped with
+    /// the others, `Runs::finish`).
     pub fn finish(&self) {
         drop(self.tx.lock().unwrap_or_else(|p| p.into_inner()).take());
         if let Some(d) = self
@@ -79,19 +73,10 @@ impl Handoff {
         {
             let _ = d.join();
         }
-        let runs = std::mem::take(&mut *self.runs.lock().unwrap_or_else(|p| p.into_inner()));
-        for r in runs {
-            let _ = r.join();
-        }
     }
 }
 
-fn hand_over(
-    eng: &Arc<Engine>,
-    batch: &[NewDelivery],
-    branch_pattern: &str,
-    runs: &Arc<Mutex<Vec<JoinHandle<()>>>>,
-) {
+fn hand_over(eng: &Arc<Engine>, batch: &[NewDelivery], branch_pattern: &str, runs: &Runs) {
     let mut settled = Vec::new();
     let mut passed = Vec::new();
     for d in batch {
@@ -116,19 +101,21 @@ fn hand_over(
             "warning: deliveries not settled (handed over again at the next start): {e}"
         ));
     }
-    let mut running = runs.lock().unwrap_or_else(|p| p.into_inner());
-    running.retain(|h| !h.is_finished());
     for p in passed {
-        let eng = eng.clone();
-        running.push(std::thread::spawn(move || {
-            let id = p.id.clone();
-            match eng.run_passed(p) {
-                Ok(Outcome::Complete) => eng.observer().info(&format!("task {id} is complete")),
-                Ok(o) => eng.observer().info(&format!("task {id} ran on: {o:?}")),
-                Err(e) => eng
-                    .observer()
-                    .info(&format!("warning: task {id} stopped: {e}")),
+        let id = eng.let_go(p);
+        match eng.detach_child(&id) {
+            Ok(child) => {
+                eng.observer().info(&format!(
+                    "task {id} runs on in process {} (.baton/tasks/{id}/detached.log)",
+                    child.id()
+                ));
+                runs.adopt(child);
             }
-        }));
+            // Its lease expires, and the supervisor restarts it.
+            Err(e) => eng.observer().info(&format!(
+                "warning: task {id} could not run on: {}",
+                e.message
+            )),
+        }
     }
 }

@@ -65,12 +65,13 @@ pub fn serve(
             "warning: no webhook secret is set (BATON_WEBHOOK_SECRET or [server] webhook_secrets): every delivery will be refused with 401",
         );
     }
+    let runs = Arc::new(runner::Runs::default());
     let handoff = Arc::new(handoff::Handoff::start(
         eng.clone(),
         settings.branch_pattern.clone(),
+        runs.clone(),
     ));
     let supervisor = supervisor::Supervisor::start(eng.clone(), supervision, stop.clone());
-    let runs = Arc::new(runner::Runs::default());
     let app = App {
         eng: eng.clone(),
         secrets: Arc::new(settings.secrets.clone()),

@@ -1,8 +1,9 @@
 //! Task runs `baton serve` starts as processes of their own (`baton resume
-//! ID …`, output appended to the task's `serve.log`), so a task that
-//! crashes its runner never takes the server down: the supervisor's
-//! restarts and the API's resumes. On shutdown each gets SIGTERM, which
-//! interrupts it at its phase, journaled, its lease released.
+//! ID …`), so a task that crashes its runner never takes the server down:
+//! the supervisor's restarts, the API's resumes, and the tasks a delivery
+//! passed (their lease taken over from the server). On shutdown each gets
+//! SIGTERM, which interrupts it at its phase, journaled, its lease
+//! released.
 
 use baton_core::TaskId;
 use baton_engine::Engine;
@@ -60,6 +61,13 @@ impl Runs {
         all.retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
         all.push(child);
         Ok(pid)
+    }
+
+    /// Keeps a run started elsewhere (`Engine::detach_child`).
+    pub fn adopt(&self, child: Child) {
+        let mut all = self.children.lock().unwrap_or_else(|p| p.into_inner());
+        all.retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
+        all.push(child);
     }
 
     /// Stops them all (SIGTERM) and waits.

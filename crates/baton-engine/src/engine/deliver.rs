@@ -178,6 +178,15 @@ impl Engine {
             .collect())
     }
 
+    /// Lets a passed task go to a process that takes its lease over
+    /// (`baton resume ID --takeover-from <this pid>`): its heartbeat stops,
+    /// its lease stays held until that process replaces this one as owner,
+    /// so it never looks CRASHED between.
+    pub fn let_go(&self, p: Passed) -> TaskId {
+        drop(p.held.hb);
+        p.id
+    }
+
     /// Runs a task a delivery passed on from its next phase, then releases it.
     pub fn run_passed(&self, p: Passed) -> Result<Outcome> {
         let mut held = p.held;

@@ -14,6 +14,15 @@ impl Engine {
     /// background and returns its pid once it holds the task's lease. The
     /// task must have been created by this process (`RunOptions::create_only`).
     pub fn detach(&self, id: &TaskId) -> Result<u32> {
+        // Not waited for: this process (`run --detach`, an agent turn)
+        // returns at once.
+        self.detach_child(id).map(|c| c.id())
+    }
+
+    /// [`Engine::detach`], with the background process's handle, for a
+    /// caller that outlives it (`baton serve` reaps it, and stops it on
+    /// shutdown).
+    pub fn detach_child(&self, id: &TaskId) -> Result<std::process::Child> {
         let exe = std::env::current_exe()?;
         let dir = self.project.task_dir(id);
         fs_err::create_dir_all(&dir)?;
@@ -40,7 +49,7 @@ impl Engine {
                 .as_ref()
                 .is_some_and(|l| l.owner.pid == child.id())
             {
-                return Ok(child.id());
+                return Ok(child);
             }
             if let Some(status) = child.try_wait()? {
                 return Err(Error::op(format!(

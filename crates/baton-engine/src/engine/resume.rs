@@ -87,7 +87,10 @@ impl Engine {
                 }
             }
         }
-        let result = self.resume_held(&mut held, &snap, opts, upgrade_to, false);
+        // Taken over from a live process of this host between phases (a
+        // background run, or a task `serve` passed): nothing crashed.
+        let handed = opts.takeover_from.is_some();
+        let result = self.resume_held(&mut held, &snap, opts, upgrade_to, handed);
         self.release(held);
         result
     }
