@@ -724,6 +724,81 @@ fn the_api_answers_json_with_codes_and_hints_behind_its_token() {
     assert_eq!(server.stop().code(), Some(0));
 }
 
+const ASK: &str = "name = \"ask\"\n[[phase]]\nid = \"approve\"\nwait = { human = \"Ship it?\", options = [\"yes\", \"no\"] }\n[[phase]]\nid = \"ship\"\nrun = \"echo shipped > shipped.txt\"\n";
+
+/// A person answers the question a task waits on through the API: one of
+/// its options passes the wait (the answer its summary, who gave it
+/// journaled) and the task runs on; another answer, a task not waiting for
+/// one, and a second answer are refused with codes and hints.
+#[test]
+fn a_person_answers_a_waiting_task_through_the_api() {
+    let p = project();
+    p.workflow("ask", ASK);
+    assert_eq!(p.run(&["run", "ask", "release", "--id", "r1"]).0, 4);
+    fs_err::write(p.root().join("ready"), "").unwrap();
+    assert_eq!(p.run(&["run", "pr-flow", "x", "--id", "changes"]).0, 4);
+    let doc = p.state("r1");
+    assert_eq!(doc["waiting"]["question"], "Ship it?", "{doc}");
+    assert_eq!(doc["waiting"]["options"], serde_json::json!(["yes", "no"]));
+    let server = Server::start(&p, &[]);
+    let answer = |id: &str, body: Value| -> (u16, Value) {
+        let mut r = agent()
+            .post(&format!("{}/api/v1/tasks/{id}/answer", server.url))
+            .send_json(body)
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.body_mut().read_json().unwrap_or(Value::Null))
+    };
+    let (status, v) = answer("r1", serde_json::json!({"answer": "maybe"}));
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (400, Some("BAD_ANSWER")),
+        "{v}"
+    );
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("answer one of yes, no"),
+        "{v}"
+    );
+    let (status, v) = answer("changes", serde_json::json!({"answer": "yes"}));
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (409, Some("NOT_WAITING_FOR_AN_ANSWER")),
+        "{v}"
+    );
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("github.pull_request.opened"),
+        "{v}"
+    );
+    let (status, v) = answer("r1", serde_json::json!({"answer": "yes", "by": "ana"}));
+    assert_eq!(status, 202, "{v}");
+    assert_eq!(
+        (v["phase"].as_str(), v["answer"].as_str()),
+        (Some("approve"), Some("yes"))
+    );
+    wait_for("the task to run on", || {
+        (p.state("r1")["status"] == "COMPLETE").then_some(())
+    });
+    assert!(p.root().join("shipped.txt").exists());
+    let doc = p.state("r1");
+    assert_eq!(doc["completed_phases"][0]["summary"], "yes");
+    let answered: Vec<Value> = p
+        .journal("r1")
+        .into_iter()
+        .filter(|e| e["kind"] == "answered")
+        .collect();
+    assert_eq!(answered.len(), 1);
+    assert_eq!(answered[0]["by"], "ana");
+    let (status, _) = answer("r1", serde_json::json!({"answer": "no"}));
+    assert_eq!(status, 409, "answered once");
+    assert_eq!(server.stop().code(), Some(0));
+}
+
 /// The dashboard, in a real headless Chromium: a waiting task appears;
 /// when a webhook resumes it, its row turns COMPLETE and the delivery
 /// shows, without a reload; its phases show as a timeline with the event
@@ -747,6 +822,11 @@ fn the_dashboard_shows_tasks_live_in_a_real_browser() {
         p.run(&["run", "fixable", "Fix the build", "--id", "broken"])
             .0,
         1
+    );
+    p.workflow("ask", ASK);
+    assert_eq!(
+        p.run(&["run", "ask", "Release 2.0", "--id", "release"]).0,
+        4
     );
     let server = Server::start(&p, &[]);
     let b = baton_testkit::browser::Browser::start(1280, 860);
@@ -790,6 +870,12 @@ fn the_dashboard_shows_tasks_live_in_a_real_browser() {
     b.wait_text("#detail-body .title", "broken", 10);
     b.click("#resume");
     b.wait_text(&row("broken", "status"), "COMPLETE", 60);
+
+    // A person answers the question the release waits on, by its option.
+    b.click(r#"tr[data-task="release"]"#);
+    b.wait_text("#answer", "Ship it?", 10);
+    b.click(r#"#answer button[data-answer="yes"]"#);
+    b.wait_text(&row("release", "status"), "COMPLETE", 60);
 
     b.type_into("#filter", "widget");
     wait_for("the filter", || {

@@ -158,6 +158,11 @@ struct Waiting<'a> {
     #[serde(rename = "for")]
     for_: &'a str,
     due_at: Option<Rfc3339>,
+    /// A `wait = { human }` phase's question, and its options if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    question: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    options: Option<&'a [String]>,
 }
 
 #[derive(Serialize)]
@@ -218,10 +223,19 @@ pub fn render<'a>(
         .collect();
     let cp = state.last_checkpoint();
     let waiting = state.waiting_phase().and_then(|p| {
+        let human = match wf.phase(p.id.as_str()).map(|d| &d.kind) {
+            Some(crate::workflow::PhaseKind::Wait(crate::workflow::WaitSpec::Human {
+                question,
+                options,
+            })) => Some((question.as_str(), options.as_slice())),
+            _ => None,
+        };
         p.waiting.as_ref().map(|w| Waiting {
             phase: p.id.as_str(),
             for_: &w.description,
             due_at: ts(w.due_at),
+            question: human.map(|(q, _)| q),
+            options: human.map(|(_, o)| o),
         })
     });
     let stage_results = state

@@ -165,6 +165,12 @@ pub enum Event {
         first_prompt: Option<String>,
         events: Vec<crate::agent_stream::AgentEvent>,
     },
+    /// A person answered a `wait = { human }` phase's question.
+    Answered {
+        phase: PhaseId,
+        answer: String,
+        by: String,
+    },
     /// The supervisor restarts the crashed task by itself, and why.
     AutoRestarted {
         reason: String,
@@ -207,6 +213,7 @@ impl Event {
             Event::Imported { .. } => "imported",
             Event::Note { .. } => "note",
             Event::EventArrived { .. } => "event_arrived",
+            Event::Answered { .. } => "answered",
             Event::AutoRestarted { .. } => "auto_restarted",
             Event::RestartsExhausted { .. } => "restarts_exhausted",
         }
@@ -225,6 +232,7 @@ impl Event {
             | Event::PhaseSkipped { phase, .. }
             | Event::PhaseWaiting { phase, .. }
             | Event::EventArrived { phase, .. }
+            | Event::Answered { phase, .. }
             | Event::PhaseInterrupted { phase, .. } => Some(phase),
             Event::LoopedBack { from, .. } => Some(from),
             Event::Rewound { to, .. } => Some(to),

@@ -129,6 +129,14 @@ pub enum Input {
         phase: Option<PhaseId>,
         text: String,
     },
+    /// A person answered the question the waiting `phase` asks
+    /// (`wait = { human }`); `by` says who. One of its `options` when it
+    /// has some. The phase passes with the answer as its summary.
+    Answer {
+        phase: PhaseId,
+        answer: String,
+        by: String,
+    },
     /// The supervisor restarts the crashed task (the engine holds its
     /// lease and checked `supervisor::judge`).
     AutoRestart {
@@ -405,6 +413,41 @@ mod tests {
             next(&t.state, &t.wf),
             Next::Start(PhaseId::parse("ok").unwrap())
         );
+    }
+
+    #[test]
+    fn an_answer_passes_a_human_wait_once_and_only_with_one_of_its_options() {
+        let w = "name = \"wf\"\n[[phase]]\nid = \"ship\"\nwait = { human = \"Ship it?\", options = [\"yes\", \"no\"] }\n[[phase]]\nid = \"after\"\nrun = \"true\"\n";
+        let mut t = Task::new(wf(w), &[]);
+        let ship = PhaseId::parse("ship").unwrap();
+        let answer = |a: &str| Input::Answer {
+            phase: ship.clone(),
+            answer: a.into(),
+            by: "ana".into(),
+        };
+        // Not waiting yet: refused.
+        assert!(decide(&t.state, &t.wf, answer("yes"), Timestamp(0)).is_err());
+        t.input(Input::Wait {
+            phase: ship.clone(),
+        });
+        let e = decide(&t.state, &t.wf, answer("maybe"), Timestamp(0)).unwrap_err();
+        assert!(e.0.contains("answer one of yes, no"), "{}", e.0);
+        t.input(answer(" yes "));
+        assert_eq!(t.state.status, TaskStatus::Running);
+        let p = t.state.phase("ship").unwrap();
+        assert_eq!(
+            (p.status, p.summary.as_deref()),
+            (PhaseStatus::Pass, Some("yes"))
+        );
+        // Answered once.
+        assert!(decide(&t.state, &t.wf, answer("no"), Timestamp(0)).is_err());
+        // Another phase's kind of wait is not answered.
+        let timer = "name = \"wf\"\n[[phase]]\nid = \"ship\"\nwait = { duration = \"1h\" }\n";
+        let mut t = Task::new(wf(timer), &[]);
+        t.input(Input::Wait {
+            phase: ship.clone(),
+        });
+        assert!(decide(&t.state, &t.wf, answer("yes"), Timestamp(0)).is_err());
     }
 
     #[test]

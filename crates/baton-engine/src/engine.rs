@@ -6,6 +6,7 @@
 //! goes. What the engine does lives in one module per capability, declared
 //! below, each opening with what it holds.
 
+mod answer;
 mod claim;
 mod crash;
 mod create;

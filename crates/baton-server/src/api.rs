@@ -35,6 +35,7 @@ pub fn routes() -> (axum::Router<App>, utoipa::openapi::OpenApi) {
         .routes(routes!(task_journal))
         .routes(routes!(resume_task))
         .routes(routes!(cancel_task))
+        .routes(routes!(answer_task))
         .routes(routes!(list_deliveries))
         .routes(routes!(list_instances))
         .split_for_parts()
@@ -242,6 +243,55 @@ async fn cancel_task(
             "task": id.as_str(),
             "status": app.eng.status_of(&snap).as_str(),
         })))
+    })
+    .await
+}
+
+/// A person's answer to the question a task waits on.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct Answer {
+    /// One of the question's options, when it has some.
+    answer: String,
+    /// Who answers (journaled with the answer); default `api`.
+    by: Option<String>,
+}
+
+/// Answers the question of a task waiting in a `wait = { human }` phase:
+/// the phase passes with the answer as its summary (who gave it
+/// journaled), and the task runs on in a process of its own.
+#[utoipa::path(post, path = "/api/v1/tasks/{id}/answer", params(("id" = String, Path, description = "the task id")),
+    request_body = Answer,
+    responses((status = 202, description = "`{task, phase, answer, pid}`: answered; the task runs on", body = Object),
+        (status = 400, body = ApiError), (status = 404, body = ApiError), (status = 409, body = ApiError)))]
+async fn answer_task(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    Json(a): Json<Answer>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let id = task_id(&id)?;
+    blocking(move || {
+        app.eng.store.load(&id)?.ok_or_else(|| not_found(&id))?;
+        let by = a.by.unwrap_or_else(|| "api".into());
+        let (phase, passed) = app.eng.answer(&id, &a.answer, &by).map_err(|e| {
+            let busy = e.kind == baton_core::ErrorKind::Busy;
+            let mut err = ApiError::from(e);
+            if busy {
+                err.status = StatusCode::CONFLICT.as_u16();
+                err.code = "NOT_WAITING_FOR_AN_ANSWER".into();
+            } else {
+                err.status = StatusCode::BAD_REQUEST.as_u16();
+                err.code = "BAD_ANSWER".into();
+            }
+            err
+        })?;
+        let id = app.eng.let_go(passed);
+        let child = app.eng.detach_child(&id)?;
+        let pid = child.id();
+        app.runs.adopt(child);
+        Ok((
+            StatusCode::ACCEPTED,
+            Json(serde_json::json!({"task": id.as_str(), "phase": phase.as_str(), "answer": a.answer.trim(), "pid": pid})),
+        ))
     })
     .await
 }

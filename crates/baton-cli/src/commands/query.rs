@@ -422,6 +422,7 @@ fn describe(e: &baton_core::Event) -> String {
         TaskCompleted => String::new(),
         TaskFailed { reason, .. } | TaskCancelled { reason } => reason.clone(),
         Note { text, .. } => text.clone(),
+        Answered { phase, answer, by } => format!("{phase}: {by} answered {answer:?}"),
         AutoRestarted { reason } => format!("restarted by the supervisor: {reason}"),
         RestartsExhausted { reason } => format!("not restarted again: {reason}"),
     }

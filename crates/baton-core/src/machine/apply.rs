@@ -86,7 +86,10 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
     state.updated_at = record.ts;
     let ts = record.ts;
     match &record.event {
-        Event::TaskCreated { .. } | Event::Claimed { .. } | Event::Note { .. } => {}
+        Event::TaskCreated { .. }
+        | Event::Claimed { .. }
+        | Event::Note { .. }
+        | Event::Answered { .. } => {}
         Event::AutoRestarted { .. } => {
             state.auto_restarts.push(ts);
             clear_supervisor_blockers(state);

@@ -24,6 +24,7 @@ pub fn decide(
         // Claims and notes are recorded as given: no rule holds them back.
         Input::Claim { owner, command } => Ok(vec![Event::Claimed { owner, command }]),
         Input::Note { phase, text } => Ok(vec![Event::Note { phase, text }]),
+        Input::Answer { phase, answer, by } => decide_answer(state, wf, phase, answer, by),
         Input::AutoRestart { reason } => {
             running(state)?;
             Ok(vec![Event::AutoRestarted { reason }])
@@ -400,6 +401,60 @@ fn decide_timer_due(
 /// The event a waiting phase expects arrived: the task resumes, the event's
 /// facts become labels, and the phase passes. Only the phase that waits,
 /// and only for an event of the name it waits for.
+/// A person's answer passes the `wait = { human }` phase waiting for it,
+/// once, with the answer as its summary; an answer that is none of the
+/// question's options is refused, saying them.
+fn decide_answer(
+    state: &TaskState,
+    wf: &Workflow,
+    phase: PhaseId,
+    answer: String,
+    by: String,
+) -> Result<Vec<Event>, RuleError> {
+    let ps = phase_state(state, &phase)?;
+    if ps.status != PhaseStatus::Waiting {
+        return refuse(format!(
+            "phase {phase} is {}, not waiting for an answer",
+            ps.status.as_str()
+        ));
+    }
+    let Some(PhaseKind::Wait(WaitSpec::Human { question, options })) =
+        wf.phase(phase.as_str()).map(|p| &p.kind)
+    else {
+        return refuse(format!("phase {phase} does not wait for a person's answer"));
+    };
+    let answer = answer.trim().to_string();
+    if answer.is_empty() {
+        return refuse(format!("the answer to {question:?} is empty"));
+    }
+    if !options.is_empty() && !options.contains(&answer) {
+        return refuse(format!(
+            "{answer:?} is not an answer to {question:?}: answer one of {}",
+            options.join(", ")
+        ));
+    }
+    let mut events = Vec::new();
+    if state.status == TaskStatus::Waiting {
+        events.push(Event::TaskResumed {
+            from: "WAITING".into(),
+            note: format!("{by} answered {question:?}: {answer}."),
+        });
+    }
+    events.push(Event::Answered {
+        phase: phase.clone(),
+        answer: answer.clone(),
+        by,
+    });
+    events.push(Event::PhasePassed {
+        attempt: ps.attempt,
+        phase,
+        summary: answer,
+        output: String::new(),
+        files_changed: Vec::new(),
+    });
+    Ok(events)
+}
+
 fn decide_event_arrived(
     state: &TaskState,
     wf: &Workflow,

@@ -91,12 +91,13 @@ pub enum Decision {
     Skipped(String),
 }
 
-/// A task whose wait phase a delivery passed, held by this process: run it
-/// on with [`Engine::run_passed`] (dropping it without running it leaves
+/// A task whose wait phase passed (a delivery arrived, a person answered),
+/// held by this process: run it on with [`Engine::run_passed`], or let it
+/// go to a process of its own ([`Engine::let_go`]) (dropping it without running it leaves
 /// its lease to expire, and the task is then resumed as crashed).
 pub struct Passed {
     pub id: TaskId,
-    held: Held,
+    pub(super) held: Held,
 }
 
 /// A delivery handed to the tasks.
