@@ -1047,3 +1047,56 @@ fn the_official_conformance_suite_passes_against_serves_mcp_endpoint() {
     baton_testkit::mcp::assert_conformance(&text);
     assert_eq!(server.stop().code(), Some(0));
 }
+
+/// Two `baton serve` on one PostgreSQL: the same delivery sent to both at
+/// once is stored once, and two deliveries of the event the task waits
+/// for (GitHub's and a redelivery under a new id) resume it once; the
+/// lease decides.
+#[test]
+fn two_servers_on_one_postgresql_resume_a_task_once() {
+    baton_testkit::with_backend(baton_testkit::Backend::Postgres, || {
+        let p = project();
+        fs_err::write(p.root().join("ready"), "").unwrap();
+        assert_eq!(p.run(&["run", "pr-flow", "x", "--id", "changes"]).0, 4);
+        let (a, b) = (Server::start(&p, &[]), Server::start(&p, &[]));
+        let opened = fixture("pull_request/opened.payload.json");
+        let statuses: Vec<u16> = std::thread::scope(|s| {
+            let hs: Vec<_> = [&a, &b, &a, &b]
+                .into_iter()
+                .enumerate()
+                .map(|(i, server)| {
+                    let opened = &opened;
+                    // Two ids, each sent to both servers at once.
+                    s.spawn(move || {
+                        server
+                            .deliver("pull_request", &format!("d-{}", i % 2), opened)
+                            .0
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(
+            statuses.iter().filter(|s| **s == 202).count(),
+            2,
+            "{statuses:?}"
+        );
+        assert_eq!(
+            statuses.iter().filter(|s| **s == 200).count(),
+            2,
+            "{statuses:?}"
+        );
+        wait_for("the task to complete", || {
+            (p.state("changes")["status"] == "COMPLETE").then_some(())
+        });
+        settled(&p, "d-0");
+        settled(&p, "d-1");
+        assert_eq!(arrivals(&p, "changes"), 1, "resumed once");
+        assert_eq!(
+            fs_err::read_to_string(p.root().join("after.txt")).unwrap(),
+            "pr 2\n"
+        );
+        assert_eq!(a.stop().code(), Some(0));
+        assert_eq!(b.stop().code(), Some(0));
+    });
+}
