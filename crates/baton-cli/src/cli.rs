@@ -69,7 +69,7 @@ pub enum Command {
     /// Coding and review agents in their own git worktrees, with a bounded review loop.
     #[command(subcommand)]
     Agent(AgentCommand),
-    /// Serve baton's MCP tools over stdio (agent CLIs start this; see docs/mcp.md).
+    /// Serve baton's MCP tools over stdio (agent CLIs start this; see docs/agents.md).
     Mcp,
     /// Run queued tasks (`baton run --queue`), N at a time, until stopped.
     Worker(WorkerArgs),
@@ -81,7 +81,7 @@ pub enum Command {
     Progress(ProgressArgs),
     /// Run a list of tasks one after another, with a durable marker (continue with --resume).
     Play(PlayArgs),
-    /// Serve GitHub webhooks that resume the tasks waiting for them (see docs/server.md).
+    /// Serve GitHub webhooks that resume the tasks waiting for them, a live dashboard and API, and restart crashed tasks (see docs/server.md).
     Serve(ServeArgs),
     /// Manage the store: apply migrations, copy a project's history to another store.
     #[command(subcommand)]
