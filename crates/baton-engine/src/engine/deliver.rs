@@ -204,8 +204,25 @@ impl Engine {
     ) -> Result<(Decisions, Vec<Passed>)> {
         let mut decisions = Vec::new();
         let mut passed = Vec::new();
+        // Only tasks of a workflow (some version of it) with a wait phase
+        // for this event can be judged (or have been passed by it): the
+        // others are not loaded at all.
+        let name = d.name();
+        let awaiting: BTreeSet<String> = self
+            .store
+            .definitions()?
+            .into_iter()
+            .filter(|def| {
+                Awaited::of(std::iter::once(def.json.as_str()))
+                    .names
+                    .contains(&name)
+            })
+            .map(|def| def.name)
+            .collect();
         for (summary, status) in self.list()? {
-            if matches!(status, DisplayStatus::Complete | DisplayStatus::Cancelled) {
+            if matches!(status, DisplayStatus::Complete | DisplayStatus::Cancelled)
+                || !awaiting.contains(&summary.workflow)
+            {
                 continue;
             }
             let snap = self.load(&summary.id)?;
