@@ -36,12 +36,7 @@ const CONNECTIONS: usize = 64;
 const SECONDS: u64 = 10;
 
 fn fixture(path: &str) -> Vec<u8> {
-    fs_err::read(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../baton-testkit/fixtures/github-webhooks")
-            .join(path),
-    )
-    .unwrap()
+    fs_err::read(baton_testkit::github_fixture(path)).unwrap()
 }
 
 fn agent() -> ureq::Agent {
@@ -51,16 +46,8 @@ fn agent() -> ureq::Agent {
         .into()
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn serve(p: &TestProject) -> (Child, String) {
-    let port = free_port();
+    let port = baton_testkit::free_port();
     let child = p
         .baton(&["serve", "--addr", &format!("127.0.0.1:{port}")])
         .env("BATON_WEBHOOK_SECRET", SECRET)

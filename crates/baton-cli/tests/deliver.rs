@@ -20,9 +20,7 @@ run = "echo pr {{labels.pr-number}} from {{labels.pr-branch}} > after.txt"
 "#;
 
 fn fixture(path: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../baton-testkit/fixtures/github-webhooks")
-        .join(path)
+    baton_testkit::github_fixture(path)
 }
 
 /// Hands `file` over as a new delivery (a fresh id each time).

@@ -528,28 +528,13 @@ fn three_protocol_revisions_are_spoken() {
 /// logging, completions or the suite's own fixture tools).
 #[test]
 fn the_official_conformance_suite_passes_every_check_that_applies() {
-    let modules = std::env::var("MCP_CONFORMANCE_MODULES").expect(
-        "MCP_CONFORMANCE_MODULES is not set: run the tests with ./scripts/test, which installs the conformance suite",
-    );
     let (p, _remote) = project();
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../baton-testkit/mcp-conformance/run.sh");
-    let out_dir = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new("bash");
-    cmd.arg(script)
-        .arg(baton_bin())
-        .arg(p.root())
-        .arg(out_dir.path())
-        .env("MCP_CONFORMANCE_MODULES", modules);
-    if let Some(u) = &p.database_url {
-        cmd.env("BATON_DATABASE_URL", u);
-    }
-    let out = cmd.output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    baton_testkit::mcp::assert_conformance(&text);
+    let bin = baton_bin();
+    let env: Vec<(&str, &str)> = p
+        .database_url
+        .as_deref()
+        .map(|u| ("BATON_DATABASE_URL", u))
+        .into_iter()
+        .collect();
+    baton_testkit::mcp::run_conformance(&[bin.as_os_str(), p.root().as_os_str()], &env);
 }

@@ -24,12 +24,7 @@ run = "echo pr {{labels.pr-number}} >> after.txt"
 "#;
 
 fn fixture(path: &str) -> Vec<u8> {
-    fs_err::read(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../baton-testkit/fixtures/github-webhooks")
-            .join(path),
-    )
-    .unwrap()
+    fs_err::read(baton_testkit::github_fixture(path)).unwrap()
 }
 
 /// A running `baton serve`, stopped (SIGTERM) when dropped.
@@ -40,11 +35,7 @@ struct Server {
 
 impl Server {
     fn start(p: &TestProject, env: &[(&str, &str)]) -> Server {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = baton_testkit::free_port();
         let addr = format!("127.0.0.1:{port}");
         let log = fs_err::File::create(p.root().join(format!("serve-{port}.log"))).unwrap();
         let mut cmd = p.baton(&["serve", "--addr", &addr]);
@@ -1022,29 +1013,10 @@ fn mcp_over_http_knows_the_caller_by_its_headers_behind_the_token() {
 /// to a tools-only server passes.
 #[test]
 fn the_official_conformance_suite_passes_against_serves_mcp_endpoint() {
-    let modules = std::env::var("MCP_CONFORMANCE_MODULES").expect(
-        "MCP_CONFORMANCE_MODULES is not set: run the tests with ./scripts/test, which installs the conformance suite",
-    );
     let p = project();
     let server = Server::start(&p, &[]);
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../baton-testkit/mcp-conformance/run.sh");
-    let out_dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new("bash")
-        .arg(script)
-        .arg("--url")
-        .arg(format!("{}/mcp", server.url))
-        .arg(out_dir.path())
-        .env("MCP_CONFORMANCE_MODULES", modules)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    baton_testkit::mcp::assert_conformance(&text);
+    let url = format!("{}/mcp", server.url);
+    baton_testkit::mcp::run_conformance(&["--url".as_ref(), url.as_ref()], &[]);
     assert_eq!(server.stop().code(), Some(0));
 }
 

@@ -16,14 +16,6 @@ pub struct Browser {
     agent: ureq::Agent,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 impl Browser {
     /// Starts chromedriver and a headless Chromium window of `width` ×
     /// `height`. Panics, saying how to get them, when they are missing.
@@ -32,7 +24,7 @@ impl Browser {
             .into_iter()
             .find(|p| std::path::Path::new(p).exists())
             .expect("Chromium is missing: run ./scripts/test, which installs Debian's chromium and chromium-driver");
-        let port = free_port();
+        let port = crate::free_port();
         let driver = Command::new("chromedriver")
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())

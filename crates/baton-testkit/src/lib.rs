@@ -70,6 +70,22 @@ pub struct TestProject {
     pub database_url: Option<String>,
 }
 
+/// A TCP port free on 127.0.0.1 just now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("can bind a port on 127.0.0.1")
+}
+
+/// One of GitHub's real webhook payloads (octokit's examples) kept in
+/// the testkit, e.g. `pull_request/opened.payload.json`.
+pub fn github_fixture(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/github-webhooks")
+        .join(path)
+}
+
 /// Path of the `baton` binary built for the tests.
 pub fn baton_bin() -> PathBuf {
     assert_cmd::cargo::cargo_bin("baton")

@@ -83,10 +83,37 @@ pub fn run(
     v
 }
 
+/// Runs the official conformance suite (`mcp-conformance/run.sh`, both
+/// pinned versions) with `args` (`BATON_BIN PROJECT` for `baton mcp` over
+/// stdio, or `--url URL`) and `env`, and checks that every check that
+/// applies passed. Needs `MCP_CONFORMANCE_MODULES` (`./scripts/test` sets it).
+pub fn run_conformance(args: &[&std::ffi::OsStr], env: &[(&str, &str)]) {
+    let modules = std::env::var("MCP_CONFORMANCE_MODULES").expect(
+        "MCP_CONFORMANCE_MODULES is not set: run the tests with ./scripts/test, which installs the conformance suite",
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp-conformance/run.sh");
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = Command::new("bash")
+        .arg(script)
+        .args(args)
+        .arg(out_dir.path())
+        .env("MCP_CONFORMANCE_MODULES", modules)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_conformance(&text);
+}
+
 /// Checks the output of `mcp-conformance/run.sh`: for both pinned suite
 /// versions, every scenario that applies to a tools-only server has a
 /// result line with checks passed and none failed.
-pub fn assert_conformance(text: &str) {
+fn assert_conformance(text: &str) {
     for suite in ["0.1.16", "0.2.0-alpha.12"] {
         for scenario in ["server-initialize", "ping", "tools-list"] {
             let line = text

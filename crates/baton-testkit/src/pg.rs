@@ -167,7 +167,7 @@ impl PgCluster {
         // server's bind: try a few.
         let mut last_failure = String::new();
         for _ in 0..5 {
-            cluster.port = free_port();
+            cluster.port = crate::free_port();
             match cluster.try_start() {
                 Ok(()) => return cluster,
                 Err(e) => last_failure = e,
@@ -472,13 +472,6 @@ fn unprivileged_user() -> (u32, u32) {
 }
 
 /// A port on 127.0.0.1 that was free a moment ago.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("can bind a port on 127.0.0.1")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
