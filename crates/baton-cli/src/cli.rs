@@ -83,6 +83,9 @@ pub enum Command {
     Play(PlayArgs),
     /// Serve GitHub webhooks that resume the tasks waiting for them, a live dashboard and API, and restart crashed tasks (see docs/server.md).
     Serve(ServeArgs),
+    /// The workspaces of agents by role (`[agents.NAME] role`): list them, remove one.
+    #[command(subcommand)]
+    Workspace(WorkspaceCommand),
     /// Manage the store: apply migrations, copy a project's history to another store.
     #[command(subcommand)]
     Store(StoreCommand),
@@ -335,6 +338,30 @@ pub struct ProgressArgs {
     /// Print the records as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkspaceCommand {
+    /// List the workspaces: service, role, agent, branch, the task that worked there last, and whether removing it would lose work.
+    Ls(WorkspaceLsArgs),
+    /// Remove a workspace (its folder, branch and record); refused when it holds uncommitted or unpushed work, unless --force.
+    Rm(WorkspaceRmArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WorkspaceLsArgs {
+    /// Print them as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkspaceRmArgs {
+    /// The workspace's name, as `baton workspace ls` shows it.
+    pub name: String,
+    /// Remove it even if it holds work (which is saved under refs/baton-saved/NAME/ first).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

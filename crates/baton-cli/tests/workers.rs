@@ -417,8 +417,31 @@ fn store_copy_moves_history_to_postgresql_and_back() {
         "f",
         "name = \"f\"\n[[phase]]\nid = \"x\"\nrun = \"echo nope >&2; exit 3\"\n",
     );
-    assert_eq!(p.run(&["run", "w", "one", "--id", "one"]).0, 0);
+    // With a repository label: a progress record too.
+    assert_eq!(
+        p.run(&[
+            "run",
+            "w",
+            "one",
+            "--id",
+            "one",
+            "--label",
+            "repository=acme/app"
+        ])
+        .0,
+        0
+    );
     assert_eq!(p.run(&["run", "w", "two", "--id", "two"]).0, 0);
+    // A webhook delivery, so a redelivery is still known after the move.
+    let payload = baton_testkit::github_fixture("pull_request/opened.payload.json");
+    let (code, _, err) = p.run(&[
+        "deliver",
+        "pull_request",
+        payload.to_str().unwrap(),
+        "--delivery",
+        "d-1",
+    ]);
+    assert_eq!(code, 0, "{err}");
     assert_eq!(p.run(&["run", "f", "bad", "--id", "bad"]).0, 1);
     // An agent instance, its first turn done, and a second ended.
     let cfg = p.root().join(".baton/config.toml");
@@ -445,6 +468,8 @@ fn store_copy_moves_history_to_postgresql_and_back() {
             vec!["log", "two", "--json"],
             vec!["agent", "ls", "--all", "--json"],
             vec!["agent", "log", "a1", "--json"],
+            vec!["progress", "--json"],
+            vec!["deliveries", "--json"],
         ] {
             let mut c = p.baton(&args);
             if let Some(u) = url {
@@ -465,6 +490,8 @@ fn store_copy_moves_history_to_postgresql_and_back() {
     assert_eq!(report["instances"], 2);
     assert_eq!(report["instance_events"], 7);
     assert_eq!(report["already_there"], 0);
+    assert_eq!(report["deliveries"], 1, "{report}");
+    assert!(report["progress"].as_u64() >= Some(1), "{report}");
     assert_eq!(
         views(Some(&url)),
         before,

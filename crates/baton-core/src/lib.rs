@@ -24,6 +24,7 @@ pub mod template;
 pub mod time;
 pub mod webhook;
 pub mod workflow;
+pub mod workspace;
 
 pub use error::{ErrorKind, Exit};
 pub use event::{Event, EventRecord};

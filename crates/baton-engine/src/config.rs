@@ -34,6 +34,21 @@ pub struct Config {
     pub server: ServerConfig,
     #[serde(default)]
     pub supervisor: SupervisorConfig,
+    #[serde(default)]
+    pub workspaces: WorkspacesConfig,
+}
+
+/// `[workspaces]`: where the workspaces of agents with a `role` are made
+/// (see `crate::workspace::roles`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspacesConfig {
+    /// The folder they are made in (default ".baton/workspaces"; a relative
+    /// path is under the project folder).
+    pub base: Option<String>,
+    /// The service they are named after (default: the name of the GitHub
+    /// repository, else of the project folder).
+    pub service: Option<String>,
 }
 
 /// `[github]`: where pull requests are opened.
@@ -127,6 +142,10 @@ pub struct AgentConfig {
     /// Built-in only: tell the CLI about baton's MCP server (default true,
     /// for the CLIs baton configures: every built-in CLI but droid).
     pub mcp: Option<bool>,
+    /// Its role: "implementation" agents share the service's workspace,
+    /// an agent of any other role ("quality", "testing", …) works in its
+    /// own. None: it works where the task does.
+    pub role: Option<String>,
 }
 
 fn built_in<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<baton_agents::Cli>, D::Error> {
@@ -253,6 +272,19 @@ impl Config {
                 .hint(format!(
                     "in {file}, put them in command = [...], or set cli = \"NAME\" ({}) under [agents.{name}]",
                     baton_agents::clis::listed()
+                )));
+            }
+            if let Some(role) = &a.role
+                && (role.is_empty()
+                    || !role
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'))
+            {
+                return Err(Error::bad_input(format!(
+                    "{file}: [agents.{name}] role = {role:?} is not a role name"
+                ))
+                .hint(format!(
+                    "in {file}, write role = \"implementation\" (shares the service's workspace) or another word of lower-case letters, digits and '-' such as \"quality\" or \"testing\" (a workspace of its own) under [agents.{name}]"
                 )));
             }
             if a.cli.is_none() && a.command.is_empty() {

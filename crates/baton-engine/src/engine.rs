@@ -22,10 +22,12 @@ mod read;
 mod restore;
 mod resume;
 mod supervise;
+mod workspaces;
 
 pub use deliver::{Awaited, Decision, HandedOver, Passed, ignored, moves_instances, new_delivery};
 pub use manage::CLEANED;
 pub use supervise::{AutoRestart, Need, Triage};
+pub use workspaces::WorkspaceView;
 
 use crate::error::Result;
 use crate::git::Git;

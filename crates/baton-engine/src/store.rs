@@ -106,6 +106,60 @@ pub struct CopyReport {
     /// Agent instances and their journal's records.
     pub instances: usize,
     pub instance_events: u64,
+    /// Webhook deliveries (so a redelivery is still recognised), progress
+    /// records, plays and workspace records.
+    pub deliveries: usize,
+    pub progress: usize,
+    pub plays: usize,
+    pub workspaces: usize,
+}
+
+/// Copies the records kept beside the tasks: deliveries (those the target
+/// has are left as they are), repositories' progress records, plays and
+/// workspace records (the source's win).
+fn copy_records(from: &dyn Store, to: &dyn Store, report: &mut CopyReport) -> Result<()> {
+    let unsettled = from.unsettled_deliveries()?;
+    let mut deliveries: Vec<baton_store::NewDelivery> = from
+        .deliveries(usize::MAX)?
+        .into_iter()
+        .filter(|d| d.settled_at.is_some())
+        .map(|d| baton_store::NewDelivery {
+            settled: Some(baton_store::Settlement {
+                at: d.settled_at.expect("filtered"),
+                decision: d.decision,
+                why: d.why,
+                tasks: d.tasks,
+            }),
+            id: d.id,
+            received_at: d.received_at,
+            event: d.event,
+            action: d.action,
+            repository: d.repository,
+            payload: String::new(),
+        })
+        .chain(unsettled)
+        .collect();
+    deliveries.sort_by_key(|d| d.received_at);
+    for chunk in deliveries.chunks(500) {
+        to.record_deliveries(chunk)?;
+    }
+    report.deliveries = deliveries.len();
+    let progress = from.progress(None)?;
+    for p in &progress {
+        to.put_progress(p)?;
+    }
+    report.progress = progress.len();
+    let plays = from.plays()?;
+    for p in &plays {
+        to.put_play(p)?;
+    }
+    report.plays = plays.len();
+    let workspaces = from.workspaces()?;
+    for w in &workspaces {
+        to.put_workspace(w)?;
+    }
+    report.workspaces = workspaces.len();
+    Ok(())
 }
 
 /// The whole instances' journal of a store, in order.
@@ -178,6 +232,10 @@ pub fn copy(from: &dyn Store, to: &dyn Store) -> Result<CopyReport> {
         definitions: 0,
         instances: 0,
         instance_events: 0,
+        deliveries: 0,
+        progress: 0,
+        plays: 0,
+        workspaces: 0,
     };
     let defs = from.definitions()?;
     for d in &defs {
@@ -233,6 +291,7 @@ pub fn copy(from: &dyn Store, to: &dyn Store) -> Result<CopyReport> {
         report.events += events.len() as u64;
     }
     copy_instances(from, to, &mut report)?;
+    copy_records(from, to, &mut report)?;
     Ok(report)
 }
 

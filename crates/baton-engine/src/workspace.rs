@@ -9,6 +9,8 @@
 use crate::error::{Error, Result};
 use crate::git::Git;
 use crate::project::Project;
+
+pub mod roles;
 use baton_core::state::PhaseStatus;
 use baton_core::{TaskId, TaskState};
 use std::path::PathBuf;
@@ -156,52 +158,13 @@ impl Workspace {
         let worktree = project.baton_dir().join("worktrees").join(id.as_str());
         let rel = git.project_rel();
         let cwd = worktree.join(&rel);
-        let op = |what: &str, e: crate::git::GitError| {
-            Error::op(format!(
-                "cannot prepare the worktree of task {id} ({what}): {e}"
-            ))
-        };
-        if worktree.join(".git").exists() {
-            let wg = Git::open(&worktree).ok_or_else(|| {
-                Error::op(format!("{} is not a git worktree", worktree.display()))
-            })?;
-            let saved = format!("refs/baton-saved/{id}/{now_ms}-{}", std::process::id());
-            let snap = wg
-                .snapshot(&saved, &format!("baton: what the worktree of {id} held"))
-                .map_err(|e| op("save", e))?;
-            let tree = |rev: &str| {
-                wg.run(
-                    &["rev-parse", "--verify", "-q", &format!("{rev}^{{tree}}")],
-                    &[],
-                )
-                .ok()
-                .map(|t| t.trim().to_string())
-            };
-            if tree(&snap).is_some() && tree(&snap) == tree(&target) {
-                let _ = wg.run(&["update-ref", "-d", &saved], &[]);
-            } else {
-                tracing::debug!(task = %id, %saved, "saved what the worktree held");
-            }
-            wg.run(&["checkout", "-q", "-f", "-B", &name, &target], &[])
-                .map_err(|e| op("checkout", e))?;
-            wg.run(&["clean", "-q", "-f", "-d"], &[])
-                .map_err(|e| op("clean", e))?;
-        } else {
-            let _ = git.run(&["worktree", "prune"], &[]);
-            let parent = worktree.parent().expect("has parent");
-            fs_err::create_dir_all(parent)?;
-            // Never shown as untracked files of the project's repository.
-            let ignore = parent.join(".gitignore");
-            if !ignore.exists() {
-                fs_err::write(&ignore, "*\n")?;
-            }
-            let wt = worktree.display().to_string();
-            git.run(
-                &["worktree", "add", "-q", "-f", "-B", &name, &wt, &target],
-                &[],
-            )
-            .map_err(|e| op("worktree add", e))?;
-        }
+        check_out(&git, &worktree, &name, &target, id.as_str(), now_ms, &[]).map_err(
+            |(what, e)| {
+                Error::op(format!(
+                    "cannot prepare the worktree of task {id} ({what}): {e}"
+                ))
+            },
+        )?;
         fs_err::create_dir_all(&cwd)?;
         Ok(Workspace {
             git: Git::open(&cwd),
@@ -280,6 +243,91 @@ impl Workspace {
     }
 }
 
+/// Checks `branch` out at `target` in the git worktree `worktree` of
+/// `git` (added if it is not there yet). Whatever the worktree held that
+/// differs from `target` is saved first under
+/// `refs/baton-saved/<task>/<now_ms>-<pid>`, never thrown away; the files
+/// `carry` names (paths in the worktree) keep their text across the
+/// checkout. `Err` names the step that failed.
+pub(crate) fn check_out(
+    git: &Git,
+    worktree: &std::path::Path,
+    branch: &str,
+    target: &str,
+    task: &str,
+    now_ms: i64,
+    carry: &[PathBuf],
+) -> std::result::Result<(), (&'static str, String)> {
+    let carried: Vec<(PathBuf, Vec<u8>)> = carry
+        .iter()
+        .filter_map(|rel| Some((rel.clone(), std::fs::read(worktree.join(rel)).ok()?)))
+        .collect();
+    check_out_only(git, worktree, branch, target, task, now_ms)?;
+    for (rel, text) in carried {
+        crate::render::atomic_write(&worktree.join(rel), &text)
+            .map_err(|e| ("carry", e.to_string()))?;
+    }
+    Ok(())
+}
+
+fn check_out_only(
+    git: &Git,
+    worktree: &std::path::Path,
+    branch: &str,
+    target: &str,
+    task: &str,
+    now_ms: i64,
+) -> std::result::Result<(), (&'static str, String)> {
+    let fail = |what: &'static str| move |e: crate::git::GitError| (what, e.to_string());
+    if worktree.join(".git").exists() {
+        let wg = Git::open(worktree).ok_or((
+            "open",
+            format!("{} is not a git worktree", worktree.display()),
+        ))?;
+        let saved = format!("refs/baton-saved/{task}/{now_ms}-{}", std::process::id());
+        let snap = wg
+            .snapshot(&saved, &format!("baton: what the worktree of {task} held"))
+            .map_err(fail("save"))?;
+        let tree = |rev: &str| {
+            wg.run(
+                &["rev-parse", "--verify", "-q", &format!("{rev}^{{tree}}")],
+                &[],
+            )
+            .ok()
+            .map(|t| t.trim().to_string())
+        };
+        // Nothing to keep: the worktree holds the target's files, or its
+        // own commits, clean, on another branch (which keeps them).
+        let on_other_branch = wg.branch().is_some_and(|b| b != branch);
+        let same = |rev: &str| tree(&snap).is_some() && tree(&snap) == tree(rev);
+        if same(target) || (on_other_branch && same("HEAD")) {
+            let _ = wg.run(&["update-ref", "-d", &saved], &[]);
+        } else {
+            tracing::debug!(%task, %saved, "saved what the worktree held");
+        }
+        wg.run(&["checkout", "-q", "-f", "-B", branch, target], &[])
+            .map_err(fail("checkout"))?;
+        wg.run(&["clean", "-q", "-f", "-d"], &[])
+            .map_err(fail("clean"))?;
+    } else {
+        let _ = git.run(&["worktree", "prune"], &[]);
+        let parent = worktree.parent().expect("has parent");
+        fs_err::create_dir_all(parent).map_err(|e| ("create", e.to_string()))?;
+        // Never shown as untracked files of the project's repository.
+        let ignore = parent.join(".gitignore");
+        if !ignore.exists() {
+            fs_err::write(&ignore, "*\n").map_err(|e| ("create", e.to_string()))?;
+        }
+        let wt = worktree.display().to_string();
+        git.run(
+            &["worktree", "add", "-q", "-f", "-B", branch, &wt, target],
+            &[],
+        )
+        .map_err(fail("worktree add"))?;
+    }
+    Ok(())
+}
+
 /// Why a phase's work did not reach the remote.
 #[derive(Debug)]
 pub enum Unpublished {
@@ -298,7 +346,7 @@ impl Unpublished {
 
 /// The commit a queued task's work resumes from when a phase was under way:
 /// the start of its latest attempt.
-fn resume_point(state: &TaskState) -> Option<String> {
+pub(crate) fn resume_point(state: &TaskState) -> Option<String> {
     state
         .phases
         .iter()

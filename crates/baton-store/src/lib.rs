@@ -14,6 +14,7 @@ pub mod plays;
 pub mod postgres;
 pub mod progress;
 pub mod sqlite;
+pub mod workspaces;
 
 use baton_core::lease::{Lease, LeaseOwner};
 use baton_core::state::{PhaseState, TaskStatus};
@@ -25,6 +26,7 @@ pub use plays::PlayStore;
 pub use postgres::PgStore;
 pub use progress::ProgressStore;
 pub use sqlite::{SqliteStore, Synchronous};
+pub use workspaces::WorkspaceStore;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -148,8 +150,11 @@ pub struct StoredDefinition {
 /// atomic, and `acquire` a compare-and-swap. Coding and review instances
 /// are kept through [`InstanceStore`], webhook deliveries through
 /// [`DeliveryStore`], repositories' progress records through
-/// [`ProgressStore`], plays through [`PlayStore`], in the same database.
-pub trait Store: InstanceStore + DeliveryStore + ProgressStore + PlayStore + Send + Sync {
+/// [`ProgressStore`], plays through [`PlayStore`], workspaces by agent role
+/// through [`WorkspaceStore`], in the same database.
+pub trait Store:
+    InstanceStore + DeliveryStore + ProgressStore + PlayStore + WorkspaceStore + Send + Sync
+{
     /// Stores a definition if it is not stored yet.
     fn put_definition(&self, def: &StoredDefinition) -> Result<()>;
     fn definition(&self, hash: &str) -> Result<Option<StoredDefinition>>;

@@ -40,6 +40,7 @@ mod store;
 #[cfg(test)]
 mod tests;
 mod tls;
+mod workspaces;
 mod write;
 
 use postgres::{Client, Config};

@@ -16,6 +16,7 @@ mod deliveries;
 mod instances;
 mod plays;
 mod progress;
+mod workspaces;
 
 /// SQLite's `synchronous` setting for the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -113,6 +114,13 @@ CREATE TABLE progress (
     data TEXT NOT NULL
 );
 CREATE TABLE plays (
+    name TEXT PRIMARY KEY,
+    updated_at INTEGER NOT NULL,
+    data TEXT NOT NULL
+);
+"#,
+    r#"
+CREATE TABLE workspaces (
     name TEXT PRIMARY KEY,
     updated_at INTEGER NOT NULL,
     data TEXT NOT NULL

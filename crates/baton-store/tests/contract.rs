@@ -94,6 +94,9 @@ baton_testkit::on_both_backends! {
     fn progress_and_plays_round_trip() {
         progress_and_plays_round_trip(&Backend::current())
     }
+    fn workspace_records_keep_their_creation_and_outlive_nothing_but_rm() {
+        workspace_records_keep_their_creation_and_outlive_nothing_but_rm(&Backend::current())
+    }
 }
 
 fn owner(pid: u32) -> LeaseOwner {
@@ -1006,8 +1009,9 @@ fn postgres_refuses_a_newer_schema() {
     match PgStore::connect(&url, RECONNECT_FOR) {
         Err(Error::NewerSchema { path, found, known }) => {
             assert_eq!(found, 999);
-            // The tasks' schema, the instances', the deliveries', progress.
-            assert_eq!(known, 4);
+            // The tasks' schema, the instances', the deliveries', progress
+            // and plays, workspaces.
+            assert_eq!(known, 5);
             assert!(path.starts_with("127.0.0.1:"), "{path}");
         }
         Err(e) => panic!("unexpected error {e}"),
@@ -1031,7 +1035,7 @@ fn postgres_workers_starting_together_migrate_once() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, vec![4]);
+    assert_eq!(versions, vec![5]);
 }
 
 // ----- coding and review instances -----------------------------------------
@@ -1438,4 +1442,40 @@ fn progress_and_plays_round_trip(b: &Backend) {
         [play("a", 1, 7), play("b", 0, 6)],
         "the most recent first"
     );
+}
+
+fn workspace_records_keep_their_creation_and_outlive_nothing_but_rm(b: &Backend) {
+    use baton_core::workspace::WorkspaceRecord;
+    let s = b.open();
+    let rec = |name: &str, task: &str, created: i64, at: i64| WorkspaceRecord {
+        name: name.into(),
+        path: format!("/p/.baton/workspaces/{name}"),
+        service: "api".into(),
+        role: "implementation".into(),
+        agent: None,
+        branch: format!("baton/{task}"),
+        task_id: task.into(),
+        phase: Some("implement".into()),
+        created_at: Timestamp(created),
+        updated_at: Timestamp(at),
+    };
+    s.put_workspace(&rec("workspace-api", "t1", 10, 10))
+        .unwrap();
+    s.put_workspace(&rec("workspace-api-tester", "t1", 11, 11))
+        .unwrap();
+    // A later task in the same workspace: the record says so, and keeps
+    // when the workspace was made.
+    s.put_workspace(&rec("workspace-api", "t2", 99, 20))
+        .unwrap();
+    let other = b.open();
+    assert_eq!(
+        other.workspaces().unwrap(),
+        [
+            rec("workspace-api", "t2", 10, 20),
+            rec("workspace-api-tester", "t1", 11, 11)
+        ]
+    );
+    assert!(other.delete_workspace("workspace-api-tester").unwrap());
+    assert!(!other.delete_workspace("workspace-api-tester").unwrap());
+    assert_eq!(s.workspaces().unwrap().len(), 1);
 }

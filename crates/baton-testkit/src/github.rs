@@ -5,7 +5,7 @@
 //! needs it fails loudly when they are missing.
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+
 use std::process::{Child, Command, Stdio};
 
 pub struct FakeGitHub {
@@ -24,7 +24,7 @@ impl FakeGitHub {
         let modules = std::env::var("FAKE_GITHUB_MODULES").expect(
             "FAKE_GITHUB_MODULES is not set: run the tests with ./scripts/test, which installs the fake GitHub API's packages",
         );
-        let server = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fake-github/server.mjs");
+        let server = crate::testkit_dir().join("fake-github/server.mjs");
         let log = tempfile::NamedTempFile::new().unwrap();
         let mut child = Command::new("node")
             .arg(&server)

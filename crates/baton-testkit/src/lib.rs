@@ -81,9 +81,23 @@ pub fn free_port() -> u16 {
 /// One of GitHub's real webhook payloads (octokit's examples) kept in
 /// the testkit, e.g. `pull_request/opened.payload.json`.
 pub fn github_fixture(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/github-webhooks")
-        .join(path)
+    testkit_dir().join("fixtures/github-webhooks").join(path)
+}
+
+/// This crate's folder in the checkout the tests run from. Cargo names the
+/// running test's package at run time; the path compiled in is only the
+/// fallback, since a build cache shared between clones (CI's) may hold a
+/// testkit compiled in another clone.
+pub fn testkit_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .and_then(|dir| {
+            dir.ancestors()
+                .map(|a| a.join("crates/baton-testkit"))
+                .chain(std::iter::once(dir.clone()))
+                .find(|d| d.join("fixtures").is_dir() && d.join("Cargo.toml").is_file())
+        })
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
 }
 
 /// Path of the `baton` binary built for the tests.
@@ -103,7 +117,7 @@ impl TestProject {
     pub fn new_private() -> TestProject {
         let base = std::env::var_os("CARGO_TARGET_DIR")
             .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"))
+            .unwrap_or_else(|| testkit_dir().join("../../target"))
             .join("private-test-projects");
         fs_err::create_dir_all(&base).unwrap();
         use std::os::unix::fs::PermissionsExt;

@@ -20,7 +20,7 @@ pub enum McpClient {
 }
 
 fn clients_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp-clients")
+    crate::testkit_dir().join("mcp-clients")
 }
 
 /// Runs `client` against `baton mcp` started in `cwd` with `env` (and
@@ -91,7 +91,7 @@ pub fn run_conformance(args: &[&std::ffi::OsStr], env: &[(&str, &str)]) {
     let modules = std::env::var("MCP_CONFORMANCE_MODULES").expect(
         "MCP_CONFORMANCE_MODULES is not set: run the tests with ./scripts/test, which installs the conformance suite",
     );
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp-conformance/run.sh");
+    let script = crate::testkit_dir().join("mcp-conformance/run.sh");
     let out_dir = tempfile::tempdir().unwrap();
     let out = Command::new("bash")
         .arg(script)

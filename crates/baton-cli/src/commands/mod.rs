@@ -14,6 +14,7 @@ mod run;
 mod serve;
 mod store;
 mod worker;
+mod workspace;
 
 use crate::cli::{Cli, Command};
 use crate::printer::Printer;
@@ -47,6 +48,7 @@ pub fn dispatch(cli: Cli, printer: &Arc<Printer>) -> Result<Exit> {
         Command::Progress(a) => progress::run(&project_of(project)?, a, printer),
         Command::Play(a) => play::run(&project_of(project)?, a, printer),
         Command::Serve(a) => serve::run(&project_of(project)?, a, printer),
+        Command::Workspace(c) => workspace::run(&project_of(project)?, c, printer),
         Command::Store(c) => store::run(&project_of(project)?, c, printer),
         Command::Demo(a) => demo::run(a, printer),
         Command::Completions(a) => meta::completions(a),

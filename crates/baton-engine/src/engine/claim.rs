@@ -54,7 +54,7 @@ impl Engine {
                     .info(&format!("task {id} was cancelled while nobody ran it"));
                 return r.map(|()| Outcome::Cancelled);
             }
-            match self.workspace_for(&snap) {
+            match self.workspace_for(&snap, &held.wf) {
                 Ok(ws) => held.ws = ws,
                 Err(e) => {
                     self.release(held);

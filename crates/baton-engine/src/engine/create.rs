@@ -234,7 +234,14 @@ impl Engine {
             .create_task(&state, &records, Holder::Lease(&lease))?;
         // A new task under the id of a cleaned one is a live record again.
         let _ = std::fs::remove_file(self.project.task_dir(id).join(super::CLEANED));
-        let ws = self.workspace_of(&state, false)?;
+        let ws = match self.workspace_of(&state, &wf, false) {
+            Ok(ws) => ws,
+            Err(e) => {
+                // Created, not started: `baton resume` starts it.
+                let _ = self.store.release(id, &self.owner);
+                return Err(e);
+            }
+        };
         let held = self.hold(state, wf, lease, ws)?;
         self.observer.task_started(id, &held.wf.name);
         Ok(held)

@@ -21,7 +21,19 @@ impl Engine {
             }
             match machine::next(&held.state, &held.wf) {
                 Next::Start(p) => {
-                    if let Some(outcome) = self.run_phase(held, &p)? {
+                    // An agent with a role other than implementation works
+                    // in its own workspace for this phase.
+                    let ran = match self.own_workspace(held, &p)? {
+                        Some(own) => {
+                            let main = std::mem::replace(&mut held.ws, own);
+                            held.just_snapshotted = false;
+                            let ran = self.run_phase(held, &p);
+                            held.ws = main;
+                            ran?
+                        }
+                        None => self.run_phase(held, &p)?,
+                    };
+                    if let Some(outcome) = ran {
                         return Ok(outcome);
                     }
                 }

@@ -37,9 +37,10 @@ impl Engine {
             .hint("nothing was changed"));
         }
         let cp = snap.state.phase(from).and_then(|p| p.checkpoint.clone());
-        // A queued task's worktree is baton's own: nothing of the
-        // user's is in it, and what it holds is saved before a restore.
-        if !snap.queued {
+        // A queued task's worktree and the workspaces of agents by role
+        // are baton's own: nothing of the user's is in them, and what they
+        // hold is saved before a restore.
+        if !snap.queued && !self.uses_roles(&snap.state, wf_now, false) {
             self.check_restorable(cp.as_ref(), &def.id, id)?;
         }
         Ok(())
@@ -114,12 +115,18 @@ impl Engine {
         let Some(git) = held.ws.git.clone() else {
             return Ok(());
         };
-        let Some(cp) = cp else {
+        let Some(mut cp) = cp else {
             self.observer.info(&format!(
                 "note: no checkpoint was recorded for {to} (it never started), so the work tree was left as it is"
             ));
             return Ok(());
         };
+        // baton's own worktree works on the task's branch: a checkpoint
+        // taken in an agent's own workspace (on `baton/<id>-<agent>`, at
+        // the commit of the task's branch then) goes back onto it.
+        if let Some(b) = &held.ws.branch {
+            cp.branch = Some(b.name.clone());
+        }
         if held.ws.branch.is_none() {
             self.check_restorable(Some(&cp), to, &held.state.task_id)?;
         }
@@ -228,7 +235,9 @@ impl Engine {
             .state
             .phase(to.as_str())
             .and_then(|p| p.checkpoint.clone());
-        self.check_restorable(cp.as_ref(), &to, &new_id)?;
+        if !self.uses_roles(&snap.state, &wf, false) {
+            self.check_restorable(cp.as_ref(), &to, &new_id)?;
+        }
         if self.store.load(&new_id)?.is_some() {
             return Err(Error::bad_input(format!("a task {new_id} already exists"))
                 .hint("pick another --id"));

@@ -77,9 +77,10 @@ impl Engine {
             || snap
                 .state
                 .labels
-                .contains_key(crate::instances::INSTANCE_LABEL);
+                .contains_key(crate::instances::INSTANCE_LABEL)
+            || self.uses_roles(&snap.state, &held.wf, false);
         if own_folder {
-            match self.workspace_for(&snap) {
+            match self.workspace_for(&snap, &held.wf) {
                 Ok(ws) => held.ws = ws,
                 Err(e) => {
                     self.release(held);
@@ -226,18 +227,27 @@ impl Engine {
     }
 
     /// Where a task's phases run: its own worktree if it is queued.
-    pub(super) fn workspace_for(&self, snap: &TaskSnapshot) -> Result<Workspace> {
-        self.workspace_of(&snap.state, snap.queued)
+    pub(super) fn workspace_for(&self, snap: &TaskSnapshot, wf: &Workflow) -> Result<Workspace> {
+        self.workspace_of(&snap.state, wf, snap.queued)
     }
 
     /// A queued task's own worktree, an agent instance's turn's worktree
-    /// (its instance's), or the project folder.
-    pub(super) fn workspace_of(&self, state: &TaskState, queued: bool) -> Result<Workspace> {
+    /// (its instance's), the service's shared workspace (a task with
+    /// agents by role), or the project folder.
+    pub(super) fn workspace_of(
+        &self,
+        state: &TaskState,
+        wf: &Workflow,
+        queued: bool,
+    ) -> Result<Workspace> {
         if queued {
             return Workspace::prepare(&self.project, state, self.now().millis());
         }
         if let Some(id) = state.labels.get(crate::instances::INSTANCE_LABEL) {
             return crate::instances::workspace(self, id);
+        }
+        if self.uses_roles(state, wf, false) {
+            return self.shared_workspace(state);
         }
         Ok(self.project_workspace())
     }

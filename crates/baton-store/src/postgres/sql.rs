@@ -92,6 +92,13 @@ CREATE TABLE plays (
     data TEXT NOT NULL
 );
 "#,
+    r#"
+CREATE TABLE workspaces (
+    name TEXT PRIMARY KEY,
+    updated_at BIGINT NOT NULL,
+    data TEXT NOT NULL
+);
+"#,
 ];
 
 /// The advisory lock migrations run under ("baton" in ASCII, then 1), so
