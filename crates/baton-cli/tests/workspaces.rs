@@ -308,3 +308,88 @@ fn a_role_that_is_not_a_word_is_refused() {
         "{err}"
     );
 }
+
+/// With the real CLIs: Claude Code implements in the shared workspace,
+/// Codex reviews in its own, where its `AGENTS.md` (its memory file) is
+/// its own from one task to the next; each CLI's session is journaled with
+/// the workspace it ran in, so it is continued there after a crash.
+#[test]
+fn real_clis_work_in_the_workspaces_of_their_roles() {
+    use baton_testkit::agents::Agent;
+    use baton_testkit::model_server::{ModelServer, Reply};
+    let p = TestProject::new();
+    let homes: Vec<tempfile::TempDir> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let shared = p.root().join(".baton/workspaces/workspace-api");
+    let reviewer = p.root().join(".baton/workspaces/workspace-api-reviewer");
+    let write = |file: &str| {
+        let (tool, args) = Agent::Claude.write_tool(&shared.join(file), "hi");
+        [
+            Reply::tool(tool, args),
+            Reply::text(&format!("wrote {file}")),
+        ]
+    };
+    let coder = ModelServer::start(
+        write("hello.txt")
+            .into_iter()
+            .chain(write("bye.txt"))
+            .collect(),
+    );
+    let review = ModelServer::start(vec![Reply::text("approved"), Reply::text("approved again")]);
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str("\n[workspaces]\nservice = \"api\"\n");
+    let with_role = |t: String, name: &str, role: &str| {
+        t.replace(
+            &format!("[agents.{name}.env]"),
+            &format!("role = \"{role}\"\n[agents.{name}.env]"),
+        )
+    };
+    text.push_str(&with_role(
+        Agent::Claude.baton_config("coder", &coder, homes[0].path()),
+        "coder",
+        "implementation",
+    ));
+    text.push_str(&with_role(
+        Agent::Codex.baton_config("reviewer", &review, homes[1].path()),
+        "reviewer",
+        "quality",
+    ));
+    fs_err::write(&cfg, text).unwrap();
+    p.workflow(
+        "w",
+        "name = \"w\"\n[[phase]]\nid = \"implement\"\nagent = \"coder\"\nmax_attempts = 1\nprompt = \"Implement {{task}}\"\n[[phase]]\nid = \"review\"\nagent = \"reviewer\"\nmax_attempts = 1\nprompt = \"Review {{task}}\"\n",
+    );
+    let (code, _, err) = p.run(&["run", "w", "the greeting", "--id", "t1"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(p.git(&["show", "baton/t1:hello.txt"]), "hi");
+    assert!(!p.root().join("hello.txt").exists());
+    let doc = p.state("t1");
+    let cwd = |i: usize| doc["completed_phases"][i]["agent_session"]["cwd"].clone();
+    assert_eq!(cwd(0), shared.display().to_string());
+    assert_eq!(cwd(1), reviewer.display().to_string());
+    assert_eq!(doc["completed_phases"][1]["summary"], "approved");
+    // Codex ran in its own folder, checked out at the implementer's commit.
+    let first = review.model_requests()[0].body.to_string();
+    assert!(first.contains(&reviewer.display().to_string()), "{first}");
+    assert_eq!(p.git(&["show", "baton/t1-reviewer:hello.txt"]), "hi");
+
+    // The reviewer's house rules, in its own workspace only.
+    fs_err::write(
+        reviewer.join("AGENTS.md"),
+        "# Reviewer rules\nBlock on missing tests.\n",
+    )
+    .unwrap();
+    let (code, _, err) = p.run(&["run", "w", "the farewell", "--id", "t2"]);
+    assert_eq!(code, 0, "{err}");
+    let second = review.model_requests().last().unwrap().body.to_string();
+    assert!(
+        second.contains("Block on missing tests."),
+        "codex read its own memory file: {second}"
+    );
+    let coder_saw = coder.model_requests().last().unwrap().body.to_string();
+    assert!(
+        !coder_saw.contains("Block on missing tests."),
+        "the implementer's workspace has none"
+    );
+    assert_eq!(p.git(&["show", "baton/t2:bye.txt"]), "hi");
+}

@@ -151,7 +151,12 @@ fn open(
             name.as_deref().unwrap_or("?")
         ))
     })?;
-    let cwd = path.join(git.project_rel());
+    let rel = git.project_rel();
+    let cwd = if rel.as_os_str().is_empty() {
+        path.to_path_buf()
+    } else {
+        path.join(rel)
+    };
     fs_err::create_dir_all(&cwd)?;
     Ok(Workspace {
         git: Git::open(&cwd),
