@@ -1334,10 +1334,12 @@ fn human_and_event_waits_say_how_to_go_on() {
     for id in ["h1", "e1"] {
         let (_, err) = expect(&p, &["resume", id], 4);
         let h = hints(&err);
-        assert!(
-            h.iter().any(|l| l.contains("nothing in this version")),
-            "{err}"
-        );
+        let how = if id == "h1" {
+            "answer it in `baton serve`'s dashboard, or with POST /api/v1/tasks/h1/answer"
+        } else {
+            "`baton serve` resumes it when GitHub delivers github.pull_request.opened"
+        };
+        assert!(h.iter().any(|l| l.contains(how)), "{err}");
         assert!(
             h.iter()
                 .any(|l| l.contains(&format!("baton resume {id} --upgrade"))

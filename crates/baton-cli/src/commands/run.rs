@@ -332,8 +332,9 @@ pub fn report(eng: &Engine, id: &baton_core::TaskId, outcome: Outcome, printer: 
 }
 
 /// How to go on with a task that waits. A timer is passed by a `resume`
-/// once it is due; a human answer or an event has nothing in this version
-/// that delivers it, so say how to get past the wait or stop the task.
+/// once it is due; an event comes through `baton serve` (or `baton
+/// deliver`), a person's answer through its dashboard or API; or the wait
+/// can be taken out of the workflow, or the task stopped.
 fn waiting_hints(eng: &Engine, id: &baton_core::TaskId) -> Vec<String> {
     let Ok(snap) = eng.load(id) else {
         return Vec::new();
@@ -347,10 +348,23 @@ fn waiting_hints(eng: &Engine, id: &baton_core::TaskId) -> Vec<String> {
             "`baton resume {id}` once it is due passes the timer and goes on"
         )];
     }
-    vec![
-        format!(
-            "nothing in this version of baton answers a human or an event wait yet; `baton resume {id}` keeps waiting"
+    use baton_core::workflow::{PhaseKind, WaitSpec};
+    let event = eng.pinned(&snap.state.definition_hash).ok().and_then(|wf| {
+        match &wf.phase(phase)?.kind {
+            PhaseKind::Wait(WaitSpec::Event { event, .. }) => Some(event.clone()),
+            _ => None,
+        }
+    });
+    let how = match event {
+        Some(event) => format!(
+            "`baton serve` resumes it when GitHub delivers {event} (docs/server.md); `baton deliver EVENT PAYLOAD_FILE` hands it a payload by hand"
         ),
+        None => format!(
+            "answer it in `baton serve`'s dashboard, or with POST /api/v1/tasks/{id}/answer (docs/server.md)"
+        ),
+    };
+    vec![
+        how,
         format!(
             "to go on without it, remove phase {phase} from .baton/workflows/{}.toml (and any `needs` on it), then run `baton resume {id} --upgrade`; or stop the task with `baton cancel {id}`",
             snap.state.workflow
