@@ -7,7 +7,12 @@
 //! 1. **Deliveries.** One `baton serve` (SQLite store, `synchronous=FULL`)
 //!    under `wrk` (Debian's package, installed by this bench when missing)
 //!    with 64 connections on loopback for 10 s each:
-//!    - baseline: `GET /healthz`, which answers 200 and does nothing;
+//!    - baseline: the same signed 28 KB body posted as a `ping`, which the
+//!      same handler reads, checks (signature, JSON) and answers 200
+//!      without storing anything: the trivial endpoint under the same
+//!      load, so the ratio is what durable dedupe and journaling cost;
+//!    - `GET /healthz`, which answers 200 and reads nothing, for scale
+//!      (what the server does with no body at all);
 //!    - awaited deliveries: `POST /webhooks/github` with GitHub's real
 //!      `pull_request.opened` payload, which a task's workflow waits for,
 //!      signed, a new `X-GitHub-Delivery` per request: each is checked
@@ -193,8 +198,10 @@ fn main() {
     let push = fixture("push/payload.json");
     let opened_script = script(&p, "opened", "pull_request", &body);
     let push_script = script(&p, "push", "push", &push);
+    let ping_script = script(&p, "ping", "ping", &body);
 
-    let base = run_wrk(&wrk, &format!("{url}/healthz"), None);
+    let healthz = run_wrk(&wrk, &format!("{url}/healthz"), None);
+    let base = run_wrk(&wrk, &format!("{url}/webhooks/github"), Some(&ping_script));
     let hooks = run_wrk(
         &wrk,
         &format!("{url}/webhooks/github"),
@@ -205,32 +212,41 @@ fn main() {
     let after = load_ended.elapsed();
     let ignored = run_wrk(&wrk, &format!("{url}/webhooks/github"), Some(&push_script));
     assert_eq!(base.bad, 0, "the baseline answered errors");
+    assert_eq!(healthz.bad, 0, "/healthz answered errors");
     assert_eq!(hooks.bad, 0, "deliveries were refused");
     assert_eq!(ignored.bad, 0, "deliveries were refused");
     println!(
         "serve: {CONNECTIONS} connections, {SECONDS} s each, SQLite synchronous=FULL, GitHub's real payloads"
     );
     println!(
-        "  baseline GET /healthz:                        {:>8.0} req/s   p50 {:>6.2} ms   p99 {:>6.2} ms",
-        base.rps, base.p50_ms, base.p99_ms
+        "  GET /healthz (no body, for scale):                        {:>8.0} req/s   p50 {:>6.2} ms   p99 {:>6.2} ms",
+        healthz.rps, healthz.p50_ms, healthz.p99_ms
     );
     println!(
-        "  awaited pull_request.opened ({} B, stored, handed over): {:>8.0} req/s   p50 {:>6.2} ms   p99 {:>6.2} ms   ratio {:.3}",
+        "  baseline: signed ping, same {} B body, checked, not stored: {:>8.0} req/s   p50 {:>6.2} ms   p99 {:>6.2} ms",
+        body.len(),
+        base.rps,
+        base.p50_ms,
+        base.p99_ms
+    );
+    println!(
+        "  awaited pull_request.opened ({} B, stored, handed over): {:>8.0} req/s   p50 {:>6.2} ms   p99 {:>6.2} ms   ratio {:.3} (to /healthz {:.3})",
         body.len(),
         hooks.rps,
         hooks.p50_ms,
         hooks.p99_ms,
-        hooks.rps / base.rps
+        hooks.rps / base.rps,
+        hooks.rps / healthz.rps
     );
     println!(
-        "  push no workflow waits for ({} B, recorded ignored):    {:>8.0} req/s   p50 {:>6.2} ms   p99 {:>6.2} ms   ratio {:.3}",
+        "  push no workflow waits for ({} B, recorded ignored):    {:>8.0} req/s   p50 {:>6.2} ms   p99 {:>6.2} ms   (to /healthz {:.3})",
         push.len(),
         ignored.rps,
         ignored.p50_ms,
         ignored.p99_ms,
-        ignored.rps / base.rps
+        ignored.rps / healthz.rps
     );
-    println!("  goals: ratio >= 0.3, p99 < 50 ms");
+    println!("  goals: ratio >= 0.3 (to the baseline), p99 < 50 ms");
     println!(
         "  {} awaited deliveries stored; all {} handed over to the tasks {:.1} s after their load ended",
         hooks.requests,

@@ -10,6 +10,8 @@
 //! phase expects it when the event names agree, every `match` label has
 //! its value among the delivery's, and every `payload` path has its value.
 
+pub mod judged;
+
 use crate::ids::PhaseId;
 use crate::state::{PhaseStatus, TaskState};
 use crate::workflow::{PhaseKind, WaitSpec, Workflow};

@@ -85,7 +85,8 @@ async fn github(
             "this endpoint takes GitHub webhook deliveries",
         );
     };
-    let payload: Value = match serde_json::from_slice(&body) {
+    // Checked whole, built only where it is judged (`judged::parse`).
+    let payload: Value = match baton_core::webhook::judged::parse(&body, &app.watched.paths()) {
         Ok(v @ Value::Object(_)) => v,
         Ok(_) => {
             return refuse(

@@ -349,12 +349,13 @@ fn waiting_hints(eng: &Engine, id: &baton_core::TaskId) -> Vec<String> {
         )];
     }
     use baton_core::workflow::{PhaseKind, WaitSpec};
-    let event = eng.pinned(&snap.state.definition_hash).ok().and_then(|wf| {
-        match &wf.phase(phase)?.kind {
-            PhaseKind::Wait(WaitSpec::Event { event, .. }) => Some(event.clone()),
-            _ => None,
-        }
-    });
+    let event =
+        eng.pinned(&snap.state.definition_hash)
+            .ok()
+            .and_then(|wf| match &wf.phase(phase)?.kind {
+                PhaseKind::Wait(WaitSpec::Event { event, .. }) => Some(event.clone()),
+                _ => None,
+            });
     let how = match event {
         Some(event) => format!(
             "`baton serve` resumes it when GitHub delivers {event} (docs/server.md); `baton deliver EVENT PAYLOAD_FILE` hands it a payload by hand"
