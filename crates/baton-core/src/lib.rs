@@ -20,6 +20,7 @@ pub mod play;
 pub mod progress;
 pub mod state;
 pub mod supervisor;
+pub mod team;
 pub mod template;
 pub mod time;
 pub mod webhook;

@@ -1,0 +1,221 @@
+//! Folding a team's journal into its projection.
+
+use super::{
+    Consolidation, Event, Record, SCHEMA_VERSION, TaskStatus, Team, TeamId, TeamStatus, TeamTask,
+    Teammate,
+};
+
+/// The team after `rec` (`None` before the team exists: only `Created`
+/// makes one).
+pub fn apply(team: Option<Team>, id: &TeamId, rec: &Record) -> Option<Team> {
+    let at = rec.ts;
+    let mut t = match (team, &rec.event) {
+        (
+            None,
+            Event::Created {
+                lead,
+                teammates,
+                tasks,
+                facts,
+            },
+        ) => {
+            let mut t = Team {
+                id: id.clone(),
+                schema_version: SCHEMA_VERSION,
+                created_at: at,
+                updated_at: at,
+                status: TeamStatus::Active,
+                lead: Some(lead.clone()),
+                lead_timeout_detected_at: None,
+                teammates: Default::default(),
+                tasks: Vec::new(),
+                facts: facts.clone(),
+                consolidation: None,
+                last_good_commit: None,
+                last_consolidated_at: None,
+                last_seq: rec.seq,
+            };
+            for m in teammates {
+                add_teammate(&mut t, m);
+            }
+            for task in tasks {
+                add_task(&mut t, task, at);
+            }
+            return Some(t);
+        }
+        (None, _) => return None,
+        (Some(t), _) => t,
+    };
+    t.last_seq = rec.seq;
+    t.updated_at = at;
+    match &rec.event {
+        Event::Created { .. } => {}
+        Event::LeadAttached { lead, .. } => {
+            t.lead = Some(lead.clone());
+            t.lead_timeout_detected_at = None;
+            if t.status == TeamStatus::Suspended {
+                t.status = TeamStatus::Active;
+            }
+        }
+        Event::LeadTimeoutDetected { .. } => {
+            t.lead_timeout_detected_at = Some(at);
+            t.status = TeamStatus::Suspended;
+        }
+        Event::TeammateAdded { teammate } => add_teammate(&mut t, teammate),
+        Event::TeammateReported {
+            name,
+            session_id,
+            local_changes,
+            context_usage_percent,
+        } => {
+            if let Some(m) = t.teammates.get_mut(name) {
+                if session_id.is_some() {
+                    m.session_id = session_id.clone();
+                }
+                if local_changes.is_some() {
+                    m.local_changes = local_changes.clone();
+                }
+                if context_usage_percent.is_some() {
+                    m.context_usage_percent = *context_usage_percent;
+                }
+            }
+        }
+        Event::TaskAdded { task } => add_task(&mut t, task, at),
+        Event::TaskAssigned { task, to } => {
+            let previous = t.task(task).and_then(|x| x.assigned_to.clone());
+            if let Some(x) = t.task_mut(task) {
+                x.assigned_to = Some(to.clone());
+                x.updated_at = at;
+            }
+            if let Some(p) = previous {
+                clear_current(&mut t, &p, task);
+            }
+        }
+        Event::TaskStarted { task, by } => {
+            if let Some(x) = t.task_mut(task) {
+                x.status = TaskStatus::InProgress;
+                x.started_at.get_or_insert(at);
+                x.blocked_reason = None;
+                x.updated_at = at;
+            }
+            if let Some(m) = t.teammates.get_mut(by) {
+                m.current_task = Some(task.clone());
+            }
+        }
+        Event::TaskBlocked { task, reason, .. } => {
+            if let Some(x) = t.task_mut(task) {
+                x.status = TaskStatus::Blocked;
+                x.blocked_reason = Some(reason.clone());
+                x.updated_at = at;
+            }
+        }
+        Event::TaskCompleted { task, .. } => {
+            let owner = t.task(task).and_then(|x| x.assigned_to.clone());
+            if let Some(x) = t.task_mut(task) {
+                x.status = TaskStatus::Completed;
+                x.completed_at = Some(at);
+                x.updated_at = at;
+            }
+            if let Some(o) = owner {
+                clear_current(&mut t, &o, task);
+            }
+        }
+        Event::TaskCheckpointed {
+            task, checkpoint, ..
+        } => {
+            if let Some(x) = t.task_mut(task) {
+                x.checkpoint = Some(checkpoint.clone());
+                x.updated_at = at;
+            }
+        }
+        Event::TaskReassigned { task, from, to, .. } => {
+            let started = t
+                .task(task)
+                .is_some_and(|x| x.status == TaskStatus::InProgress);
+            if let Some(x) = t.task_mut(task) {
+                x.assigned_to = Some(to.clone());
+                x.updated_at = at;
+            }
+            if let Some(f) = from {
+                clear_current(&mut t, f, task);
+            }
+            if started && let Some(m) = t.teammates.get_mut(to) {
+                m.current_task = Some(task.clone());
+            }
+        }
+        Event::ZombieResolved { .. } => {}
+        Event::ConsolidationStarted { message, base } => {
+            t.status = TeamStatus::Consolidating;
+            t.consolidation = Some(Consolidation {
+                started_at: at,
+                message: message.clone(),
+                base: base.clone(),
+            });
+        }
+        Event::ConsolidationCommitted { commit } => {
+            t.status = TeamStatus::Active;
+            t.consolidation = None;
+            t.last_good_commit = Some(commit.clone());
+            t.last_consolidated_at = Some(at);
+        }
+        Event::ConsolidationAborted { reopened, .. } => {
+            t.status = TeamStatus::Active;
+            t.consolidation = None;
+            for id in reopened {
+                if let Some(x) = t.task_mut(id) {
+                    x.status = TaskStatus::Pending;
+                    x.completed_at = None;
+                    x.updated_at = at;
+                }
+            }
+        }
+        Event::Completed => {
+            t.status = TeamStatus::Completed;
+        }
+    }
+    Some(t)
+}
+
+/// The team a whole journal makes.
+pub fn replay(id: &TeamId, records: &[Record]) -> Option<Team> {
+    records.iter().fold(None, |t, r| apply(t, id, r))
+}
+
+fn add_teammate(t: &mut Team, m: &super::NewTeammate) {
+    t.teammates.insert(
+        m.name.clone(),
+        Teammate {
+            name: m.name.clone(),
+            role: m.role,
+            agent: m.agent.clone(),
+            session_id: None,
+            current_task: None,
+            local_changes: None,
+            context_usage_percent: None,
+        },
+    );
+}
+
+fn add_task(t: &mut Team, task: &super::NewTask, at: crate::time::Timestamp) {
+    t.tasks.push(TeamTask {
+        id: task.id.clone(),
+        title: task.title.clone(),
+        assigned_to: None,
+        status: TaskStatus::Pending,
+        dependencies: task.dependencies.clone(),
+        created_at: at,
+        updated_at: at,
+        started_at: None,
+        completed_at: None,
+        blocked_reason: None,
+        checkpoint: None,
+    });
+}
+
+fn clear_current(t: &mut Team, name: &str, task: &str) {
+    if let Some(m) = t.teammates.get_mut(name)
+        && m.current_task.as_deref() == Some(task)
+    {
+        m.current_task = None;
+    }
+}
