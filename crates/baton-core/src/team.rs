@@ -356,6 +356,47 @@ pub enum Event {
     Completed,
 }
 
+/// A message as it is sent. `msg_id` makes sending idempotent: the same id
+/// sent again (a retry, a partition healed) is stored once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewMessage {
+    pub msg_id: String,
+    pub from: String,
+    /// A teammate's name, `lead`, or `*` for everyone.
+    pub to: String,
+    #[serde(rename = "type")]
+    pub kind: MessageType,
+    pub subject: String,
+    pub body: String,
+}
+
+/// A message in a team's mailbox: its place `seq` (per team, gapless,
+/// given by the store), the store's time it arrived, and who acknowledged it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub msg_id: String,
+    pub seq: u64,
+    pub from: String,
+    pub to: String,
+    pub ts_ms: i64,
+    #[serde(rename = "type")]
+    pub kind: MessageType,
+    pub subject: String,
+    pub body: String,
+    pub acked_by: Vec<String>,
+}
+
+impl MessageType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageType::Info => "info",
+            MessageType::Question => "question",
+            MessageType::Challenge => "challenge",
+            MessageType::Resolution => "resolution",
+        }
+    }
+}
+
 /// One journal record of a team.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {

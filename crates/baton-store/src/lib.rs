@@ -14,6 +14,7 @@ pub mod plays;
 pub mod postgres;
 pub mod progress;
 pub mod sqlite;
+pub mod teams;
 pub mod workspaces;
 
 use baton_core::lease::{Lease, LeaseOwner};
@@ -26,6 +27,7 @@ pub use plays::PlayStore;
 pub use postgres::PgStore;
 pub use progress::ProgressStore;
 pub use sqlite::{SqliteStore, Synchronous};
+pub use teams::{MessageQuery, TeamStore};
 pub use workspaces::WorkspaceStore;
 
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +58,14 @@ pub enum Error {
         "the instances changed underneath: decided at event {expected}, the store is at {found}"
     )]
     InstancesChanged { expected: u64, found: u64 },
+    #[error("team {team} changed underneath: decided at event {expected}, the store is at {found}")]
+    TeamChanged {
+        team: String,
+        expected: u64,
+        found: u64,
+    },
+    #[error("no team {0}")]
+    NoTeam(String),
     #[error("the store holds damaged data: {0}")]
     Corrupt(String),
     /// The database server cannot be reached (after retrying).
@@ -151,9 +161,10 @@ pub struct StoredDefinition {
 /// are kept through [`InstanceStore`], webhook deliveries through
 /// [`DeliveryStore`], repositories' progress records through
 /// [`ProgressStore`], plays through [`PlayStore`], workspaces by agent role
-/// through [`WorkspaceStore`], in the same database.
+/// through [`WorkspaceStore`], teams through [`TeamStore`], in the same
+/// database.
 pub trait Store:
-    InstanceStore + DeliveryStore + ProgressStore + PlayStore + WorkspaceStore + Send + Sync
+    InstanceStore + DeliveryStore + ProgressStore + PlayStore + WorkspaceStore + TeamStore + Send + Sync
 {
     /// Stores a definition if it is not stored yet.
     fn put_definition(&self, def: &StoredDefinition) -> Result<()>;

@@ -37,6 +37,7 @@ mod progress;
 mod session;
 mod sql;
 mod store;
+mod teams;
 #[cfg(test)]
 mod tests;
 mod tls;

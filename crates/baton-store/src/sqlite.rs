@@ -16,6 +16,7 @@ mod deliveries;
 mod instances;
 mod plays;
 mod progress;
+mod teams;
 mod workspaces;
 
 /// SQLite's `synchronous` setting for the store.
@@ -124,6 +125,50 @@ CREATE TABLE workspaces (
     name TEXT PRIMARY KEY,
     updated_at INTEGER NOT NULL,
     data TEXT NOT NULL
+);
+"#,
+    r#"
+CREATE TABLE teams (
+    id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    last_seq INTEGER NOT NULL,
+    msg_seq INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE TABLE team_events (
+    team_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    ts INTEGER NOT NULL,
+    payload TEXT NOT NULL,
+    PRIMARY KEY (team_id, seq)
+);
+CREATE TABLE team_messages (
+    team_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    msg_id TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    recipient TEXT NOT NULL,
+    ts INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (team_id, seq),
+    UNIQUE (team_id, msg_id)
+);
+CREATE TABLE team_acks (
+    team_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    PRIMARY KEY (team_id, seq, name)
+);
+CREATE TABLE team_presence (
+    team_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    sent_at INTEGER,
+    received_at INTEGER NOT NULL,
+    PRIMARY KEY (team_id, name)
 );
 "#,
 ];

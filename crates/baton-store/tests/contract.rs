@@ -97,6 +97,15 @@ baton_testkit::on_both_backends! {
     fn workspace_records_keep_their_creation_and_outlive_nothing_but_rm() {
         workspace_records_keep_their_creation_and_outlive_nothing_but_rm(&Backend::current())
     }
+    fn a_team_journal_commits_in_order_and_refuses_a_stale_writer() {
+        a_team_journal_commits_in_order_and_refuses_a_stale_writer(&Backend::current())
+    }
+    fn a_mailbox_is_gapless_idempotent_and_read_per_recipient() {
+        a_mailbox_is_gapless_idempotent_and_read_per_recipient(&Backend::current())
+    }
+    fn a_presence_keeps_only_newer_heartbeats_stamped_by_the_store() {
+        a_presence_keeps_only_newer_heartbeats_stamped_by_the_store(&Backend::current())
+    }
 }
 
 fn owner(pid: u32) -> LeaseOwner {
@@ -1010,8 +1019,8 @@ fn postgres_refuses_a_newer_schema() {
         Err(Error::NewerSchema { path, found, known }) => {
             assert_eq!(found, 999);
             // The tasks' schema, the instances', the deliveries', progress
-            // and plays, workspaces.
-            assert_eq!(known, 5);
+            // and plays, workspaces, teams.
+            assert_eq!(known, 6);
             assert!(path.starts_with("127.0.0.1:"), "{path}");
         }
         Err(e) => panic!("unexpected error {e}"),
@@ -1035,7 +1044,7 @@ fn postgres_workers_starting_together_migrate_once() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, vec![5]);
+    assert_eq!(versions, vec![6]);
 }
 
 // ----- coding and review instances -----------------------------------------
@@ -1478,4 +1487,215 @@ fn workspace_records_keep_their_creation_and_outlive_nothing_but_rm(b: &Backend)
     assert!(other.delete_workspace("workspace-api-tester").unwrap());
     assert!(!other.delete_workspace("workspace-api-tester").unwrap());
     assert_eq!(s.workspaces().unwrap().len(), 1);
+}
+
+// ----- teams ----------------------------------------------------------------
+
+fn new_team(s: &dyn Store, id: &str) -> baton_core::team::Team {
+    use baton_core::team::{self, Event, Input, Lead, NewTeammate, Record, Role};
+    let tid = TaskId::parse(id).unwrap();
+    let events = team::decide(
+        None,
+        Input::Create {
+            lead: Lead {
+                session_id: "s1".into(),
+                owner: "h".into(),
+                attached_at: Timestamp(1),
+            },
+            teammates: ["ana", "bo"]
+                .map(|n| NewTeammate {
+                    name: n.into(),
+                    role: Role::Engineer,
+                    agent: None,
+                })
+                .to_vec(),
+            tasks: vec![],
+            facts: Default::default(),
+        },
+        Timestamp(1),
+    )
+    .unwrap();
+    let records: Vec<Record> = events
+        .into_iter()
+        .enumerate()
+        .map(|(i, event): (usize, Event)| Record {
+            seq: i as u64 + 1,
+            ts: Timestamp(1),
+            event,
+        })
+        .collect();
+    let t = team::replay(&tid, &records).unwrap();
+    assert!(s.create_team(&t, &records).unwrap());
+    t
+}
+
+fn a_team_journal_commits_in_order_and_refuses_a_stale_writer(b: &Backend) {
+    use baton_core::team::{self, Event, NewTask, Record};
+    let s = b.open();
+    let t = new_team(&*s, "crew");
+    assert!(!s.create_team(&t, &[]).unwrap(), "one team of an id");
+    let add = |t: &team::Team, id: &str| {
+        let rec = Record {
+            seq: t.last_seq + 1,
+            ts: Timestamp(5),
+            event: Event::TaskAdded {
+                task: NewTask {
+                    id: id.into(),
+                    title: id.into(),
+                    dependencies: vec![],
+                },
+            },
+        };
+        let next = team::apply(Some(t.clone()), &t.id, &rec).unwrap();
+        (next, rec)
+    };
+    let (t2, r2) = add(&t, "a");
+    s.commit_team(t.last_seq, &t2, &[r2]).unwrap();
+    // A writer that decided on the old team is refused.
+    let (t3, r3) = add(&t, "b");
+    match s.commit_team(t.last_seq, &t3, &[r3]) {
+        Err(Error::TeamChanged {
+            expected, found, ..
+        }) => assert_eq!((expected, found), (1, 2)),
+        other => panic!("{other:?}"),
+    }
+    let other = b.open();
+    let read = other.team("crew").unwrap().unwrap();
+    assert_eq!(read, t2);
+    assert_eq!(read.tasks.len(), 1);
+    let records = other.team_records("crew", 0, 100).unwrap();
+    assert_eq!(records.len(), 2);
+    assert_eq!(team::replay(&t.id, &records).unwrap(), t2);
+    assert_eq!(other.teams().unwrap().len(), 1);
+    assert!(other.team("nope").unwrap().is_none());
+}
+
+fn a_mailbox_is_gapless_idempotent_and_read_per_recipient(b: &Backend) {
+    use baton_core::team::{MessageType, NewMessage};
+    use baton_store::MessageQuery;
+    let s = b.open();
+    new_team(&*s, "crew");
+    let msg = |id: &str, from: &str, to: &str| NewMessage {
+        msg_id: id.into(),
+        from: from.into(),
+        to: to.into(),
+        kind: MessageType::Info,
+        subject: format!("about {id}"),
+        body: "text".into(),
+    };
+    // 8 writers, each sending 10 messages, every one of them twice.
+    std::thread::scope(|sc| {
+        for w in 0..8 {
+            let store = b.open();
+            sc.spawn(move || {
+                for i in 0..10 {
+                    for _ in 0..2 {
+                        store
+                            .send_message("crew", &msg(&format!("m{w}-{i}"), "ana", "bo"))
+                            .unwrap();
+                    }
+                }
+            });
+        }
+    });
+    let all = s
+        .messages(
+            "crew",
+            &MessageQuery {
+                limit: 1000,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let seqs: Vec<u64> = all.iter().map(|m| m.seq).collect();
+    assert_eq!(
+        seqs,
+        (1..=80).collect::<Vec<_>>(),
+        "gapless, each stored once"
+    );
+    assert_eq!(s.message_count("crew").unwrap(), 80);
+    let (again, new) = s.send_message("crew", &msg("m3-4", "ana", "bo")).unwrap();
+    assert!(!new);
+    assert_eq!(again.msg_id, "m3-4");
+    // A broadcast reaches everyone but its sender.
+    let (b1, _) = s.send_message("crew", &msg("all", "bo", "*")).unwrap();
+    let inbox = |name: &str| {
+        s.messages(
+            "crew",
+            &MessageQuery {
+                to: Some(name.into()),
+                unacked: true,
+                limit: 1000,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    };
+    assert_eq!(inbox("bo").len(), 80);
+    assert_eq!(inbox("ana").len(), 1);
+    assert_eq!(inbox("ana")[0].seq, b1.seq);
+    // Acknowledged: out of the inbox, once.
+    assert_eq!(s.ack_messages("crew", "bo", &[1, 2, 2, 999]).unwrap(), 2);
+    assert_eq!(inbox("bo").len(), 78);
+    let first = &s
+        .messages(
+            "crew",
+            &MessageQuery {
+                limit: 1,
+                ..Default::default()
+            },
+        )
+        .unwrap()[0];
+    assert_eq!(first.acked_by, ["bo"]);
+    // The newest, in order.
+    let last = s
+        .messages(
+            "crew",
+            &MessageQuery {
+                limit: 2,
+                newest: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(last.iter().map(|m| m.seq).collect::<Vec<_>>(), [80, 81]);
+    assert!(matches!(
+        s.send_message("nope", &msg("x", "a", "b")),
+        Err(Error::NoTeam(_))
+    ));
+}
+
+fn a_presence_keeps_only_newer_heartbeats_stamped_by_the_store(b: &Backend) {
+    let s = b.open();
+    new_team(&*s, "crew");
+    let before = s.store_now().unwrap();
+    // A sender whose clock is an hour ahead.
+    let ahead = Timestamp(before.millis() + 3_600_000);
+    let p = s.heartbeat("crew", "ana", Some(5), Some(ahead)).unwrap();
+    assert_eq!(p.seq, 5);
+    assert_eq!(p.sent_at, Some(ahead));
+    let after = s.store_now().unwrap();
+    assert!(
+        p.received_at >= before && p.received_at <= after,
+        "the store's own clock"
+    );
+    // An older or repeated sequence moves nothing.
+    let q = s
+        .heartbeat("crew", "ana", Some(4), Some(Timestamp(0)))
+        .unwrap();
+    assert_eq!(q, p);
+    // Without a sequence: the next one.
+    assert_eq!(s.heartbeat("crew", "ana", None, None).unwrap().seq, 6);
+    assert_eq!(s.heartbeat("crew", "bo", None, None).unwrap().seq, 1);
+    let all = b.open().presences("crew").unwrap();
+    assert_eq!(
+        all.iter()
+            .map(|p| (p.name.as_str(), p.seq))
+            .collect::<Vec<_>>(),
+        [("ana", 6), ("bo", 1)]
+    );
+    assert!(matches!(
+        s.heartbeat("nope", "a", None, None),
+        Err(Error::NoTeam(_))
+    ));
 }

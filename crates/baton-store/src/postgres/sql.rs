@@ -99,6 +99,50 @@ CREATE TABLE workspaces (
     data TEXT NOT NULL
 );
 "#,
+    r#"
+CREATE TABLE teams (
+    id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    last_seq BIGINT NOT NULL,
+    msg_seq BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE TABLE team_events (
+    team_id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    ts BIGINT NOT NULL,
+    payload TEXT NOT NULL,
+    PRIMARY KEY (team_id, seq)
+);
+CREATE TABLE team_messages (
+    team_id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    msg_id TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    recipient TEXT NOT NULL,
+    ts BIGINT NOT NULL,
+    kind TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (team_id, seq),
+    UNIQUE (team_id, msg_id)
+);
+CREATE TABLE team_acks (
+    team_id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    name TEXT NOT NULL,
+    PRIMARY KEY (team_id, seq, name)
+);
+CREATE TABLE team_presence (
+    team_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    sent_at BIGINT,
+    received_at BIGINT NOT NULL,
+    PRIMARY KEY (team_id, name)
+);
+"#,
 ];
 
 /// The advisory lock migrations run under ("baton" in ASCII, then 1), so
