@@ -107,6 +107,29 @@ pub(crate) fn payload(r: &Record) -> String {
     serde_json::to_string(&r.event).expect("a team event is JSON")
 }
 
+/// A message's columns: seq, msg_id, sender, recipient, ts, kind,
+/// subject, body.
+pub(crate) type MessageRow = (i64, String, String, String, i64, String, String, String);
+
+/// The message of `row`, acknowledged by `acked_by`.
+pub(crate) fn message_of(
+    row: MessageRow,
+    acked_by: Vec<String>,
+) -> Result<baton_core::team::Message> {
+    let (seq, msg_id, from, to, ts, kind, subject, body) = row;
+    Ok(baton_core::team::Message {
+        msg_id,
+        seq: seq as u64,
+        from,
+        to,
+        ts_ms: ts,
+        kind: kind_of(&kind)?,
+        subject,
+        body,
+        acked_by,
+    })
+}
+
 pub(crate) fn kind_of(s: &str) -> Result<baton_core::team::MessageType> {
     baton_core::team::MessageType::parse(s)
         .ok_or_else(|| crate::Error::Corrupt(format!("a message of type {s:?}")))

@@ -8,7 +8,8 @@
 use super::PgStore;
 use super::session::{Fail, in_tx};
 use crate::teams::{
-    MessageQuery, TeamStore, json, kind_of, payload, record_of, team_of, test_offset_ms,
+    MessageQuery, MessageRow, TeamStore, json, message_of, payload, record_of, team_of,
+    test_offset_ms,
 };
 use crate::{Error, Result};
 use baton_core::Timestamp;
@@ -63,8 +64,6 @@ const PUT_PRESENCE: &str = "INSERT INTO team_presence (team_id, name, seq, sent_
 const PRESENCES: &str = "SELECT name, seq, sent_at, received_at FROM team_presence
      WHERE team_id = $1 ORDER BY name";
 
-type MessageRow = (i64, String, String, String, i64, String, String, String);
-
 fn message_row(r: &postgres::Row) -> MessageRow {
     (
         r.get(0),
@@ -76,21 +75,6 @@ fn message_row(r: &postgres::Row) -> MessageRow {
         r.get(6),
         r.get(7),
     )
-}
-
-fn message_of(row: MessageRow, acked_by: Vec<String>) -> Result<Message> {
-    let (seq, msg_id, from, to, ts, kind, subject, body) = row;
-    Ok(Message {
-        msg_id,
-        seq: seq as u64,
-        from,
-        to,
-        ts_ms: ts,
-        kind: kind_of(&kind)?,
-        subject,
-        body,
-        acked_by,
-    })
 }
 
 fn limit(n: usize) -> i64 {

@@ -6,7 +6,8 @@
 
 use super::SqliteStore;
 use crate::teams::{
-    MessageQuery, TeamStore, json, kind_of, payload, record_of, team_of, test_offset_ms,
+    MessageQuery, MessageRow, TeamStore, json, message_of, payload, record_of, team_of,
+    test_offset_ms,
 };
 use crate::{Error, Result};
 use baton_core::Timestamp;
@@ -15,9 +16,7 @@ use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
 const MESSAGE_COLUMNS: &str = "seq, msg_id, sender, recipient, ts, kind, subject, body";
 
-fn message_row(
-    r: &rusqlite::Row<'_>,
-) -> rusqlite::Result<(i64, String, String, String, i64, String, String, String)> {
+fn message_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<MessageRow> {
     Ok((
         r.get(0)?,
         r.get(1)?,
@@ -28,24 +27,6 @@ fn message_row(
         r.get(6)?,
         r.get(7)?,
     ))
-}
-
-fn message_of(
-    row: (i64, String, String, String, i64, String, String, String),
-    acked_by: Vec<String>,
-) -> Result<Message> {
-    let (seq, msg_id, from, to, ts, kind, subject, body) = row;
-    Ok(Message {
-        msg_id,
-        seq: seq as u64,
-        from,
-        to,
-        ts_ms: ts,
-        kind: kind_of(&kind)?,
-        subject,
-        body,
-        acked_by,
-    })
 }
 
 impl SqliteStore {
