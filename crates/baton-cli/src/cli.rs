@@ -3,6 +3,9 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+mod team;
+pub use team::*;
+
 /// The exit codes, for `baton --help` and the man page.
 pub const EXIT_CODES: &str = "\
 Exit codes:
@@ -83,6 +86,9 @@ pub enum Command {
     Play(PlayArgs),
     /// Serve GitHub webhooks that resume the tasks waiting for them, a live dashboard and API, and restart crashed tasks (see docs/server.md).
     Serve(ServeArgs),
+    /// Teams: a lead and teammates sharing a task list and a mailbox, re-attachable after any crash.
+    #[command(subcommand)]
+    Team(TeamCommand),
     /// The workspaces of agents by role (`[agents.NAME] role`): list them, remove one.
     #[command(subcommand)]
     Workspace(WorkspaceCommand),

@@ -17,7 +17,7 @@ mod liveness;
 
 pub use apply::{apply, replay};
 pub use decide::decide;
-pub use liveness::{Liveness, Presence, Thresholds, liveness, skew_ms};
+pub use liveness::{Liveness, Presence, Thresholds, human_ms, liveness, skew_ms};
 
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -118,6 +118,16 @@ pub enum LocalStatus {
     Pending,
 }
 
+impl LocalStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LocalStatus::Green => "green",
+            LocalStatus::Red => "red",
+            LocalStatus::Pending => "pending",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageType {
@@ -169,6 +179,10 @@ pub struct TeamTask {
     pub completed_at: Option<Timestamp>,
     pub blocked_reason: Option<String>,
     pub checkpoint: Option<Checkpoint>,
+    /// The latest checkpoint whose local checks were green: the last good
+    /// commit a roll back goes to.
+    #[serde(default)]
+    pub last_green: Option<Checkpoint>,
 }
 
 /// A teammate's work tree as it last said.

@@ -8,9 +8,11 @@ use std::collections::BTreeMap;
 
 mod instances;
 mod server;
+mod teams;
 
 pub use instances::{CleanupPolicy, InstanceSettings, InstancesConfig};
 pub use server::{ServerConfig, ServerSettings, SupervisorConfig, SupervisorSettings};
+pub use teams::{TeamSettings, TeamsConfig};
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -36,6 +38,8 @@ pub struct Config {
     pub supervisor: SupervisorConfig,
     #[serde(default)]
     pub workspaces: WorkspacesConfig,
+    #[serde(default)]
+    pub teams: TeamsConfig,
 }
 
 /// `[workspaces]`: where the workspaces of agents with a `role` are made
@@ -229,6 +233,7 @@ impl Config {
         // The address is checked when `serve` starts (`--addr` may replace it).
         cfg.server.settings(Some(server::DEFAULT_ADDR), |_| None)?;
         cfg.supervisor.settings()?;
+        cfg.teams.settings()?;
         if let Some(r) = &cfg.github.repository
             && crate::github::Repo::parse(r).is_none()
         {

@@ -239,6 +239,11 @@ impl Engine {
         self.clock.now()
     }
 
+    /// Who this process is, as leases and teams name it.
+    pub fn owner(&self) -> &LeaseOwner {
+        &self.owner
+    }
+
     pub fn observer(&self) -> &dyn Observer {
         self.observer.as_ref()
     }

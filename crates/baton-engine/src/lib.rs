@@ -18,6 +18,7 @@ pub mod process;
 pub mod project;
 pub mod render;
 pub mod store;
+pub mod teams;
 pub mod techstack;
 pub mod tmux;
 pub mod worker;

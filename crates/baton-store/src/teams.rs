@@ -75,7 +75,7 @@ pub trait TeamStore: Send + Sync {
 
 /// `BATON_TEST_CLOCK_OFFSET_MS`: tests move the store's clock forward (a
 /// lead silent for an hour) without waiting for it.
-pub(crate) fn test_offset_ms() -> i64 {
+pub fn test_offset_ms() -> i64 {
     static OFFSET: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
     *OFFSET.get_or_init(|| {
         std::env::var("BATON_TEST_CLOCK_OFFSET_MS")

@@ -13,6 +13,7 @@ mod query;
 mod run;
 mod serve;
 mod store;
+mod team;
 mod worker;
 mod workspace;
 
@@ -48,6 +49,7 @@ pub fn dispatch(cli: Cli, printer: &Arc<Printer>) -> Result<Exit> {
         Command::Progress(a) => progress::run(&project_of(project)?, a, printer),
         Command::Play(a) => play::run(&project_of(project)?, a, printer),
         Command::Serve(a) => serve::run(&project_of(project)?, a, printer),
+        Command::Team(c) => team::run(&project_of(project)?, c, printer),
         Command::Workspace(c) => workspace::run(&project_of(project)?, c, printer),
         Command::Store(c) => store::run(&project_of(project)?, c, printer),
         Command::Demo(a) => demo::run(a, printer),

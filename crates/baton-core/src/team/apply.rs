@@ -125,6 +125,9 @@ pub fn apply(team: Option<Team>, id: &TeamId, rec: &Record) -> Option<Team> {
         } => {
             if let Some(x) = t.task_mut(task) {
                 x.checkpoint = Some(checkpoint.clone());
+                if checkpoint.local_status == super::LocalStatus::Green {
+                    x.last_green = Some(checkpoint.clone());
+                }
                 x.updated_at = at;
             }
         }
@@ -209,6 +212,7 @@ fn add_task(t: &mut Team, task: &super::NewTask, at: crate::time::Timestamp) {
         completed_at: None,
         blocked_reason: None,
         checkpoint: None,
+        last_green: None,
     });
 }
 

@@ -1,0 +1,440 @@
+//! Teams through the real `baton` binary, on both stores: the lead times
+//! out and re-attaches, teammates go on in zombie mode, a task moves from
+//! an offline teammate with its checkpoint, messages survive a partition
+//! and arrive once, clocks 5 minutes off never fool liveness, two leads
+//! racing to re-attach, and everything surviving SIGKILL of every baton
+//! process. Time is moved with `BATON_TEST_CLOCK_OFFSET_MS` (the store's
+//! clock and the members' own), so nothing sleeps for minutes.
+
+use baton_testkit::{TestProject, on_both_backends};
+use serde_json::Value;
+
+const MIN: i64 = 60_000;
+
+/// `baton team ARGS…` at `minutes` from now.
+fn at(p: &TestProject, minutes: i64, args: &[&str]) -> (i32, String, String) {
+    let mut full = vec!["team"];
+    full.extend_from_slice(args);
+    let out = p
+        .baton(&full)
+        .env("BATON_TEST_CLOCK_OFFSET_MS", (minutes * MIN).to_string())
+        .env("BATON_LEAD_SESSION", "lead-1")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The same, expected to succeed; its JSON output.
+fn ok(p: &TestProject, minutes: i64, args: &[&str]) -> Value {
+    let mut a = args.to_vec();
+    a.push("--json");
+    let (code, out, err) = at(p, minutes, &a);
+    assert_eq!(code, 0, "team {args:?}: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+fn crew(p: &TestProject) {
+    fs_err::write(p.root().join("SPEC.md"), "the spec\n").unwrap();
+    ok(
+        p,
+        0,
+        &[
+            "create",
+            "crew",
+            "--teammate",
+            "ana:engineer",
+            "--teammate",
+            "bo:tester",
+            "--task",
+            "Schema",
+            "--task",
+            "API:t1",
+            "--fact",
+            "SPEC.md",
+        ],
+    );
+}
+
+fn member<'a>(probe: &'a Value, name: &str) -> &'a Value {
+    probe["teammates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {probe}"))
+}
+
+on_both_backends! {
+    /// 1. The lead is silent for 6 minutes: a teammate's heartbeat notices
+    /// it; the lead re-attaches with its own session and sees when.
+    fn the_lead_reattaches_after_a_five_minute_timeout() {
+        let p = TestProject::new();
+        crew(&p);
+        ok(&p, 0, &["task", "start", "crew", "t1", "--as", "ana"]);
+        ok(&p, 6, &["heartbeat", "crew", "ana"]);
+        let probe = ok(&p, 6, &["probe", "crew"]);
+        assert_eq!(probe["team"]["status"], "suspended");
+        assert!(probe["team"]["lead_timeout_detected_at"].is_i64(), "{probe}");
+        assert_eq!(probe["lead"]["liveness"], "online", "6 minutes: still online by the thresholds");
+
+        let (code, out, err) = at(&p, 7, &["resume", "crew"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(err.contains("re-attached to team crew (same lead session)"), "{err}");
+        assert!(err.contains("the lead had timed out"), "{err}");
+        assert!(out.contains("ana          engineer    online"), "{out}");
+        let probe = ok(&p, 7, &["probe", "crew"]);
+        assert_eq!(probe["team"]["status"], "active");
+        assert_eq!(probe["team"]["lead_timeout_detected_at"], Value::Null);
+        assert!(probe["lead"]["silent_ms"].as_i64().unwrap() < MIN, "{probe}");
+    }
+
+    /// 2. An hour away: the teammates went on in zombie mode (tasks,
+    /// checkpoints, questions to the lead); the lead sees it all and
+    /// chooses for each teammate's work.
+    fn the_lead_finds_the_zombie_teams_work_after_an_hour() {
+        let p = TestProject::new();
+        crew(&p);
+        // ana works on a branch of her own, in a worktree.
+        let wt_dir = tempfile::tempdir().unwrap();
+        let wt = wt_dir.path().join("ana-wt");
+        p.git(&["worktree", "add", "-q", "-b", "team/ana", wt.to_str().unwrap()]);
+        let good = p.git(&["rev-parse", "HEAD"]).trim().to_string();
+        ok(&p, 1, &["task", "start", "crew", "t1", "--as", "ana"]);
+        ok(&p, 2, &["task", "checkpoint", "crew", "t1", "--as", "ana", "--status", "green", "--branch", "team/ana", "--head", &good]);
+        ok(&p, 10, &["heartbeat", "crew", "bo"]);
+        // Work after the good checkpoint, committed and not.
+        fs_err::write(wt.join("schema.sql"), "create table t;\n").unwrap();
+        std::process::Command::new("git")
+            .args(["-C", wt.to_str().unwrap(), "add", "."])
+            .status()
+            .unwrap();
+        std::process::Command::new("git")
+            .args(["-C", wt.to_str().unwrap(), "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "wip"])
+            .status()
+            .unwrap();
+        fs_err::write(wt.join("notes.txt"), "half done\n").unwrap();
+        ok(&p, 30, &["task", "checkpoint", "crew", "t1", "--as", "ana", "--status", "red", "--branch", "team/ana", "--file", "schema.sql"]);
+        for (min, subject) in [(31, "q1"), (45, "q2")] {
+            ok(&p, min, &["msg", "send", "crew", "--to", "lead", "--type", "question", "--subject", subject, "which index?", "--as", "ana"]);
+        }
+
+        let (code, out, err) = at(&p, 60, &["resume", "crew"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(err.contains("the lead had timed out: noticed at"), "{err}");
+        assert!(out.contains("zombie mode since") || err.contains("zombie mode"), "{out}{err}");
+        assert!(out.contains("task t1 (checkpoint #2 red"), "each teammate's latest checkpoint: {out}");
+        assert!(out.contains("2 unread by the lead"), "{out}");
+        assert!(out.contains("q2"), "{out}");
+        let probe = ok(&p, 60, &["probe", "crew"]);
+        let timeout = probe["team"]["lead_timeout_detected_at"].clone();
+        assert_eq!(timeout, Value::Null, "cleared once the lead is back");
+        assert_eq!(member(&probe, "bo")["liveness"], "suspended", "bo was last seen 50 minutes ago");
+
+        // The lead rolls ana's work back to her last green checkpoint:
+        // what it replaces is saved, never lost.
+        let r = ok(&p, 61, &["resolve", "crew", "ana", "rollback"]);
+        assert_eq!(r["head"], good.as_str());
+        let saved = r["saved"].as_str().unwrap().to_string();
+        assert!(saved.starts_with("refs/baton-saved/teams/crew/ana/"), "{saved}");
+        assert_eq!(p.git(&["rev-parse", "team/ana"]).trim(), good);
+        assert!(!wt.join("schema.sql").exists());
+        assert_eq!(p.git(&["show", &format!("{saved}:schema.sql")]), "create table t;\n");
+        assert_eq!(p.git(&["show", &format!("{saved}:notes.txt")]), "half done\n");
+        // And bo goes on.
+        assert_eq!(ok(&p, 61, &["resolve", "crew", "bo", "continue"])["choice"], "continue");
+        let (code, _, err) = at(&p, 61, &["resolve", "crew", "bo", "commit"]);
+        assert_eq!(code, 2, "bo checkpointed no branch: {err}");
+        assert!(err.contains("bo has checkpointed no branch"), "{err}");
+    }
+
+    /// 3. ana goes offline mid-task; the lead moves the task to bo, who
+    /// inherits the checkpoint, is told so, and finishes it.
+    fn an_offline_teammates_task_moves_with_its_checkpoint() {
+        let p = TestProject::new();
+        crew(&p);
+        ok(&p, 0, &["task", "start", "crew", "t1", "--as", "ana"]);
+        ok(&p, 1, &["task", "checkpoint", "crew", "t1", "--as", "ana", "--status", "green", "--branch", "team/ana", "--head", "abc123", "--file", "schema.sql"]);
+        // Still online: refused without --force.
+        let (code, _, err) = at(&p, 2, &["reassign", "crew", "t1", "--to", "bo"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("owner ana is online"), "{err}");
+        // Eleven minutes later ana is idle: it moves.
+        let t = ok(&p, 12, &["reassign", "crew", "t1", "--to", "bo"]);
+        let t1 = &t["tasks"][0];
+        assert_eq!(t1["assigned_to"], "bo");
+        assert_eq!(t1["status"], "in_progress");
+        assert_eq!(t1["checkpoint"]["head"], "abc123");
+        let inbox = ok(&p, 12, &["msg", "ls", "crew", "--inbox", "bo"]);
+        let first = &inbox[0];
+        assert_eq!(first["subject"], "task t1 is yours now");
+        let body = first["body"].as_str().unwrap();
+        assert!(body.contains("from ana"), "{body}");
+        assert!(body.contains("branch team/ana, HEAD abc123, local status green, files modified: schema.sql"), "{body}");
+        // ana, back, cannot move it any more; bo completes it, and t2 can start.
+        let (code, _, err) = at(&p, 13, &["task", "complete", "crew", "t1", "--as", "ana"]);
+        assert_eq!(code, 2, "{err}");
+        ok(&p, 13, &["task", "complete", "crew", "t1", "--as", "bo"]);
+        ok(&p, 13, &["task", "start", "crew", "t2", "--as", "ana"]);
+    }
+
+    /// 5. bo is unreachable: messages to it wait, sent twice they are
+    /// stored once, and when it is back it gets each exactly once.
+    fn messages_to_an_unreachable_teammate_arrive_once() {
+        let p = TestProject::new();
+        crew(&p);
+        for _ in 0..2 {
+            // A retry after a lost answer: the same id.
+            ok(&p, 1, &["msg", "send", "crew", "--to", "bo", "--id", "m-1", "run the suite"]);
+        }
+        ok(&p, 2, &["msg", "send", "crew", "--to", "*", "--id", "m-2", "standup at 10"]);
+        let again = ok(&p, 3, &["msg", "send", "crew", "--to", "bo", "--id", "m-1", "run the suite"]);
+        assert_eq!(again["new"], false);
+        let all = ok(&p, 3, &["msg", "ls", "crew"]);
+        assert_eq!(all.as_array().unwrap().len(), 2, "{all}");
+        // bo is back after 40 minutes.
+        let inbox = ok(&p, 40, &["msg", "ls", "crew", "--inbox", "bo"]);
+        let ids: Vec<&str> = inbox.as_array().unwrap().iter().map(|m| m["msg_id"].as_str().unwrap()).collect();
+        assert_eq!(ids, ["m-1", "m-2"]);
+        let seqs: Vec<String> = inbox.as_array().unwrap().iter().map(|m| m["seq"].to_string()).collect();
+        let mut args = vec!["msg", "ack", "crew"];
+        args.extend(seqs.iter().map(String::as_str));
+        args.extend(["--as", "bo"]);
+        assert_eq!(ok(&p, 40, &args)["acknowledged"], 2);
+        assert_eq!(ok(&p, 41, &["msg", "ls", "crew", "--inbox", "bo"]), Value::Array(vec![]));
+        // Sent again late: still once, still acknowledged.
+        ok(&p, 42, &["msg", "send", "crew", "--to", "bo", "--id", "m-1", "run the suite"]);
+        assert_eq!(ok(&p, 42, &["msg", "ls", "crew", "--inbox", "bo"]), Value::Array(vec![]));
+        // ana still has the broadcast.
+        assert_eq!(ok(&p, 42, &["msg", "ls", "crew", "--inbox", "ana"]).as_array().unwrap().len(), 1);
+    }
+
+    /// 6. Clocks 5 minutes ahead and behind: reported, and liveness goes by
+    /// the store's clock alone.
+    fn clocks_five_minutes_off_never_fool_liveness() {
+        let p = TestProject::new();
+        crew(&p);
+        let store_now = |min: i64| {
+            let v = ok(&p, min, &["probe", "crew"]);
+            v["now"].as_i64().unwrap()
+        };
+        let now = store_now(0);
+        let rfc = |ms: i64| {
+            jiff::Timestamp::from_millisecond(ms).unwrap().to_string()
+        };
+        ok(&p, 0, &["heartbeat", "crew", "ana", "--sent-at", &rfc(now + 5 * MIN)]);
+        ok(&p, 0, &["heartbeat", "crew", "bo", "--sent-at", &rfc(now - 5 * MIN)]);
+        let probe = ok(&p, 0, &["probe", "crew"]);
+        let skew = |m: &str| member(&probe, m)["clock_skew_ms"].as_i64().unwrap();
+        assert!((skew("ana") - 5 * MIN).abs() < 10_000, "{probe}");
+        assert!((skew("bo") + 5 * MIN).abs() < 10_000, "{probe}");
+        assert_eq!(member(&probe, "ana")["liveness"], "online");
+        assert_eq!(member(&probe, "bo")["liveness"], "online", "a clock behind is not dead");
+        // Both silent for 11 minutes by the store's clock: neither is online,
+        // whatever their clocks said.
+        let later = ok(&p, 11, &["probe", "crew"]);
+        assert_eq!(member(&later, "ana")["liveness"], "idle");
+        assert_eq!(member(&later, "bo")["liveness"], "idle");
+        let (_, out, _) = at(&p, 0, &["probe", "crew"]);
+        assert!(out.contains("clock skew +4m 5") || out.contains("clock skew +5m 0"), "{out}");
+        assert!(out.contains("clock skew -5m 0") || out.contains("clock skew -4m 5"), "{out}");
+    }
+
+    /// 7. The lead has been silent for 31 minutes and two new leads try to
+    /// take over at once: exactly one attaches, the other is told who.
+    fn two_leads_racing_to_reattach_one_wins() {
+        let p = TestProject::new();
+        crew(&p);
+        let racers: Vec<_> = ["lead-2", "lead-3"]
+            .into_iter()
+            .map(|s| {
+                p.baton(&["team", "resume", "crew", "--session", s])
+                    .env("BATON_TEST_CLOCK_OFFSET_MS", (31 * MIN).to_string())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let codes: Vec<i32> = racers
+            .into_iter()
+            .map(|c| c.wait_with_output().unwrap().status.code().unwrap())
+            .collect();
+        let mut sorted = codes.clone();
+        sorted.sort();
+        assert_eq!(sorted, [0, 1], "one attached, one told to retry: {codes:?}");
+        let probe = ok(&p, 31, &["probe", "crew"]);
+        let winner = probe["team"]["lead"]["session_id"].as_str().unwrap().to_string();
+        assert!(winner == "lead-2" || winner == "lead-3");
+        // The loser, again: refused, naming the winner.
+        let loser = if winner == "lead-2" { "lead-3" } else { "lead-2" };
+        let (code, _, err) = at(&p, 32, &["resume", "crew", "--session", loser]);
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains(&format!("another live lead: session {winner}")), "{err}");
+        // The old lead, back after its replacement: refused too.
+        let (code, _, err) = at(&p, 32, &["resume", "crew"]);
+        assert_eq!(code, 1, "{err}");
+    }
+
+    /// A completed team is read-only; bad input says what to do.
+    fn a_completed_team_is_read_only_and_mistakes_say_what_to_do() {
+        let p = TestProject::new();
+        let (code, _, err) = at(&p, 0, &["create", "crew", "--teammate", "ana:boss"]);
+        assert_eq!(code, 2);
+        assert!(err.contains("\"boss\" is not a role"), "{err}");
+        let (code, _, err) = at(&p, 0, &["create", "crew", "--teammate", "ana:engineer", "--task", "A:t2", "--task", "B:t1"]);
+        assert_eq!(code, 2);
+        assert!(err.contains("cycle: t1 -> t2 -> t1"), "{err}");
+        let (code, _, err) = at(&p, 0, &["resume", "nope"]);
+        assert_eq!(code, 2);
+        assert!(err.contains("team not found: nope"), "{err}");
+        assert!(err.contains("baton team ls"), "{err}");
+        crew(&p);
+        let (code, _, err) = at(&p, 0, &["create", "crew"]);
+        assert_eq!(code, 2);
+        assert!(err.contains("a team crew already exists"), "{err}");
+        ok(&p, 1, &["complete", "crew"]);
+        for args in [
+            vec!["task", "start", "crew", "t1", "--as", "ana"],
+            vec!["msg", "send", "crew", "--to", "ana", "hello"],
+        ] {
+            let (code, _, err) = at(&p, 2, &args);
+            assert_eq!(code, 2, "{args:?}: {err}");
+            assert!(err.contains("completed and read-only"), "{err}");
+            assert!(err.contains("baton team review crew"), "{err}");
+        }
+        let (code, _, err) = at(&p, 2, &["resume", "crew"]);
+        assert_eq!(code, 2, "{err}");
+        let review = ok(&p, 2, &["review", "crew"]);
+        assert_eq!(review["team"]["status"], "completed");
+        assert!(review["journal"].as_array().unwrap().len() >= 2);
+    }
+}
+
+/// Every baton process SIGKILLed mid-work; a new shell re-attaches with
+/// nothing lost (SQLite).
+#[test]
+fn a_team_survives_sigkill_of_every_baton_process() {
+    let p = TestProject::new();
+    crew(&p);
+    ok(&p, 0, &["task", "start", "crew", "t1", "--as", "ana"]);
+    // Teammates hammering the store, each loop in its own process group,
+    // killed mid-write with whatever baton it is running.
+    let mut workers: Vec<std::process::Child> = (0..3)
+        .map(|i| {
+            use std::os::unix::process::CommandExt;
+            std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "n=0; while true; do n=$((n+1)); {b} team msg send crew --to lead --id w{i}-$n \"tick $n\" --as ana >/dev/null 2>&1; {b} team task checkpoint crew t1 --as ana >/dev/null 2>&1; done",
+                    b = baton_testkit::baton_bin().display()
+                ))
+                .current_dir(p.root())
+                .env_remove("BATON_DATABASE_URL")
+                .process_group(0)
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    baton_testkit::wait_for("some messages", || {
+        let v = ok(&p, 0, &["probe", "crew"]);
+        (v["messages"].as_u64().unwrap() >= 5).then_some(())
+    });
+    for w in &mut workers {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(w.id() as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        let _ = w.wait();
+    }
+    // A new shell (its own environment), the same lead session.
+    let out = p
+        .baton(&["team", "resume", "crew", "--session", "lead-1", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["how"], "same");
+    let probe = &v["probe"];
+    let n = probe["messages"].as_u64().unwrap();
+    // Every stored message is there once, gapless.
+    let all = ok(
+        &p,
+        0,
+        &["msg", "ls", "crew", "--limit", "100000", "--after", "0"],
+    );
+    let all = all.as_array().unwrap();
+    let seqs: Vec<u64> = all.iter().map(|m| m["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=n).collect::<Vec<_>>());
+    assert_eq!(probe["team"]["tasks"][0]["status"], "in_progress");
+    assert!(
+        probe["team"]["tasks"][0]["checkpoint"]["checkpoint_seq"]
+            .as_u64()
+            .unwrap()
+            >= 1
+    );
+}
+
+/// A team on PostgreSQL, re-attached from a second clone of the project
+/// on another "machine" (another folder, the same database).
+#[test]
+fn a_team_on_postgresql_reattaches_from_a_second_clone() {
+    baton_testkit::with_backend(baton_testkit::Backend::Postgres, || {
+        let p = TestProject::new();
+        crew(&p);
+        ok(&p, 0, &["task", "start", "crew", "t1", "--as", "ana"]);
+        ok(
+            &p,
+            0,
+            &[
+                "msg",
+                "send",
+                "crew",
+                "--to",
+                "lead",
+                "--as",
+                "ana",
+                "schema is up",
+            ],
+        );
+        let url = p.database_url.clone().expect("a PostgreSQL project");
+        // A second clone, elsewhere, on the same database.
+        let other = TestProject::bare();
+        other.git(&["clone", "-q", p.root().to_str().unwrap(), "."]);
+        let init = other.baton(&["init"]).output().unwrap();
+        assert!(
+            init.status.success(),
+            "{}",
+            String::from_utf8_lossy(&init.stderr)
+        );
+        let out = other
+            .baton(&["team", "resume", "crew", "--session", "lead-1", "--json"])
+            .env("BATON_DATABASE_URL", &url)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["how"], "same");
+        assert_eq!(v["probe"]["team"]["tasks"][0]["assigned_to"], "ana");
+        assert_eq!(v["probe"]["last_messages"][0]["body"], "schema is up");
+        // The fact file is not in this clone: said so.
+        let o = other
+            .baton(&["team", "resume", "crew", "--session", "lead-1"])
+            .env("BATON_DATABASE_URL", &url)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("warning: fact SPEC.md is gone"), "{err}");
+    });
+}
