@@ -279,6 +279,78 @@ on_both_backends! {
         assert_eq!(code, 1, "{err}");
     }
 
+    /// 4. A consolidation killed after staging, before its commit: the
+    /// resume says so; a retry commits once; an abort goes back to the last
+    /// good commit with what was there saved and the task reopened. Killed
+    /// after its commit but before journaling it, a retry finds it.
+    fn a_consolidation_killed_midway_is_retried_once_or_aborted() {
+        for way in ["retry", "abort", "committed"] {
+            let p = TestProject::new();
+            crew(&p);
+            let base = p.git(&["rev-parse", "HEAD"]).trim().to_string();
+            ok(&p, 0, &["task", "start", "crew", "t1", "--as", "ana"]);
+            fs_err::write(p.root().join("schema.sql"), "create table t;\n").unwrap();
+            ok(&p, 1, &["task", "complete", "crew", "t1", "--as", "ana"]);
+            // A check that fails first: nothing is committed.
+            let (code, _, err) = at(&p, 2, &["consolidate", "crew", "--check", "test -f checked"]);
+            assert_eq!(code, 1, "{err}");
+            assert!(err.contains("check \"test -f checked\" failed; nothing was committed"), "{err}");
+            fs_err::write(p.root().join("checked"), "").unwrap();
+            let point = if way == "committed" { "consolidate-committed:crew" } else { "consolidate-staged:crew" };
+            let out = p
+                .baton(&["team", "consolidate", "crew", "--retry", "--check", "test -f checked"])
+                .env("BATON_TEST_CLOCK_OFFSET_MS", (3 * MIN).to_string())
+                .env("BATON_TEST_CRASH_AT", point)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), None, "killed: {}", String::from_utf8_lossy(&out.stderr));
+            let probe = ok(&p, 4, &["probe", "crew"]);
+            assert_eq!(probe["team"]["status"], "consolidating", "{way}");
+            let (code, _, err) = at(&p, 4, &["resume", "crew"]);
+            assert_eq!(code, 0, "{err}");
+            assert!(err.contains("team crew was consolidating when it stopped"), "{err}");
+            assert!(err.contains("--retry") && err.contains("--abort") && err.contains("--inspect"), "{err}");
+            let commits = |p: &TestProject| {
+                p.git(&["log", "--format=%s"])
+                    .lines()
+                    .filter(|l| l.starts_with("team crew: t1 Schema"))
+                    .count()
+            };
+            if way == "retry" {
+                assert!(err.contains("with its changes staged and not committed"), "{err}");
+                let (_, staged, _) = at(&p, 4, &["consolidate", "crew", "--inspect"]);
+                assert!(staged.contains("schema.sql"), "{staged}");
+            }
+            match way {
+                "retry" | "committed" => {
+                    let c = ok(&p, 5, &["consolidate", "crew", "--retry"]);
+                    assert_eq!(c["outcome"], "committed", "{way}: {c}");
+                    assert_eq!(commits(&p), 1, "{way}: committed once");
+                    assert_eq!(p.git(&["show", "HEAD:schema.sql"]), "create table t;\n");
+                    let probe = ok(&p, 5, &["probe", "crew"]);
+                    assert_eq!(probe["team"]["status"], "active");
+                    assert_eq!(probe["team"]["last_good_commit"], p.git(&["rev-parse", "HEAD"]).trim());
+                    let (code, _, err) = at(&p, 6, &["consolidate", "crew", "--retry"]);
+                    assert_eq!(code, 2, "nothing under way: {err}");
+                    assert_eq!(commits(&p), 1);
+                }
+                _ => {
+                    let c = ok(&p, 5, &["consolidate", "crew", "--abort"]);
+                    assert_eq!(c["outcome"], "aborted");
+                    assert_eq!(c["reopened"], serde_json::json!(["t1"]));
+                    assert_eq!(p.git(&["rev-parse", "HEAD"]).trim(), base);
+                    assert!(!p.root().join("schema.sql").exists());
+                    let saved = c["saved"].as_str().unwrap();
+                    assert_eq!(p.git(&["show", &format!("{saved}:schema.sql")]), "create table t;\n");
+                    let probe = ok(&p, 5, &["probe", "crew"]);
+                    assert_eq!(probe["team"]["status"], "active");
+                    assert_eq!(probe["team"]["tasks"][0]["status"], "pending");
+                    assert_eq!(commits(&p), 0);
+                }
+            }
+        }
+    }
+
     /// A completed team is read-only; bad input says what to do.
     fn a_completed_team_is_read_only_and_mistakes_say_what_to_do() {
         let p = TestProject::new();

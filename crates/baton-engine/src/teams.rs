@@ -14,11 +14,13 @@
 //! reassigning in `teams/work.rs`; the mailbox in `teams/mail.rs`.
 
 mod attach;
+mod consolidate;
 mod mail;
 mod work;
 mod zombie;
 
 pub use attach::{Attached, MemberView, Probe};
+pub use consolidate::{Consolidate, Consolidated};
 pub use work::CheckpointOptions;
 pub use zombie::Resolved;
 

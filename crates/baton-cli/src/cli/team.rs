@@ -26,6 +26,8 @@ pub enum TeamCommand {
     Reassign(TeamReassignArgs),
     /// After zombie mode, the lead's choice for a teammate's work: continue, commit, or rollback.
     Resolve(TeamResolveArgs),
+    /// Commit the team's work after the checks pass; after a crash: --retry, --abort or --inspect.
+    Consolidate(TeamConsolidateArgs),
     /// Make the team read-only.
     Complete(TeamIdArgs),
     /// A completed (or any) team's record: who did what, the journal's length, the mailbox.
@@ -286,6 +288,28 @@ pub struct TeamResolveArgs {
     /// continue (leave it), commit (its worktree's changes onto its branch),
     /// or rollback (its branch back to the last good commit, what it held saved).
     pub choice: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TeamConsolidateArgs {
+    pub team: String,
+    /// Finish the consolidation under way (never commits twice).
+    #[arg(long, conflicts_with_all = ["abort", "inspect"])]
+    pub retry: bool,
+    /// Put the project back at the last good commit (what it holds is saved) and reopen the tasks since.
+    #[arg(long, conflicts_with = "inspect")]
+    pub abort: bool,
+    /// Show the staged changes of the consolidation under way.
+    #[arg(long)]
+    pub inspect: bool,
+    /// The commit message (default: the tasks completed since the last one).
+    #[arg(long, short)]
+    pub message: Option<String>,
+    /// A check to run before committing (repeat; default: [teams] checks).
+    #[arg(long = "check")]
+    pub checks: Vec<String>,
     #[arg(long)]
     pub json: bool,
 }

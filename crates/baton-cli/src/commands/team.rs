@@ -110,7 +110,16 @@ pub fn run(project: &Project, cmd: TeamCommand, printer: &Arc<Printer>) -> Resul
             }
             if p.team.status == team::TeamStatus::Consolidating {
                 printer.always(&format!(
-                    "team {} was consolidating when its lead stopped: retry, abort or inspect it",
+                    "team {} was consolidating when it stopped{}",
+                    p.team.id,
+                    if teams.dirty_index() {
+                        ", with its changes staged and not committed"
+                    } else {
+                        ""
+                    }
+                ));
+                printer.hint(&format!(
+                    "`baton team consolidate {0} --retry` finishes it (never commits twice), `--abort` goes back to the last good commit, `--inspect` shows the staged diff",
                     p.team.id
                 ));
             }
@@ -173,6 +182,51 @@ pub fn run(project: &Project, cmd: TeamCommand, printer: &Arc<Printer>) -> Resul
                     &h[..h.len().min(12)]
                 )),
                 _ => printer.info(&format!("{} goes on as it is", r.teammate)),
+            }
+            Ok(Exit::Done)
+        }
+        TeamCommand::Consolidate(a) => {
+            use baton_engine::teams::Consolidate;
+            let what = match (a.retry, a.abort, a.inspect) {
+                (true, _, _) => Consolidate::Retry,
+                (_, true, _) => Consolidate::Abort,
+                (_, _, true) => Consolidate::Inspect,
+                _ => Consolidate::Run,
+            };
+            let c = teams.consolidate(&a.team, what, a.message, &a.checks)?;
+            if a.json {
+                json(printer, &c)?;
+            }
+            let short = |h: &Option<String>| {
+                h.as_deref()
+                    .map(|h| h[..h.len().min(12)].to_string())
+                    .unwrap_or_else(|| "-".into())
+            };
+            match c.outcome {
+                "checks-failed" => {
+                    let (check, tail) = c.failed_check.clone().unwrap_or_default();
+                    return Err(Error::op(format!(
+                        "check {check:?} failed; nothing was committed:\n{tail}"
+                    ))
+                    .hint(format!(
+                        "fix it and run `baton team consolidate {} --retry`, or `--abort`",
+                        a.team
+                    )));
+                }
+                _ if a.json => {}
+                "inspected" => printer.data(c.staged.as_deref().unwrap_or("")),
+                "aborted" => printer.info(&format!(
+                    "consolidation aborted: the project is back at {}; what it held is saved at {}; reopened: {}",
+                    short(&c.commit),
+                    c.saved.as_deref().unwrap_or("-"),
+                    list(c.reopened.iter().cloned())
+                )),
+                "unchanged" => printer.info("nothing to commit: the consolidation is done"),
+                _ => printer.info(&format!(
+                    "committed the team's work as {}: {}",
+                    short(&c.commit),
+                    c.message.as_deref().unwrap_or("")
+                )),
             }
             Ok(Exit::Done)
         }

@@ -21,13 +21,18 @@ pub struct TeamsConfig {
     pub lead_replace: Option<String>,
     /// How often teammates are asked to checkpoint (default "30s").
     pub checkpoint_every: Option<String>,
+    /// Commands a consolidation runs before it commits (e.g. the test
+    /// suite); each must exit 0.
+    #[serde(default)]
+    pub checks: Vec<String>,
 }
 
 /// `[teams]` resolved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TeamSettings {
     pub thresholds: Thresholds,
     pub checkpoint_every_ms: i64,
+    pub checks: Vec<String>,
 }
 
 impl TeamsConfig {
@@ -66,6 +71,7 @@ impl TeamsConfig {
         Ok(TeamSettings {
             thresholds,
             checkpoint_every_ms: get("checkpoint_every", &self.checkpoint_every, 30_000)?,
+            checks: self.checks.clone(),
         })
     }
 }

@@ -204,6 +204,22 @@ impl Git {
         })
     }
 
+    /// Whether the index holds changes not committed.
+    pub fn has_staged(&self) -> bool {
+        self.command(&["diff", "--cached", "--quiet"], &[])
+            .status()
+            .is_ok_and(|s| !s.success())
+    }
+
+    /// Commits what is staged, as baton; HEAD after.
+    pub fn commit_staged(&self, message: &str) -> Result<String, GitError> {
+        self.run(&["commit", "-q", "--no-verify", "-m", message], &IDENT)?;
+        self.head().ok_or_else(|| GitError {
+            args: "rev-parse HEAD".into(),
+            stderr: "no HEAD after committing".into(),
+        })
+    }
+
     /// Sets the staged version of every file baton changed for a run to
     /// the file without baton's change (gone where baton created it).
     fn stage_without_run_files(&self) -> Result<(), GitError> {
