@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
-const TOOLS: [&str; 7] = [
+const TOOLS: [&str; 14] = [
     "checkpoint",
     "create_pr",
     "merge_back",
@@ -23,6 +23,13 @@ const TOOLS: [&str; 7] = [
     "push_to_github",
     "report_blocker",
     "request_review",
+    "team_ack",
+    "team_checkpoint",
+    "team_heartbeat",
+    "team_inbox",
+    "team_send",
+    "team_task_claim",
+    "team_task_update",
 ];
 
 /// Runs `client` as the agent of instance `id` (or of no instance).
@@ -90,7 +97,14 @@ fn check_listing(report: &Value) {
         // agent works on (droid runs them at its lowest autonomy); the
         // others say what they change.
         let a = &t["annotations"];
-        let reports = ["checkpoint", "phase_complete", "report_blocker"];
+        let reports = [
+            "checkpoint",
+            "phase_complete",
+            "report_blocker",
+            "team_checkpoint",
+            "team_heartbeat",
+            "team_inbox",
+        ];
         let reporting = reports.contains(&t["name"].as_str().unwrap());
         assert_eq!(a["readOnlyHint"], reporting, "{t}");
         if !reporting {

@@ -510,3 +510,86 @@ fn a_team_on_postgresql_reattaches_from_a_second_clone() {
         assert!(err.contains("warning: fact SPEC.md is gone"), "{err}");
     });
 }
+
+/// A teammate that is a real agent CLI (Claude Code, driven by the
+/// scripted model server): baton starts it as an agent instance, and it
+/// claims its task, tells the lead, and completes the task through baton's
+/// MCP tools; every call counts as its heartbeat.
+#[test]
+fn a_real_agent_cli_teammate_works_through_the_mcp_tools() {
+    use baton_testkit::agents::Agent;
+    use baton_testkit::model_server::{ModelServer, Reply};
+    use serde_json::json;
+    let server = ModelServer::start(vec![
+        Reply::tool("mcp__baton__team_task_claim", json!({})),
+        Reply::tool(
+            "mcp__baton__team_send",
+            json!({"to": "lead", "type": "question", "subject": "t1", "body": "schema drafted: one table or two?"}),
+        ),
+        Reply::tool(
+            "mcp__baton__team_checkpoint",
+            json!({"task": "t1", "local_status": "green", "files_modified": ["schema.sql"]}),
+        ),
+        Reply::tool(
+            "mcp__baton__team_task_update",
+            json!({"task": "t1", "status": "completed"}),
+        ),
+        Reply::text("t1 is done"),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let p = TestProject::new();
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str(&Agent::Claude.baton_config("cc", &server, home.path()));
+    fs_err::write(&cfg, text).unwrap();
+    let (code, _, err) = at(
+        &p,
+        0,
+        &[
+            "create",
+            "crew",
+            "--teammate",
+            "ana:engineer:cc",
+            "--task",
+            "Schema",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("started teammate ana as agent instance crew-ana"),
+        "{err}"
+    );
+    let probe = baton_testkit::wait_for("ana to complete t1", || {
+        let v = ok(&p, 0, &["probe", "crew"]);
+        (v["team"]["tasks"][0]["status"] == "completed").then_some(v)
+    });
+    let t1 = &probe["team"]["tasks"][0];
+    assert_eq!(t1["assigned_to"], "ana");
+    assert_eq!(t1["last_green"]["files_modified"], json!(["schema.sql"]));
+    assert_eq!(member(&probe, "ana")["liveness"], "online");
+    assert_eq!(probe["team"]["teammates"]["ana"]["instance"], "crew-ana");
+    let inbox = ok(&p, 0, &["msg", "ls", "crew", "--inbox", "lead"]);
+    let stream = || {
+        fs_err::read_dir(p.root().join(".baton/tasks/crew-ana/logs"))
+            .map(|d| {
+                d.filter_map(|e| fs_err::read_to_string(e.ok()?.path()).ok())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        inbox[0]["from"],
+        "ana",
+        "{inbox}; the agent's stream: {}",
+        stream()
+    );
+    assert_eq!(inbox[0]["type"], "question");
+    assert_eq!(inbox[0]["body"], "schema drafted: one table or two?");
+    // It was told who it is and how to work.
+    let first = server.model_requests()[0].body.to_string();
+    assert!(
+        first.contains("You are ana, the engineer of team crew"),
+        "{first}"
+    );
+}

@@ -201,6 +201,10 @@ pub struct Teammate {
     pub agent: Option<String>,
     /// Its native agent session, where there is one.
     pub session_id: Option<String>,
+    /// The agent instance baton runs it as (`baton agent ls`), if baton
+    /// started it.
+    #[serde(default)]
+    pub instance: Option<String>,
     pub current_task: Option<String>,
     pub local_changes: Option<LocalChanges>,
     pub context_usage_percent: Option<u8>,
@@ -310,6 +314,11 @@ pub enum Event {
     },
     TeammateAdded {
         teammate: NewTeammate,
+    },
+    /// baton started the teammate as agent instance `instance`.
+    TeammateStarted {
+        name: String,
+        instance: String,
     },
     TeammateReported {
         name: String,
@@ -440,6 +449,10 @@ pub enum Input {
         last_seen: Option<Timestamp>,
     },
     AddTeammate(NewTeammate),
+    Started {
+        name: String,
+        instance: String,
+    },
     Report {
         name: String,
         session_id: Option<String>,

@@ -16,11 +16,13 @@
 mod attach;
 mod consolidate;
 mod mail;
+mod start;
 mod work;
 mod zombie;
 
 pub use attach::{Attached, MemberView, Probe};
 pub use consolidate::{Consolidate, Consolidated};
+pub use start::{member_of_instance, teammate_prompt};
 pub use work::CheckpointOptions;
 pub use zombie::Resolved;
 
@@ -173,6 +175,20 @@ impl Teams<'_> {
     /// process as its lead.
     pub fn create(&self, opts: CreateOptions) -> Result<Team> {
         let id = Self::id(&opts.id)?;
+        for m in &opts.teammates {
+            if let Some(a) = &m.agent
+                && !self.eng.project.config.agents.contains_key(a)
+            {
+                return Err(Error::bad_input(format!(
+                    "teammate {}: agent {a:?} is not defined in .baton/config.toml",
+                    m.name
+                ))
+                .hint(format!(
+                    "add [agents.{a}] (docs/config.md), or leave the agent out and run {} yourself",
+                    m.name
+                )));
+            }
+        }
         let now = self.now()?;
         let facts = self.fact_sums(&opts.facts)?;
         let lead = Lead {
@@ -292,7 +308,7 @@ impl Teams<'_> {
     }
 
     /// Counts an operation of `by` as its heartbeat.
-    pub(crate) fn touch(&self, id: &str, by: &str) -> Result<()> {
+    pub fn touch(&self, id: &str, by: &str) -> Result<()> {
         self.heartbeat(id, by, None, None).map(|_| ())
     }
 }

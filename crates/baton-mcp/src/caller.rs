@@ -2,7 +2,7 @@
 //! set for it (and wrote into its CLI's MCP configuration), or, over
 //! Streamable HTTP (`baton serve`'s `/mcp`), from the same facts as
 //! request headers: `Baton-Instance`, `Baton-Task`, `Baton-Phase`,
-//! `Baton-Summary-File`.
+//! `Baton-Summary-File`, `Baton-Team`, `Baton-Teammate`.
 
 use baton_core::instance::InstanceId;
 use std::path::PathBuf;
@@ -16,6 +16,10 @@ pub struct Caller {
     /// `BATON_TASK_ID` and `BATON_PHASE`, for messages.
     pub task: Option<String>,
     pub phase: Option<String>,
+    /// `BATON_TEAM` and `BATON_TEAMMATE`: the team the agent is a member of,
+    /// and its name there.
+    pub team: Option<String>,
+    pub teammate: Option<String>,
 }
 
 impl Caller {
@@ -32,6 +36,8 @@ impl Caller {
             summary_file: var("baton-summary-file").map(PathBuf::from),
             task: var("baton-task"),
             phase: var("baton-phase"),
+            team: var("baton-team"),
+            teammate: var("baton-teammate"),
         }
     }
 
@@ -42,6 +48,8 @@ impl Caller {
             summary_file: var("BATON_SUMMARY_FILE").map(PathBuf::from),
             task: var("BATON_TASK_ID"),
             phase: var("BATON_PHASE"),
+            team: var("BATON_TEAM"),
+            teammate: var("BATON_TEAMMATE"),
         }
     }
 }

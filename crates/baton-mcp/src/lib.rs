@@ -13,6 +13,7 @@
 //! the server exits when stdin closes.
 
 mod caller;
+mod team_tools;
 mod tools;
 
 pub use caller::Caller;
@@ -26,6 +27,7 @@ pub const INSTRUCTIONS: &str = "baton runs this agent as part of a durable workf
 Coding agents: call request_review when your work is ready to be reviewed (a review agent checks a copy of your branch; its changes and feedback come back to you), \
 and create_pr when it is ready to be merged. Review agents: finish with merge_back(feedback) when more work is needed, or push_to_github when it is ready. \
 Any agent: checkpoint(note) to record where the work stands, phase_complete(summary) when the phase's work is done, report_blocker(reason) when it cannot go on. \
+Teammates: team_task_claim to start your task, team_checkpoint as you go, team_inbox and team_ack for messages, team_send to write to the lead or a teammate, team_task_update to complete or block a task. \
 Errors carry a WORKFLOW_* code and a hint saying what to do.";
 
 /// baton's MCP tools over Streamable HTTP, for `baton serve` to mount at

@@ -46,17 +46,26 @@ fn refused(code: ErrorCode, message: String, hint: &str) -> ToolError {
 // ----- inputs and outputs --------------------------------------------------
 
 /// Integers are plain `"type": "integer"`: schemars' `"format": "int64"`
-/// makes some clients print warnings about an unknown format.
-fn no_formats(schema: &mut schemars::Schema) {
-    if let Some(props) = schema
-        .as_object_mut()
-        .and_then(|o| o.get_mut("properties"))
-        .and_then(|p| p.as_object_mut())
-    {
-        for p in props.values_mut() {
-            if let Some(o) = p.as_object_mut() {
-                o.remove("format");
+/// (or `uint64`) makes some clients print warnings about an unknown format.
+/// Every `format` of a property goes, nested definitions' too.
+pub(crate) fn no_formats(schema: &mut schemars::Schema) {
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(o) => {
+                if o.get("format").is_some_and(|f| f.is_string()) && o.get("type").is_some() {
+                    o.remove("format");
+                }
+                for x in o.values_mut() {
+                    strip(x);
+                }
             }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    if let Some(o) = schema.as_object_mut() {
+        for v in o.values_mut() {
+            strip(v);
         }
     }
 }
@@ -169,9 +178,13 @@ impl Baton {
         }
     }
 
+    pub(crate) fn engine(&self) -> Arc<Engine> {
+        self.engine.clone()
+    }
+
     /// Who calls: over HTTP, the request's `Baton-*` headers; over stdio,
     /// the environment baton gave the agent.
-    fn caller_of(&self, ext: &rmcp::model::Extensions) -> Arc<Caller> {
+    pub(crate) fn caller_of(&self, ext: &rmcp::model::Extensions) -> Arc<Caller> {
         match ext.get::<http::request::Parts>() {
             Some(parts) => Arc::new(Caller::from_headers(&parts.headers)),
             None => self.caller.clone(),
@@ -547,7 +560,14 @@ impl Baton {
     }
 }
 
-#[tool_handler]
+impl Baton {
+    /// Every tool: the agents' and the teammates' (`team_tools.rs`).
+    fn all_tools() -> rmcp::handler::server::router::tool::ToolRouter<Baton> {
+        Self::tool_router() + Self::team_tools()
+    }
+}
+
+#[tool_handler(router = Self::all_tools())]
 impl rmcp::ServerHandler for Baton {
     fn get_info(&self) -> rmcp::model::ServerConfig {
         rmcp::model::ServerConfig::new(

@@ -8,6 +8,8 @@ pub enum TeamCommand {
     Create(TeamCreateArgs),
     /// List the teams: status, lead, teammates, tasks by status.
     Ls(TeamJsonArgs),
+    /// Start the teammates that have an agent and are not running yet (create does it too).
+    Start(TeamIdArgs),
     /// One team: its lead, teammates with their liveness, tasks, last messages.
     Show(TeamIdArgs),
     /// What re-attaching would show, changing nothing.

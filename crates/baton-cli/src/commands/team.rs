@@ -35,8 +35,15 @@ pub fn run(project: &Project, cmd: TeamCommand, printer: &Arc<Printer>) -> Resul
                 facts: a.facts,
                 session: a.session,
             })?;
+            let started = teams.start_teammates(t.id.as_str())?;
+            let t = teams.get(t.id.as_str())?;
             if a.json {
                 return json(printer, &t);
+            }
+            for (name, instance) in &started {
+                printer.info(&format!(
+                    "started teammate {name} as agent instance {instance} (`baton agent show {instance}`)"
+                ));
             }
             printer.info(&format!(
                 "created team {} (lead session {}); teammates: {}; tasks: {}",
@@ -53,6 +60,21 @@ pub fn run(project: &Project, cmd: TeamCommand, printer: &Arc<Printer>) -> Resul
                 "teammates work with `baton team task start {} TASK --as NAME`; re-attach as the lead with `baton team resume {}`",
                 t.id, t.id
             ));
+            Ok(Exit::Done)
+        }
+        TeamCommand::Start(a) => {
+            let started = teams.start_teammates(&a.team)?;
+            if a.json {
+                return json(printer, &started);
+            }
+            if started.is_empty() {
+                printer.info("every teammate with an agent is started already");
+            }
+            for (name, instance) in &started {
+                printer.info(&format!(
+                    "started teammate {name} as agent instance {instance}"
+                ));
+            }
             Ok(Exit::Done)
         }
         TeamCommand::Ls(a) => {

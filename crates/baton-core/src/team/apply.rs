@@ -62,6 +62,11 @@ pub fn apply(team: Option<Team>, id: &TeamId, rec: &Record) -> Option<Team> {
             t.status = TeamStatus::Suspended;
         }
         Event::TeammateAdded { teammate } => add_teammate(&mut t, teammate),
+        Event::TeammateStarted { name, instance } => {
+            if let Some(m) = t.teammates.get_mut(name) {
+                m.instance = Some(instance.clone());
+            }
+        }
         Event::TeammateReported {
             name,
             session_id,
@@ -192,6 +197,7 @@ fn add_teammate(t: &mut Team, m: &super::NewTeammate) {
             role: m.role,
             agent: m.agent.clone(),
             session_id: None,
+            instance: None,
             current_task: None,
             local_changes: None,
             context_usage_percent: None,

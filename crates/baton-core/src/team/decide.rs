@@ -117,6 +117,18 @@ pub fn decide(team: Option<&Team>, input: Input, now: Timestamp) -> Result<Vec<E
             check_teammates(std::slice::from_ref(&t))?;
             Ok(vec![Event::TeammateAdded { teammate: t }])
         }
+        Input::Started { name, instance } => {
+            member(team, &name)?;
+            if team
+                .teammates
+                .get(&name)
+                .and_then(|m| m.instance.as_deref())
+                == Some(&instance)
+            {
+                return Ok(Vec::new());
+            }
+            Ok(vec![Event::TeammateStarted { name, instance }])
+        }
         Input::Report {
             name,
             session_id,

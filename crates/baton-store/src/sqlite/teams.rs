@@ -290,13 +290,15 @@ impl TeamStore for SqliteStore {
         sent_at: Option<Timestamp>,
     ) -> Result<Presence> {
         let now = self.store_now()?;
-        let conn = self.conn();
+        let mut conn = self.conn();
         let relax = self.sync == super::Synchronous::Full;
         if relax {
             conn.execute_batch("PRAGMA synchronous=NORMAL")?;
         }
         let result = (|| -> Result<Presence> {
-            let tx = conn.unchecked_transaction()?;
+            // The write lock first (a read upgraded to a write would fail
+            // at once when another process wrote in between).
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let known: Option<bool> = tx
                 .query_row("SELECT 1 FROM teams WHERE id = ?1", [team], |_| Ok(true))
                 .optional()?;

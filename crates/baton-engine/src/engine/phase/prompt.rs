@@ -53,6 +53,8 @@ impl Engine {
                         | "BATON_PHASE"
                         | "BATON_SUMMARY_FILE"
                         | "BATON_INSTANCE"
+                        | "BATON_TEAM"
+                        | "BATON_TEAMMATE"
                 )
             })
             .cloned()

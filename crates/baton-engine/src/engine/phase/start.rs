@@ -127,6 +127,11 @@ impl Engine {
         ];
         if let Some(i) = held.state.labels.get(crate::instances::INSTANCE_LABEL) {
             env.push(("BATON_INSTANCE".into(), i.clone()));
+            // A teammate baton started: its team's MCP identity.
+            if let Some((team, name)) = crate::teams::member_of_instance(self, i) {
+                env.push(("BATON_TEAM".into(), team));
+                env.push(("BATON_TEAMMATE".into(), name));
+            }
         }
         env
     }

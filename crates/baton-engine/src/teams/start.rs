@@ -1,0 +1,79 @@
+//! Teammates baton starts: each one with an agent (`--teammate
+//! NAME:ROLE:AGENT`) runs as a coding agent instance (`baton agent ls`) in
+//! its own worktree, told who it is and how to work with the team through
+//! baton's MCP tools, which know it by `BATON_TEAM` and `BATON_TEAMMATE`
+//! (given to every turn of its instance, see [`member_of_instance`]).
+
+use super::Teams;
+use crate::error::{Error, Result};
+use crate::instances::SpawnOptions;
+use baton_core::team::{Input, Team, Teammate};
+
+/// The prompt a teammate starts with.
+pub fn teammate_prompt(t: &Team, m: &Teammate) -> String {
+    format!(
+        "You are {name}, the {role} of team {team}, which baton runs. Work with the team through baton's MCP tools:\n\
+         1. Call team_task_claim to get your task (it may come with a checkpoint: continue from there).\n\
+         2. Work on it in this folder, your own git worktree; commit as you go.\n\
+         3. Call team_checkpoint about every 30 seconds with the files you changed, whether your checks pass (green, red or pending), your branch and HEAD.\n\
+         4. Read team_inbox now and then, and team_ack what you handled; ask the lead with team_send(to=\"lead\").\n\
+         5. When the task is done, call team_task_update(status=\"completed\"), then team_task_claim again; stop when it gives you none.\n\
+         If the lead times out, keep working and checkpointing: your messages wait for it.",
+        name = m.name,
+        role = m.role.as_str(),
+        team = t.id,
+    )
+}
+
+impl Teams<'_> {
+    /// Starts every teammate of `id` that has an agent and no instance yet.
+    /// The instances started, by teammate.
+    pub fn start_teammates(&self, id: &str) -> Result<Vec<(String, String)>> {
+        let t = self.get(id)?;
+        let to_start: Vec<Teammate> = t
+            .teammates
+            .values()
+            .filter(|m| m.agent.is_some() && m.instance.is_none())
+            .cloned()
+            .collect();
+        if to_start.is_empty() {
+            return Ok(Vec::new());
+        }
+        let agents = self.eng.agents()?;
+        let mut started = Vec::new();
+        for m in to_start {
+            let instance = format!("{}-{}", t.id, m.name);
+            // Known to the team before its first turn starts, so that turn
+            // gets the team's MCP identity.
+            self.step(id, |_, _| {
+                Ok(Input::Started {
+                    name: m.name.clone(),
+                    instance: instance.clone(),
+                })
+            })?;
+            agents
+                .spawn(SpawnOptions {
+                    id: Some(instance.clone()),
+                    instructions: teammate_prompt(&t, &m),
+                    agent: m.agent.clone(),
+                    ..Default::default()
+                })
+                .map_err(|e| {
+                    Error::new(e.kind, format!("cannot start teammate {}: {}", m.name, e.message))
+                        .hint("`baton agent ls` shows the instances; fix the agent and run `baton team start` again")
+                })?;
+            started.push((m.name.clone(), instance));
+        }
+        Ok(started)
+    }
+}
+
+/// The team and teammate agent instance `instance` is, if it is one.
+pub fn member_of_instance(eng: &crate::engine::Engine, instance: &str) -> Option<(String, String)> {
+    eng.store.teams().ok()?.into_iter().find_map(|t| {
+        t.teammates
+            .values()
+            .find(|m| m.instance.as_deref() == Some(instance))
+            .map(|m| (t.id.to_string(), m.name.clone()))
+    })
+}
