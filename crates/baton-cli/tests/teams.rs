@@ -351,6 +351,79 @@ on_both_backends! {
         }
     }
 
+    /// The git copy: written to its own branch without touching the work
+    /// tree or the index, and rebuilt from there in an empty store (a
+    /// second clone's); one from a newer baton is refused.
+    fn a_team_is_copied_to_git_and_imported_into_an_empty_store() {
+        let p = TestProject::new();
+        crew(&p);
+        ok(&p, 0, &["task", "start", "crew", "t1", "--as", "ana"]);
+        ok(&p, 1, &["task", "checkpoint", "crew", "t1", "--as", "ana", "--status", "green", "--head", "abc"]);
+        let sent = ok(&p, 1, &["msg", "send", "crew", "--to", "bo", "--id", "m1", "hello bo"]);
+        ok(&p, 1, &["msg", "send", "crew", "--to", "lead", "--as", "ana", "--id", "m2", "question"]);
+        let seq = sent["message"]["seq"].to_string();
+        ok(&p, 2, &["msg", "ack", "crew", &seq, "--as", "bo"]);
+        // Something of the user's staged, which the copy must leave alone.
+        fs_err::write(p.root().join("mine.txt"), "mine\n").unwrap();
+        p.git(&["add", "mine.txt"]);
+        let head = p.git(&["rev-parse", "HEAD"]);
+        let s = ok(&p, 2, &["sync", "crew"]);
+        assert_eq!(s["branch"], "baton-teams");
+        assert_eq!(p.git(&["rev-parse", "HEAD"]), head);
+        assert_eq!(p.git(&["diff", "--cached", "--name-only"]).trim(), "mine.txt");
+        let meta: Value = serde_json::from_str(&p.git(&["show", "baton-teams:.team-state/crew/metadata.json"])).unwrap();
+        assert_eq!(meta["schema_version"], 1);
+        assert_eq!(meta["team"]["tasks"][0]["status"], "in_progress");
+        let mailbox = p.git(&["show", "baton-teams:.team-state/crew/mailbox.jsonl"]);
+        assert_eq!(mailbox.lines().count(), 2);
+        assert!(p.git(&["show", "baton-teams:.team-state/crew/checkpoints/t1.json"]).contains("\"abc\""));
+        // Again, after more happened: one more commit on the branch.
+        ok(&p, 3, &["task", "complete", "crew", "t1", "--as", "ana"]);
+        ok(&p, 3, &["sync", "crew"]);
+        assert_eq!(p.git(&["rev-list", "--count", "baton-teams"]).trim(), "2");
+
+        // Another clone, its own empty store.
+        let other = TestProject::bare();
+        other.git(&["clone", "-q", p.root().to_str().unwrap(), "."]);
+        other.git(&["fetch", "-q", "origin", "baton-teams:baton-teams"]);
+        assert!(other.baton(&["init"]).output().unwrap().status.success());
+        let (code, _, err) = at(&other, 0, &["probe", "crew"]);
+        assert_eq!(code, 2, "not there yet: {err}");
+        let imported = ok(&other, 4, &["import"]);
+        assert_eq!(imported, serde_json::json!(["crew"]));
+        let here = ok(&p, 4, &["review", "crew"]);
+        let there = ok(&other, 4, &["review", "crew"]);
+        assert_eq!(there["journal"], here["journal"], "the same journal");
+        assert_eq!(there["team"]["tasks"], here["team"]["tasks"]);
+        let msgs = ok(&other, 4, &["msg", "ls", "crew", "--after", "0"]);
+        let seqs: Vec<u64> = msgs.as_array().unwrap().iter().map(|m| m["seq"].as_u64().unwrap()).collect();
+        assert_eq!(seqs, [1, 2]);
+        assert_eq!(msgs[0]["acked_by"], serde_json::json!(["bo"]));
+        // Imported again: refused, nothing changed.
+        let (code, _, err) = at(&other, 4, &["import"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("already has a team crew"), "{err}");
+        // A copy from a newer baton.
+        let wt_dir = tempfile::tempdir().unwrap();
+        let wt = wt_dir.path().join("copy");
+        other.git(&["worktree", "add", "-q", "-b", "newer", wt.to_str().unwrap(), "baton-teams"]);
+        let meta_file = wt.join(".team-state/crew/metadata.json");
+        let text = fs_err::read_to_string(&meta_file).unwrap().replace("\"schema_version\": 1", "\"schema_version\": 99");
+        fs_err::write(&meta_file, text).unwrap();
+        let third = TestProject::new();
+        std::process::Command::new("git")
+            .args(["-C", wt.to_str().unwrap(), "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qam", "newer"])
+            .status()
+            .unwrap();
+        third.git(&["fetch", "-q", other.root().to_str().unwrap(), "newer:newer"]);
+        let (code, _, err) = at(&third, 5, &["import", "newer"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("written by a newer baton (schema 99; this baton knows up to 1)"), "{err}");
+        let (code, _, err) = at(&third, 5, &["import", "no-such-branch"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("is not a branch or commit"), "{err}");
+    }
+
     /// A completed team is read-only; bad input says what to do.
     fn a_completed_team_is_read_only_and_mistakes_say_what_to_do() {
         let p = TestProject::new();

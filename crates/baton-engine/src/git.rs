@@ -10,6 +10,7 @@
 //! snapshot whose work tree and HEAD are those of the previous one is that
 //! same commit (see [`Git::checkpoint`]).
 
+mod files;
 mod keep;
 mod merge;
 mod notify;

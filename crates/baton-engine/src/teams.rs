@@ -15,6 +15,7 @@
 
 mod attach;
 mod consolidate;
+mod gitcopy;
 mod mail;
 mod start;
 mod work;
@@ -22,6 +23,7 @@ mod zombie;
 
 pub use attach::{Attached, MemberView, Probe};
 pub use consolidate::{Consolidate, Consolidated};
+pub use gitcopy::{BRANCH as COPY_BRANCH, Synced};
 pub use start::{member_of_instance, teammate_prompt};
 pub use work::CheckpointOptions;
 pub use zombie::Resolved;

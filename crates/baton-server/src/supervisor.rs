@@ -5,6 +5,9 @@
 //! (`baton resume ID --supervised`, `runner.rs`). A task it
 //! runs, or backs off from, is left alone; several servers (and workers)
 //! on one store never run one task twice: the lease decides.
+//!
+//! Every 5 minutes it also writes the git copy of each team that is not
+//! completed and changed since (`baton team sync`).
 
 use baton_core::{TaskId, Timestamp};
 use baton_engine::config::SupervisorSettings;
@@ -17,6 +20,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 const EVERY: Duration = Duration::from_secs(1);
+/// How often the teams' git copies are written.
+const TEAM_COPIES_EVERY: Duration = Duration::from_secs(300);
 
 pub struct Supervisor {
     thread: Option<JoinHandle<()>>,
@@ -30,6 +35,10 @@ struct Book {
     resting: HashMap<TaskId, Timestamp>,
     /// Tasks it gave up on (reported once).
     given_up: HashSet<TaskId>,
+    /// When the teams' copies were last written, and each team's journal
+    /// position and message count then.
+    teams_copied: Option<std::time::Instant>,
+    team_marks: HashMap<String, (u64, u64)>,
 }
 
 impl Supervisor {
@@ -46,6 +55,13 @@ impl Supervisor {
                     if let Err(e) = round(&eng, &settings, &mut book) {
                         eng.observer()
                             .info(&format!("warning: supervisor: {}", e.message));
+                    }
+                    if book
+                        .teams_copied
+                        .is_none_or(|t| t.elapsed() >= TEAM_COPIES_EVERY)
+                    {
+                        book.teams_copied = Some(std::time::Instant::now());
+                        copy_teams(&eng, &mut book.team_marks);
                     }
                     let mut slept = Duration::ZERO;
                     while slept < EVERY && !stop.load(Ordering::SeqCst) {
@@ -147,4 +163,33 @@ fn round(
 
 fn restart(eng: &Engine, id: &TaskId) -> std::io::Result<Child> {
     crate::runner::spawn_resume(eng, id, &["--supervised"])
+}
+
+/// Writes the git copy of every team not completed that changed since its
+/// last copy.
+fn copy_teams(eng: &Engine, marks: &mut HashMap<String, (u64, u64)>) {
+    if eng.git().is_none() {
+        return;
+    }
+    let Ok(teams) = eng.teams() else { return };
+    let Ok(all) = teams.list() else { return };
+    for t in all {
+        if t.status == baton_core::team::TeamStatus::Completed {
+            continue;
+        }
+        let id = t.id.to_string();
+        let mark = (t.last_seq, eng.store.message_count(&id).unwrap_or(0));
+        if marks.get(&id) == Some(&mark) {
+            continue;
+        }
+        match teams.sync(&id) {
+            Ok(_) => {
+                marks.insert(id, mark);
+            }
+            Err(e) => eng.observer().info(&format!(
+                "warning: cannot copy team {id} to git: {}",
+                e.message
+            )),
+        }
+    }
 }

@@ -30,6 +30,10 @@ pub enum TeamCommand {
     Resolve(TeamResolveArgs),
     /// Commit the team's work after the checks pass; after a crash: --retry, --abort or --inspect.
     Consolidate(TeamConsolidateArgs),
+    /// Write the team's copy to branch baton-teams (.team-state/NAME/), without touching your work tree.
+    Sync(TeamIdArgs),
+    /// Rebuild the teams copied on a branch or commit (default baton-teams) in this store.
+    Import(TeamImportArgs),
     /// Make the team read-only.
     Complete(TeamIdArgs),
     /// A completed (or any) team's record: who did what, the journal's length, the mailbox.
@@ -312,6 +316,18 @@ pub struct TeamConsolidateArgs {
     /// A check to run before committing (repeat; default: [teams] checks).
     #[arg(long = "check")]
     pub checks: Vec<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TeamImportArgs {
+    /// The branch or commit holding `.team-state/` (default: baton-teams).
+    #[arg(default_value = "baton-teams")]
+    pub rev: String,
+    /// Only this team.
+    #[arg(long)]
+    pub team: Option<String>,
     #[arg(long)]
     pub json: bool,
 }

@@ -252,6 +252,35 @@ pub fn run(project: &Project, cmd: TeamCommand, printer: &Arc<Printer>) -> Resul
             }
             Ok(Exit::Done)
         }
+        TeamCommand::Sync(a) => {
+            let s = teams.sync(&a.team)?;
+            if a.json {
+                return json(printer, &s);
+            }
+            printer.info(&format!(
+                "wrote team {}'s copy to branch {} ({}: {} files, {} journal records, {} messages)",
+                a.team,
+                s.branch,
+                &s.commit[..s.commit.len().min(12)],
+                s.files,
+                s.records,
+                s.messages
+            ));
+            Ok(Exit::Done)
+        }
+        TeamCommand::Import(a) => {
+            let ids = teams.import(&a.rev, a.team.as_deref())?;
+            if a.json {
+                return json(printer, &ids);
+            }
+            printer.info(&format!(
+                "imported team(s) {} from {}",
+                ids.join(", "),
+                a.rev
+            ));
+            printer.hint("their members' liveness is unknown until they send a heartbeat");
+            Ok(Exit::Done)
+        }
         TeamCommand::Complete(a) => {
             let t = teams.complete(&a.team, team::LEAD)?;
             if a.json {
