@@ -432,6 +432,17 @@ fn store_copy_moves_history_to_postgresql_and_back() {
         0
     );
     assert_eq!(p.run(&["run", "w", "two", "--id", "two"]).0, 0);
+    // A team, with a message acknowledged.
+    for args in [
+        vec!["team", "create", "crew", "--teammate", "ana:engineer"],
+        vec![
+            "team", "msg", "send", "crew", "--to", "ana", "--id", "m1", "hello",
+        ],
+        vec!["team", "msg", "ack", "crew", "1", "--as", "ana"],
+    ] {
+        let (code, _, err) = p.run(&args);
+        assert_eq!(code, 0, "{err}");
+    }
     // A webhook delivery, so a redelivery is still known after the move.
     let payload = baton_testkit::github_fixture("pull_request/opened.payload.json");
     let (code, _, err) = p.run(&[
@@ -470,6 +481,7 @@ fn store_copy_moves_history_to_postgresql_and_back() {
             vec!["agent", "log", "a1", "--json"],
             vec!["progress", "--json"],
             vec!["deliveries", "--json"],
+            vec!["team", "msg", "ls", "crew", "--after", "0", "--json"],
         ] {
             let mut c = p.baton(&args);
             if let Some(u) = url {
@@ -491,6 +503,7 @@ fn store_copy_moves_history_to_postgresql_and_back() {
     assert_eq!(report["instance_events"], 7);
     assert_eq!(report["already_there"], 0);
     assert_eq!(report["deliveries"], 1, "{report}");
+    assert_eq!(report["teams"], 1, "{report}");
     assert!(report["progress"].as_u64() >= Some(1), "{report}");
     assert_eq!(
         views(Some(&url)),

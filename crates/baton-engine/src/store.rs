@@ -112,6 +112,9 @@ pub struct CopyReport {
     pub progress: usize,
     pub plays: usize,
     pub workspaces: usize,
+    /// Teams (their journal, mailbox and acknowledgements; a team the
+    /// target has already is left as it is).
+    pub teams: usize,
 }
 
 /// Copies the records kept beside the tasks: deliveries (those the target
@@ -159,6 +162,28 @@ fn copy_records(from: &dyn Store, to: &dyn Store, report: &mut CopyReport) -> Re
         to.put_workspace(w)?;
     }
     report.workspaces = workspaces.len();
+    for t in from.teams()? {
+        let id = t.id.to_string();
+        if to.team(&id)?.is_some() {
+            continue;
+        }
+        let records = from.team_records(&id, 0, usize::MAX)?;
+        let rebuilt = baton_core::team::replay(&t.id, &records).ok_or_else(|| {
+            Error::op(format!(
+                "team {id}'s journal does not start with its creation"
+            ))
+        })?;
+        to.create_team(&rebuilt, &records)?;
+        let messages = from.messages(
+            &id,
+            &baton_store::MessageQuery {
+                limit: usize::MAX >> 1,
+                ..Default::default()
+            },
+        )?;
+        to.import_messages(&id, &messages)?;
+        report.teams += 1;
+    }
     Ok(())
 }
 
@@ -236,6 +261,7 @@ pub fn copy(from: &dyn Store, to: &dyn Store) -> Result<CopyReport> {
         progress: 0,
         plays: 0,
         workspaces: 0,
+        teams: 0,
     };
     let defs = from.definitions()?;
     for d in &defs {

@@ -156,6 +156,7 @@ CREATE TABLE team_messages (
     PRIMARY KEY (team_id, seq),
     UNIQUE (team_id, msg_id)
 );
+CREATE INDEX team_messages_to ON team_messages (team_id, recipient, sender, seq);
 CREATE TABLE team_acks (
     team_id TEXT NOT NULL,
     seq INTEGER NOT NULL,

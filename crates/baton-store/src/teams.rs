@@ -56,6 +56,15 @@ pub trait TeamStore: Send + Sync {
     /// How many messages the team has.
     fn message_count(&self, team: &str) -> Result<u64>;
 
+    /// How many messages to `name` (or to everyone, not from it) it has
+    /// not acknowledged, counted up to `up_to` (a backlog is not counted
+    /// through to its end: re-attaching stays as fast with a long history).
+    fn unread_count(&self, team: &str, name: &str, up_to: u64) -> Result<u64>;
+
+    /// Puts `messages` (a copy's: their `seq`, times and acknowledgements
+    /// as they were) into the team's empty mailbox, in one transaction.
+    fn import_messages(&self, team: &str, messages: &[Message]) -> Result<()>;
+
     /// Records that `by` acknowledged the messages `seqs`; how many it had
     /// not acknowledged before.
     fn ack_messages(&self, team: &str, by: &str, seqs: &[u64]) -> Result<usize>;

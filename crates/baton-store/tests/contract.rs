@@ -1637,6 +1637,13 @@ fn a_mailbox_is_gapless_idempotent_and_read_per_recipient(b: &Backend) {
     // Acknowledged: out of the inbox, once.
     assert_eq!(s.ack_messages("crew", "bo", &[1, 2, 2, 999]).unwrap(), 2);
     assert_eq!(inbox("bo").len(), 78);
+    assert_eq!(s.unread_count("crew", "bo", 1000).unwrap(), 78);
+    assert_eq!(
+        s.unread_count("crew", "bo", 10).unwrap(),
+        10,
+        "counted up to 10"
+    );
+    assert_eq!(s.unread_count("crew", "ana", 1000).unwrap(), 1);
     let first = &s
         .messages(
             "crew",

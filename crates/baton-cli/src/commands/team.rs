@@ -613,8 +613,10 @@ fn print_probe(printer: &Arc<Printer>, p: &Probe) {
         ));
     }
     printer.data(&format!(
-        "messages: {} ({} unread by the lead); the last ones:",
-        p.messages, p.unread_for_lead
+        "messages: {} ({}{} unread by the lead); the last ones:",
+        p.messages,
+        p.unread_for_lead,
+        if p.unread_for_lead_more { "+" } else { "" }
     ));
     for m in &p.last_messages {
         printer.data(&message_line(m));

@@ -16,6 +16,8 @@ use serde::Serialize;
 
 /// How many of the newest messages a probe shows.
 const LAST_MESSAGES: usize = 5;
+/// Unread messages are counted up to this many.
+const UNREAD_COUNTED: u64 = 1000;
 
 /// A member (teammate or lead) as a probe sees it.
 #[derive(Debug, Clone, Serialize)]
@@ -51,8 +53,10 @@ pub struct Probe {
     pub facts_changed: Vec<(String, Option<String>)>,
     pub last_messages: Vec<Message>,
     pub messages: u64,
-    /// Messages to the lead it has not acknowledged.
-    pub unread_for_lead: usize,
+    /// Messages to the lead it has not acknowledged (counted up to 1,000).
+    pub unread_for_lead: u64,
+    /// There are more than `unread_for_lead`.
+    pub unread_for_lead_more: bool,
     pub last_activity: Timestamp,
     /// When the teammates' next checkpoint is due.
     pub next_checkpoint: Option<Timestamp>,
@@ -132,19 +136,10 @@ impl Teams<'_> {
                 ..Default::default()
             },
         )?;
-        let unread_for_lead = self
+        let unread = self
             .eng
             .store
-            .messages(
-                t.id.as_str(),
-                &MessageQuery {
-                    to: Some(team::LEAD.into()),
-                    unacked: true,
-                    limit: 100_000,
-                    ..Default::default()
-                },
-            )?
-            .len();
+            .unread_count(t.id.as_str(), team::LEAD, UNREAD_COUNTED + 1)?;
         let last_activity = [Some(t.updated_at)]
             .into_iter()
             .chain(last_messages.last().map(|m| Some(Timestamp(m.ts_ms))))
@@ -172,7 +167,8 @@ impl Teams<'_> {
             teammates,
             facts_changed,
             last_messages,
-            unread_for_lead,
+            unread_for_lead: unread.min(UNREAD_COUNTED),
+            unread_for_lead_more: unread > UNREAD_COUNTED,
             last_activity,
             next_checkpoint,
         })

@@ -231,22 +231,7 @@ impl Teams<'_> {
             .map(|l| serde_json::from_str(l))
             .collect::<std::result::Result<_, _>>()
             .map_err(|e| Error::bad_input(format!("team {id}'s mailbox.jsonl: {e}")))?;
-        for m in &messages {
-            let (stored, _) = self.eng.store.send_message(
-                id,
-                &team::NewMessage {
-                    msg_id: m.msg_id.clone(),
-                    from: m.from.clone(),
-                    to: m.to.clone(),
-                    kind: m.kind,
-                    subject: m.subject.clone(),
-                    body: m.body.clone(),
-                },
-            )?;
-            for who in &m.acked_by {
-                self.eng.store.ack_messages(id, who, &[stored.seq])?;
-            }
-        }
+        self.eng.store.import_messages(id, &messages)?;
         Ok(())
     }
 }

@@ -50,6 +50,14 @@ const OLDEST: &str = concat!(messages_where!(), " ORDER BY seq ASC LIMIT $5");
 const NEWEST: &str = concat!(messages_where!(), " ORDER BY seq DESC LIMIT $5");
 const ACKS: &str =
     "SELECT seq, name FROM team_acks WHERE team_id = $1 AND seq = ANY($2) ORDER BY seq, name";
+const UNREAD: &str = "SELECT COUNT(*) FROM (SELECT 1 FROM team_messages m
+     WHERE team_id = $1 AND recipient IN ($2, '*') AND sender <> $2
+       AND NOT EXISTS (SELECT 1 FROM team_acks a
+            WHERE a.team_id = m.team_id AND a.seq = m.seq AND a.name = $2)
+     LIMIT $3) AS unread";
+const SET_SEQ: &str = "UPDATE teams SET msg_seq = $2 WHERE id = $1";
+const ACK_ONE: &str =
+    "INSERT INTO team_acks (team_id, seq, name) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
 const COUNT: &str = "SELECT msg_seq FROM teams WHERE id = $1";
 const ACK: &str = "INSERT INTO team_acks (team_id, seq, name)
      SELECT $1, $2, $3 WHERE EXISTS (SELECT 1 FROM team_messages WHERE team_id = $1 AND seq = $2)
@@ -267,6 +275,56 @@ impl TeamStore for PgStore {
     fn message_count(&self, team: &str) -> Result<u64> {
         let row = self.run(|conn, _| Ok(conn.db().query_opt(COUNT, &[&team])?))?;
         Ok(row.map_or(0, |r| r.get::<_, i64>(0)) as u64)
+    }
+
+    fn unread_count(&self, team: &str, name: &str, up_to: u64) -> Result<u64> {
+        let up_to = up_to as i64;
+        let n = self.run(|conn, _| {
+            Ok(conn
+                .db()
+                .query_one(UNREAD, &[&team, &name, &up_to])?
+                .get::<_, i64>(0))
+        })?;
+        Ok(n as u64)
+    }
+
+    fn import_messages(&self, team: &str, messages: &[Message]) -> Result<()> {
+        self.run(|conn, _| {
+            in_tx(conn, |db| {
+                let Some(row) = db.query_opt(LOCK_MAILBOX, &[&team])? else {
+                    return Err(Fail::Store(Error::NoTeam(team.to_string())));
+                };
+                if row.get::<_, i64>(0) > 0 {
+                    return Err(Fail::Store(Error::Corrupt(format!(
+                        "team {team} already has messages; a copy's go into an empty mailbox"
+                    ))));
+                }
+                let mut last = 0i64;
+                for m in messages {
+                    let seq = m.seq as i64;
+                    db.execute(
+                        INSERT_MESSAGE,
+                        &[
+                            &team,
+                            &seq,
+                            &m.msg_id,
+                            &m.from,
+                            &m.to,
+                            &m.ts_ms,
+                            &m.kind.as_str(),
+                            &m.subject,
+                            &m.body,
+                        ],
+                    )?;
+                    for who in &m.acked_by {
+                        db.execute(ACK_ONE, &[&team, &seq, who])?;
+                    }
+                    last = last.max(seq);
+                }
+                db.execute(SET_SEQ, &[&team, &last])?;
+                Ok(())
+            })
+        })
     }
 
     fn ack_messages(&self, team: &str, by: &str, seqs: &[u64]) -> Result<usize> {

@@ -264,6 +264,72 @@ impl TeamStore for SqliteStore {
         Ok(n.unwrap_or(0) as u64)
     }
 
+    fn unread_count(&self, team: &str, name: &str, up_to: u64) -> Result<u64> {
+        let conn = self.conn();
+        let n: i64 = conn
+            .prepare_cached(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM team_messages m
+                 WHERE team_id = ?1 AND recipient IN (?2, '*') AND sender <> ?2
+                   AND NOT EXISTS (SELECT 1 FROM team_acks a
+                        WHERE a.team_id = m.team_id AND a.seq = m.seq AND a.name = ?2)
+                 LIMIT ?3)",
+            )?
+            .query_row(params![team, name, up_to as i64], |r| r.get(0))?;
+        Ok(n as u64)
+    }
+
+    fn import_messages(&self, team: &str, messages: &[Message]) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let have: Option<i64> = tx
+            .query_row("SELECT msg_seq FROM teams WHERE id = ?1", [team], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        match have {
+            None => return Err(Error::NoTeam(team.to_string())),
+            Some(n) if n > 0 => {
+                return Err(Error::Corrupt(format!(
+                    "team {team} already has messages; a copy's go into an empty mailbox"
+                )));
+            }
+            Some(_) => {}
+        }
+        let mut last = 0u64;
+        {
+            let mut ins = tx.prepare_cached(
+                "INSERT INTO team_messages (team_id, seq, msg_id, sender, recipient, ts, kind, subject, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?;
+            let mut ack = tx.prepare_cached(
+                "INSERT INTO team_acks (team_id, seq, name) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+            )?;
+            for m in messages {
+                ins.execute(params![
+                    team,
+                    m.seq as i64,
+                    m.msg_id,
+                    m.from,
+                    m.to,
+                    m.ts_ms,
+                    m.kind.as_str(),
+                    m.subject,
+                    m.body
+                ])?;
+                for who in &m.acked_by {
+                    ack.execute(params![team, m.seq as i64, who])?;
+                }
+                last = last.max(m.seq);
+            }
+        }
+        tx.execute(
+            "UPDATE teams SET msg_seq = ?2 WHERE id = ?1",
+            params![team, last as i64],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
     fn ack_messages(&self, team: &str, by: &str, seqs: &[u64]) -> Result<usize> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
