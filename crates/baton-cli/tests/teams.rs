@@ -75,6 +75,11 @@ on_both_backends! {
         let p = TestProject::new();
         crew(&p);
         ok(&p, 0, &["task", "start", "crew", "t1", "--as", "ana"]);
+        // What a teammate says of itself with its heartbeat.
+        ok(&p, 1, &["heartbeat", "crew", "ana", "--staged", "2", "--unstaged", "1", "--branch", "team/ana", "--context", "40"]);
+        let ana = &ok(&p, 1, &["probe", "crew"])["team"]["teammates"]["ana"];
+        assert_eq!(ana["local_changes"], serde_json::json!({"staged": 2, "unstaged": 1, "branch": "team/ana"}));
+        assert_eq!(ana["context_usage_percent"], 40);
         ok(&p, 6, &["heartbeat", "crew", "ana"]);
         let probe = ok(&p, 6, &["probe", "crew"]);
         assert_eq!(probe["team"]["status"], "suspended");

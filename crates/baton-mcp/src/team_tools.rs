@@ -201,6 +201,11 @@ pub struct HeartbeatInput {
     pub context_usage_percent: Option<u8>,
     /// Your agent CLI's session id.
     pub session_id: Option<String>,
+    /// Files staged and not, in your work tree.
+    pub staged: Option<u32>,
+    pub unstaged: Option<u32>,
+    /// The branch you work on.
+    pub branch: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -483,14 +488,23 @@ impl Baton {
         self.with_teams(&ext, move |teams, caller| {
             let (team, me) = who(caller, &input.member, "team_heartbeat")?;
             let p = teams.heartbeat(&team, &me, input.seq, None)?;
+            let changes =
+                (input.staged.is_some() || input.unstaged.is_some() || input.branch.is_some())
+                    .then(|| team::LocalChanges {
+                        staged: input.staged.unwrap_or(0),
+                        unstaged: input.unstaged.unwrap_or(0),
+                        branch: input.branch.clone(),
+                    });
             if me != team::LEAD
-                && (input.context_usage_percent.is_some() || input.session_id.is_some())
+                && (input.context_usage_percent.is_some()
+                    || input.session_id.is_some()
+                    || changes.is_some())
             {
                 teams.report(
                     &team,
                     &me,
                     input.session_id,
-                    None,
+                    changes,
                     input.context_usage_percent,
                 )?;
             }

@@ -72,6 +72,9 @@ pub struct TeamCreateArgs {
     /// The lead's session (default: $BATON_LEAD_SESSION, else USER@HOST).
     #[arg(long)]
     pub session: Option<String>,
+    /// Run the teammates' agents in their terminal UIs, each in a tmux session (`baton agent attach`).
+    #[arg(long)]
+    pub interactive: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -266,6 +269,15 @@ pub struct TeamHeartbeatArgs {
     /// Its native agent session.
     #[arg(long)]
     pub session: Option<String>,
+    /// Files staged in its work tree.
+    #[arg(long)]
+    pub staged: Option<u32>,
+    /// Files changed and not staged.
+    #[arg(long)]
+    pub unstaged: Option<u32>,
+    /// The branch it works on.
+    #[arg(long)]
+    pub branch: Option<String>,
     #[arg(long)]
     pub json: bool,
 }

@@ -35,7 +35,7 @@ pub fn run(project: &Project, cmd: TeamCommand, printer: &Arc<Printer>) -> Resul
                 facts: a.facts,
                 session: a.session,
             })?;
-            let started = teams.start_teammates(t.id.as_str())?;
+            let started = teams.start_teammates(t.id.as_str(), a.interactive)?;
             let t = teams.get(t.id.as_str())?;
             if a.json {
                 return json(printer, &t);
@@ -63,7 +63,7 @@ pub fn run(project: &Project, cmd: TeamCommand, printer: &Arc<Printer>) -> Resul
             Ok(Exit::Done)
         }
         TeamCommand::Start(a) => {
-            let started = teams.start_teammates(&a.team)?;
+            let started = teams.start_teammates(&a.team, false)?;
             if a.json {
                 return json(printer, &started);
             }
@@ -162,8 +162,18 @@ pub fn run(project: &Project, cmd: TeamCommand, printer: &Arc<Printer>) -> Resul
                 })
                 .transpose()?;
             let p = teams.heartbeat(&a.team, &a.name, a.seq, sent_at)?;
-            if (a.context.is_some() || a.session.is_some()) && a.name != team::LEAD {
-                teams.report(&a.team, &a.name, a.session, None, a.context)?;
+            let changes =
+                (a.staged.is_some() || a.unstaged.is_some() || a.branch.is_some()).then(|| {
+                    team::LocalChanges {
+                        staged: a.staged.unwrap_or(0),
+                        unstaged: a.unstaged.unwrap_or(0),
+                        branch: a.branch.clone(),
+                    }
+                });
+            if (a.context.is_some() || a.session.is_some() || changes.is_some())
+                && a.name != team::LEAD
+            {
+                teams.report(&a.team, &a.name, a.session, changes, a.context)?;
             }
             if a.json {
                 return json(printer, &p);

@@ -26,9 +26,10 @@ pub fn teammate_prompt(t: &Team, m: &Teammate) -> String {
 }
 
 impl Teams<'_> {
-    /// Starts every teammate of `id` that has an agent and no instance yet.
-    /// The instances started, by teammate.
-    pub fn start_teammates(&self, id: &str) -> Result<Vec<(String, String)>> {
+    /// Starts every teammate of `id` that has an agent and no instance yet
+    /// (`interactive`: in its terminal UI, in tmux). The instances
+    /// started, by teammate.
+    pub fn start_teammates(&self, id: &str, interactive: bool) -> Result<Vec<(String, String)>> {
         let t = self.get(id)?;
         let to_start: Vec<Teammate> = t
             .teammates
@@ -56,6 +57,7 @@ impl Teams<'_> {
                     id: Some(instance.clone()),
                     instructions: teammate_prompt(&t, &m),
                     agent: m.agent.clone(),
+                    interactive,
                     ..Default::default()
                 })
                 .map_err(|e| {
