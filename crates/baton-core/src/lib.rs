@@ -18,6 +18,7 @@ pub mod lease;
 pub mod machine;
 pub mod play;
 pub mod progress;
+pub mod redact;
 pub mod state;
 pub mod supervisor;
 pub mod team;

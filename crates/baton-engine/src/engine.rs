@@ -166,6 +166,10 @@ pub struct Engine {
     /// for its watchdog.
     phase_groups: Option<Arc<process::PhaseGroups>>,
     pub command: String,
+    /// What is taken out of every text before it is journaled: secrets in
+    /// their common formats, and the values of the environment variables
+    /// (this process's and the agents' own) whose names look secret.
+    redactor: baton_core::redact::Redactor,
 }
 
 /// A task a worker slot has just claimed (its lease taken).
@@ -217,6 +221,7 @@ impl Engine {
             interrupt: Arc::new(AtomicBool::new(false)),
             phase_groups: None,
             command: "baton".into(),
+            redactor: redactor_of(&project),
             project,
         })
     }
@@ -237,6 +242,24 @@ impl Engine {
 
     pub(crate) fn now(&self) -> Timestamp {
         self.clock.now()
+    }
+
+    /// Rewrites the files an attempt left (its output, errors, summary)
+    /// without the secrets in them, atomically.
+    pub(crate) fn redact_files(&self, files: &[&std::path::Path]) {
+        for f in files {
+            let Ok(text) = std::fs::read_to_string(f) else {
+                continue;
+            };
+            if let Some(clean) = self.redactor.text_file(&text) {
+                let _ = render::atomic_write(f, clean.as_bytes());
+            }
+        }
+    }
+
+    /// `item` without the secrets in its strings (see `baton_core::redact`).
+    pub fn redacted<T: serde::Serialize + serde::de::DeserializeOwned>(&self, item: T) -> T {
+        self.redactor.item(item)
     }
 
     /// Who this process is, as leases and teams name it.
@@ -275,6 +298,7 @@ impl Engine {
         let mut touched: Option<Vec<baton_core::PhaseId>> = Some(Vec::new());
         let mut records = Vec::with_capacity(events.len());
         for ev in events {
+            let ev = self.redactor.item(ev);
             match (machine::touched(&held.state, &ev), &mut touched) {
                 (Some(ids), Some(all)) => all.extend(ids),
                 _ => touched = None,
@@ -368,4 +392,14 @@ impl Engine {
     pub fn task_dir(&self, id: &TaskId) -> PathBuf {
         self.project.task_dir(id)
     }
+}
+
+/// The redactor of `project`: this process's environment and every
+/// agent's own `env`, where a name looks secret.
+fn redactor_of(project: &Project) -> baton_core::redact::Redactor {
+    let mut env: Vec<(String, String)> = std::env::vars().collect();
+    for a in project.config.agents.values() {
+        env.extend(a.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    baton_core::redact::Redactor::with_env(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
 }

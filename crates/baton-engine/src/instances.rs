@@ -197,7 +197,7 @@ impl Agents<'_> {
                 .map(|(k, event)| Record {
                     seq: all.last_seq + 1 + k as u64,
                     ts: now,
-                    event,
+                    event: self.eng.redacted(event),
                 })
                 .collect();
             for r in &records {

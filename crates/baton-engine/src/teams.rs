@@ -152,7 +152,7 @@ impl Teams<'_> {
                 .map(|(k, event)| Record {
                     seq: team.last_seq + 1 + k as u64,
                     ts: now,
-                    event,
+                    event: self.eng.redacted(event),
                 })
                 .collect();
             let after = records

@@ -264,6 +264,7 @@ impl Engine {
         let mut records = Vec::new();
         let mut state: Option<TaskState> = None;
         for (i, ev) in first.into_iter().enumerate() {
+            let ev = self.redacted(ev);
             let rec = EventRecord {
                 seq: i as u64 + 1,
                 ts: now,

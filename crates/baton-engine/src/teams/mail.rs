@@ -37,7 +37,8 @@ impl Teams<'_> {
                 .hint("leave it out and baton makes one"));
         }
         self.touch(id, &m.from)?;
-        Ok(self.eng.store.send_message(id, m)?)
+        let m = self.eng.redacted(m.clone());
+        Ok(self.eng.store.send_message(id, &m)?)
     }
 
     /// `name`'s inbox: what is addressed to it (or to everyone) that it has

@@ -34,6 +34,8 @@ impl Engine {
         } = at;
         let stderr = l.stderr.clone();
         let stdout = l.stdout.clone();
+        // What the process wrote is read from here on: without secrets.
+        self.redact_files(&[&stdout, &stderr, &at.summary_file]);
         let judged = l.cli.and_then(|c| match &launched.waited {
             Ok(Waited::Exited(st)) => Some(launch::judge(
                 c,

@@ -1,0 +1,306 @@
+//! Secrets taken out of text before baton writes it anywhere a person or
+//! another agent reads it (phase output files, `baton log`, the
+//! dashboard): API keys and tokens in their common formats (Anthropic,
+//! OpenAI, GitHub, AWS, Google, Slack, JWT), private key blocks,
+//! `password=`-style pairs, and the values of the environment variables
+//! baton passed to an agent whose names look secret. Each is replaced by
+//! `[REDACTED:<kind>]`. Pure: the caller says which values are secret.
+
+use regex::Regex;
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+/// The patterns, most specific first (an Anthropic key is also shaped
+/// like an OpenAI one).
+fn patterns() -> &'static [(&'static str, Regex)] {
+    static P: OnceLock<Vec<(&'static str, Regex)>> = OnceLock::new();
+    P.get_or_init(|| {
+        let r = |s: &str| Regex::new(s).expect("a valid pattern");
+        vec![
+            (
+                "private-key",
+                r(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY-----"),
+            ),
+            ("anthropic-key", r(r"\bsk-ant-[A-Za-z0-9_\-]{20,}")),
+            ("openai-key", r(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}")),
+            ("github-token", r(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
+            ("aws-access-key", r(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+            ("google-api-key", r(r"\bAIza[0-9A-Za-z_\-]{35}")),
+            ("slack-token", r(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}")),
+            (
+                "jwt",
+                r(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+            ),
+        ]
+    })
+}
+
+/// `password=…`, `"api_key": "…"`, `AWS_SECRET_ACCESS_KEY=…`: the name is
+/// kept, the value goes.
+fn pairs() -> &'static Regex {
+    static P: OnceLock<Regex> = OnceLock::new();
+    P.get_or_init(|| {
+        Regex::new(
+            r#"(?i)(\b[A-Za-z0-9_\-]*(?:password|passwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credential)[A-Za-z0-9_\-]*"?\s*[=:]\s*)("[^"\s]{4,}"|'[^'\s]{4,}'|[^\s"',;]{4,})"#,
+        )
+        .expect("a valid pattern")
+    })
+}
+
+/// Whether an environment variable's name says its value is secret.
+pub fn secret_name(name: &str) -> bool {
+    let n = name.to_ascii_uppercase();
+    [
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "AUTH",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
+}
+
+/// What to take out of text.
+#[derive(Debug, Clone, Default)]
+pub struct Redactor {
+    /// Values known to be secret (an agent's `ANTHROPIC_API_KEY`, …).
+    values: Vec<String>,
+}
+
+impl Redactor {
+    /// The values of `env` whose names look secret (values shorter than 6
+    /// characters are left: they would take out ordinary words).
+    pub fn with_env<'a>(env: impl IntoIterator<Item = (&'a str, &'a str)>) -> Redactor {
+        let mut values: Vec<String> = env
+            .into_iter()
+            .filter(|(k, v)| secret_name(k) && v.len() >= 6)
+            .map(|(_, v)| v.to_string())
+            .collect();
+        // The longest first, so one that contains another goes whole.
+        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        values.dedup();
+        Redactor { values }
+    }
+
+    /// `text` without the secrets in it.
+    pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        let mut out = Cow::Borrowed(text);
+        for v in &self.values {
+            if out.contains(v.as_str()) {
+                out = Cow::Owned(out.replace(v.as_str(), "[REDACTED:env]"));
+            }
+        }
+        for (kind, re) in patterns() {
+            if re.is_match(&out) {
+                out = Cow::Owned(
+                    re.replace_all(&out, format!("[REDACTED:{kind}]"))
+                        .into_owned(),
+                );
+            }
+        }
+        if pairs().is_match(&out) {
+            out = Cow::Owned(
+                pairs()
+                    .replace_all(&out, |c: &regex::Captures| {
+                        if c[2].contains("[REDACTED:") {
+                            c[0].to_string()
+                        } else {
+                            format!("{}[REDACTED:value]", &c[1])
+                        }
+                    })
+                    .into_owned(),
+            );
+        }
+        out
+    }
+}
+
+impl Redactor {
+    /// Whether `text` may hold something to take out (a cheap first look).
+    pub fn may_hold(&self, text: &str) -> bool {
+        self.values.iter().any(|v| text.contains(v.as_str()))
+            || patterns().iter().any(|(_, re)| re.is_match(text))
+            || pairs().is_match(text)
+    }
+
+    /// Every string in `v`, redacted.
+    pub fn value(&self, v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::String(s) => {
+                if let Cow::Owned(r) = self.redact(s) {
+                    *s = r;
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(|x| self.value(x)),
+            serde_json::Value::Object(o) => o.values_mut().for_each(|x| self.value(x)),
+            _ => {}
+        }
+    }
+
+    /// `item` (an event, a message) with the secrets in its strings taken
+    /// out; as it is when it holds none.
+    pub fn item<T: serde::Serialize + serde::de::DeserializeOwned>(&self, item: T) -> T {
+        let Ok(text) = serde_json::to_string(&item) else {
+            return item;
+        };
+        if !self.may_hold(&text) {
+            return item;
+        }
+        let Ok(mut v) = serde_json::from_str::<serde_json::Value>(&text) else {
+            return item;
+        };
+        self.value(&mut v);
+        serde_json::from_value(v).unwrap_or(item)
+    }
+}
+
+impl Redactor {
+    /// A file's text redacted: a line that is JSON has the strings in it
+    /// redacted (so a JSON Lines stream stays one), any other line as text.
+    /// `None` when there was nothing to take out.
+    pub fn text_file(&self, text: &str) -> Option<String> {
+        if !self.may_hold(text) {
+            return None;
+        }
+        // A private key block spans lines: it goes first, whole.
+        let (_, block) = &patterns()[0];
+        let text = block.replace_all(text, "[REDACTED:private-key]");
+        let mut out = String::with_capacity(text.len());
+        for line in text.split_inclusive('\n') {
+            let (body, end) = match line.strip_suffix('\n') {
+                Some(b) => (b, "\n"),
+                None => (line, ""),
+            };
+            match serde_json::from_str::<serde_json::Value>(body) {
+                Ok(mut v) if body.trim_start().starts_with(['{', '[']) => {
+                    self.value(&mut v);
+                    out.push_str(&serde_json::to_string(&v).unwrap_or_else(|_| body.to_string()));
+                }
+                _ => out.push_str(&self.redact(body)),
+            }
+            out.push_str(end);
+        }
+        Some(out)
+    }
+}
+
+/// [`Redactor::redact`] with the patterns alone.
+pub fn redact(text: &str) -> Cow<'_, str> {
+    static R: OnceLock<Redactor> = OnceLock::new();
+    R.get_or_init(Redactor::default).redact(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One planted secret of every kind: none survives.
+    pub const PLANTED: &[(&str, &str)] = &[
+        (
+            "anthropic-key",
+            "sk-ant-api03-Abc123Def456Ghi789Jkl012Mno345Pqr678",
+        ),
+        ("openai-key", "sk-proj-Zyx987Wvu654Tsr321Qpo098Nml765"),
+        ("github-token", "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"),
+        (
+            "github-token",
+            "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+        ),
+        ("aws-access-key", "AKIAIOSFODNN7EXAMPLE"),
+        ("google-api-key", "AIzaSyA1234567890abcdefghijklmnopqrstuv"),
+        ("slack-token", "xoxb-1234567890-0987654321-abcdefABCDEF"),
+        (
+            "jwt",
+            "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        ),
+    ];
+
+    #[test]
+    fn every_planted_kind_is_taken_out_and_the_text_around_it_kept() {
+        for (kind, secret) in PLANTED {
+            let text = format!("before {secret} after");
+            let out = redact(&text);
+            assert_eq!(out, format!("before [REDACTED:{kind}] after"), "{kind}");
+        }
+        let key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7\nabc\n-----END RSA PRIVATE KEY-----";
+        assert_eq!(
+            redact(&format!("x\n{key}\ny")),
+            "x\n[REDACTED:private-key]\ny"
+        );
+    }
+
+    #[test]
+    fn a_secret_pairs_value_goes_its_name_stays() {
+        for (text, want) in [
+            ("password=hunter22 next", "password=[REDACTED:value] next"),
+            (
+                "DB_PASSWORD: 's3cr3t!' ok",
+                "DB_PASSWORD: [REDACTED:value] ok",
+            ),
+            (
+                r#"{"api_key": "abcd1234"}"#,
+                r#"{"api_key": [REDACTED:value]}"#,
+            ),
+            (
+                "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG",
+                "AWS_SECRET_ACCESS_KEY=[REDACTED:value]",
+            ),
+        ] {
+            assert_eq!(redact(text), want, "{text}");
+        }
+        // Ordinary prose is left alone.
+        for text in ["the token count rose", "a password is needed", "sk-short"] {
+            assert_eq!(redact(text), text);
+        }
+    }
+
+    #[test]
+    fn an_events_strings_are_redacted_and_its_shape_kept() {
+        use crate::event::Event;
+        let e = Event::Note {
+            phase: None,
+            text: format!("used {}", PLANTED[0].1),
+        };
+        match Redactor::default().item(e) {
+            Event::Note { text, .. } => assert_eq!(text, "used [REDACTED:anthropic-key]"),
+            other => panic!("{other:?}"),
+        }
+        let clean = Event::Note {
+            phase: None,
+            text: "nothing secret".into(),
+        };
+        assert_eq!(Redactor::default().item(clean.clone()), clean);
+    }
+
+    #[test]
+    fn a_json_lines_file_stays_json_lines() {
+        let r = Redactor::default();
+        let text = format!(
+            "{{\"type\":\"tool\",\"input\":{{\"password\":\"hunter22\",\"k\":\"{}\"}}}}\nplain password=hunter22\n",
+            PLANTED[2].1
+        );
+        let out = r.text_file(&text).unwrap();
+        let first: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+        assert_eq!(first["input"]["k"], "[REDACTED:github-token]");
+        assert_eq!(out.lines().nth(1), Some("plain password=[REDACTED:value]"));
+        assert!(out.ends_with('\n'));
+        assert_eq!(r.text_file("nothing\n"), None);
+    }
+
+    #[test]
+    fn values_of_secret_looking_variables_go_wherever_they_appear() {
+        let r = Redactor::with_env([
+            ("MY_SERVICE_TOKEN", "tok-very-private-1"),
+            ("HOME", "/home/ana"),
+            ("SHORT_KEY", "abc"),
+        ]);
+        assert_eq!(
+            r.redact("curl -H tok-very-private-1 /home/ana abc"),
+            "curl -H [REDACTED:env] /home/ana abc"
+        );
+        assert!(matches!(r.redact("nothing here"), Cow::Borrowed(_)));
+    }
+}
