@@ -3,7 +3,9 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+mod session;
 mod team;
+pub use session::*;
 pub use team::*;
 
 /// The exit codes, for `baton --help` and the man page.
@@ -89,6 +91,9 @@ pub enum Command {
     /// Teams: a lead and teammates sharing a task list and a mailbox, re-attachable after any crash.
     #[command(subcommand)]
     Team(TeamCommand),
+    /// Session logs in markdown (.baton/sessions): list, show, resume from a log, codify into a workflow.
+    #[command(subcommand)]
+    Session(SessionCommand),
     /// The workspaces of agents by role (`[agents.NAME] role`): list them, remove one.
     #[command(subcommand)]
     Workspace(WorkspaceCommand),

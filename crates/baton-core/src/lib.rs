@@ -19,6 +19,7 @@ pub mod machine;
 pub mod play;
 pub mod progress;
 pub mod redact;
+pub mod session_log;
 pub mod state;
 pub mod supervisor;
 pub mod team;

@@ -120,6 +120,17 @@ pub struct RunOptions {
     /// Start over even where the repository's progress record says a
     /// deleted task of this id and workflow got further (`--fresh`).
     pub fresh: bool,
+    /// The task continues a session log (`baton session resume`): these
+    /// phases passed already, with the summaries the log gives.
+    pub from_log: Option<FromLog>,
+}
+
+/// What a task continuing a session log takes over from it.
+#[derive(Debug, Clone)]
+pub struct FromLog {
+    /// Where the log was read (said in the journal).
+    pub source: String,
+    pub passed: Vec<baton_core::PhaseState>,
 }
 
 /// A CLI session begun outside baton, read from its native transcript.
@@ -193,6 +204,8 @@ struct Held {
     just_snapshotted: bool,
     /// Its `state.json`, written in the background after each commit.
     rendered: render::Background,
+    /// Its session log, kept current.
+    log: crate::sessions::LogWriter,
 }
 
 impl Engine {
@@ -373,6 +386,15 @@ impl Engine {
         );
         let dir = self.project.task_dir(&held.state.task_id);
         held.rendered.state_json(&dir, &doc)?;
+        let id = held.state.task_id.clone();
+        held.log.committed(
+            &records,
+            || self.store.events(&id, 0, usize::MAX).ok(),
+            &held.state,
+            &held.wf,
+            &self.project.sessions_dir(),
+            &mut held.rendered,
+        )?;
         Ok(())
     }
 

@@ -17,6 +17,7 @@ pub mod instances;
 pub mod process;
 pub mod project;
 pub mod render;
+pub mod sessions;
 pub mod store;
 pub mod teams;
 pub mod techstack;
@@ -25,8 +26,8 @@ pub mod worker;
 pub mod workspace;
 
 pub use engine::{
-    AutoRestart, Awaited, Decision, Engine, HandedOver, Imported, Need, Observer, Outcome, Passed,
-    ResumeOptions, RunOptions, Triage, ignored, moves_instances, new_delivery, new_uuid,
+    AutoRestart, Awaited, Decision, Engine, FromLog, HandedOver, Imported, Need, Observer, Outcome,
+    Passed, ResumeOptions, RunOptions, Triage, ignored, moves_instances, new_delivery, new_uuid,
 };
 pub use error::Error;
 pub use project::Project;

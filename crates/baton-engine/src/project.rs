@@ -61,6 +61,10 @@ impl Project {
     pub fn task_dir(&self, id: &TaskId) -> PathBuf {
         self.tasks_dir().join(id.as_str())
     }
+    /// Where the session logs are rendered (`<id>.md`).
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.baton_dir().join("sessions")
+    }
     pub fn current_file(&self) -> PathBuf {
         self.tasks_dir().join("current")
     }

@@ -74,6 +74,11 @@ impl Background {
         self.write(path, phase_markdown(state, index).into_bytes())
     }
 
+    /// Writes `bytes` to `path` in the background.
+    pub fn file(&mut self, path: std::path::PathBuf, bytes: Vec<u8>) -> std::io::Result<()> {
+        self.write(path, bytes)
+    }
+
     fn write(&mut self, path: std::path::PathBuf, bytes: Vec<u8>) -> std::io::Result<()> {
         if let Some(i) = self.pending.iter().position(|(p, _)| *p == path) {
             let (_, h) = self.pending.swap_remove(i);

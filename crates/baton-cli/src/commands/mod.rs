@@ -12,6 +12,7 @@ mod progress;
 mod query;
 mod run;
 mod serve;
+mod session;
 mod store;
 mod team;
 mod worker;
@@ -50,6 +51,7 @@ pub fn dispatch(cli: Cli, printer: &Arc<Printer>) -> Result<Exit> {
         Command::Play(a) => play::run(&project_of(project)?, a, printer),
         Command::Serve(a) => serve::run(&project_of(project)?, a, printer),
         Command::Team(c) => team::run(&project_of(project)?, c, printer),
+        Command::Session(c) => session::run(&project_of(project)?, c, printer),
         Command::Workspace(c) => workspace::run(&project_of(project)?, c, printer),
         Command::Store(c) => store::run(&project_of(project)?, c, printer),
         Command::Demo(a) => demo::run(a, printer),

@@ -58,6 +58,7 @@ pub fn run(project: &Project, args: RunArgs, printer: &Arc<Printer>) -> Result<E
         imported: None,
         instance: None,
         fresh: args.fresh,
+        from_log: None,
     };
     let (id, outcome) = eng.run(opts)?;
     if outcome == Outcome::Queued {
@@ -251,6 +252,7 @@ pub fn import(project: &Project, args: ImportArgs, printer: &Arc<Printer>) -> Re
         queue: false,
         instance: None,
         fresh: false,
+        from_log: None,
         imported: Some(baton_engine::Imported {
             session: baton_core::state::AgentSession {
                 agent: cli.name().into(),

@@ -520,6 +520,12 @@ fn apply_adopted(
     if source.starts_with("fork of") {
         state.resume_note = Some(format!("Forked: {source}."));
     }
+    if source.starts_with(crate::session_log::FROM_LOG) {
+        // A log read back (a fresh clone, a log written by hand): the next
+        // agent gets the brief, rebuilt from the phases the log tells.
+        state.resume_note = Some(format!("Continued from the {source}."));
+        state.handoff_pending = true;
+    }
     for adopted in phases {
         if let Some(p) = state.phase_mut(adopted.id.as_str()) {
             *p = adopted.clone();

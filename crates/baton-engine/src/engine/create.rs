@@ -78,7 +78,16 @@ impl Engine {
         if let Event::TaskCreated { flags, .. } = &created {
             self.check_agents(&wf, flags, None, opts.agent.as_deref())?;
         }
-        let carried = if opts.fresh {
+        let carried = if let Some(l) = &opts.from_log {
+            Some(Event::Adopted {
+                source: format!("{} {}", baton_core::session_log::FROM_LOG, l.source),
+                phases: l.passed.clone(),
+                iteration_counts: Default::default(),
+                status: baton_core::state::TaskStatus::Running,
+                blockers: Vec::new(),
+                failure: None,
+            })
+        } else if opts.fresh {
             None
         } else {
             self.carried_over(&id, &wf, &created)?

@@ -41,6 +41,7 @@ impl Engine {
             ws,
             just_snapshotted: false,
             rendered: Default::default(),
+            log: Default::default(),
         };
         self.set_current(&id);
         self.commit(
@@ -90,6 +91,12 @@ impl Engine {
 
     pub(super) fn release(&self, mut held: Held) {
         let id = held.state.task_id.clone();
+        let _ = held.log.flush(
+            &held.state,
+            &held.wf,
+            &self.project.sessions_dir(),
+            &mut held.rendered,
+        );
         let _ = held.rendered.finish();
         drop(held.hb);
         let _ = self.store.release(&id, &self.owner);

@@ -1,0 +1,56 @@
+//! `baton session …`: the markdown session logs.
+
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// List the session logs under .baton/sessions: id, status, phases, agents, tokens.
+    Ls(SessionLsArgs),
+    /// Print a session log (a session id, or a log's path).
+    Show(SessionShowArgs),
+    /// Continue a session log as a task: at its resume_point, on a fresh clone too.
+    Resume(SessionResumeArgs),
+    /// Draft a workflow from a session log: a phase per heading, agents, tools as hints, loops.
+    Codify(SessionCodifyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SessionLsArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionShowArgs {
+    /// A session id (its log, else the task of that id) or the path of a log.
+    pub session: String,
+    /// Print what the log says as JSON (frontmatter, phases, sections).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionResumeArgs {
+    /// A session id or the path of a log (copied from elsewhere, or written by hand).
+    pub session: String,
+    /// The workflow to continue in (default: the log's, else one codified from it).
+    #[arg(long)]
+    pub workflow: Option<String>,
+    /// The new task's id (default: the log's session id).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Run the agent phases on this agent.
+    #[arg(long)]
+    pub agent: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionCodifyArgs {
+    /// A session id or the path of a log.
+    pub session: String,
+    /// Where to write the workflow (its file name is its name), e.g. .baton/workflows/fix-bug.toml.
+    #[arg(long, short)]
+    pub output: PathBuf,
+}

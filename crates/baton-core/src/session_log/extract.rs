@@ -1,0 +1,116 @@
+//! What a log says, read off its sections: the phases in the order they
+//! ran (a phase run again right away, a retry, is one phase; a phase that
+//! comes back later is a loop), each one's summary, agent and tools, and
+//! the corrections people made after errors.
+
+use super::{Block, Section, SessionLog, kind};
+
+/// A phase as the log tells it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LogPhase {
+    pub name: String,
+    /// The agent of its last section that names one.
+    pub agent: Option<String>,
+    /// Its last section's summary (see [`summary_of`]).
+    pub summary: Option<String>,
+    /// The tools it called, by name, first use first.
+    pub tools: Vec<String>,
+    /// The indexes of its sections in the log.
+    pub sections: Vec<usize>,
+    /// An earlier phase this one went back to after it (a loop): the
+    /// phase heading that came again later.
+    pub loops_to: Option<String>,
+}
+
+/// The phases of `log`, in the order they first ran. Consecutive sections
+/// of one name are one phase (its attempts); a name coming back after
+/// others makes the phase before it loop back to it.
+pub fn phases(log: &SessionLog) -> Vec<LogPhase> {
+    let mut out: Vec<LogPhase> = Vec::new();
+    let mut last: Option<usize> = None;
+    for (i, s) in log.sections.iter().enumerate() {
+        let name = s.name.trim();
+        if name.is_empty() {
+            continue;
+        }
+        let found = out.iter().position(|p| p.name == name);
+        match found {
+            Some(at) => {
+                if let Some(prev) = last
+                    && prev != at
+                    && prev > at
+                    && out[prev].loops_to.is_none()
+                {
+                    out[prev].loops_to = Some(name.to_string());
+                }
+                merge(&mut out[at], s, i);
+                last = Some(at);
+            }
+            None => {
+                let mut p = LogPhase {
+                    name: name.to_string(),
+                    agent: None,
+                    summary: None,
+                    tools: Vec::new(),
+                    sections: Vec::new(),
+                    loops_to: None,
+                };
+                merge(&mut p, s, i);
+                out.push(p);
+                last = Some(out.len() - 1);
+            }
+        }
+    }
+    out
+}
+
+fn merge(p: &mut LogPhase, s: &Section, index: usize) {
+    p.sections.push(index);
+    if s.agent.is_some() {
+        p.agent = s.agent.clone();
+    }
+    if let Some(sum) = summary_of(s) {
+        p.summary = Some(sum);
+    }
+    for b in &s.blocks {
+        if let Block::ToolCalls(calls) = b {
+            for c in calls {
+                let tool = c.call.split_whitespace().next().unwrap_or("").to_string();
+                if !tool.is_empty() && !p.tools.contains(&tool) {
+                    p.tools.push(tool);
+                }
+            }
+        }
+    }
+}
+
+/// What a section concluded: its `[!summary]` callout, else its last
+/// prose, else none.
+pub fn summary_of(s: &Section) -> Option<String> {
+    if let Some(c) = s.callouts(kind::SUMMARY).last() {
+        let text = c.body.join("\n").trim().to_string();
+        if !text.is_empty() {
+            return Some(text);
+        }
+    }
+    s.blocks.iter().rev().find_map(|b| match b {
+        Block::Prose(p) if !p.trim().is_empty() => Some(p.trim().to_string()),
+        _ => None,
+    })
+}
+
+/// A correction: something went wrong (an `[!error]`) and a person (a
+/// `[!user]`) said what to do, or the user corrected the agent outright.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Correction {
+    /// The section it happened in.
+    pub phase: String,
+    /// What came before: the section's prose and tool calls up to it.
+    pub context: String,
+    /// The error, when there was one.
+    pub error: Option<String>,
+    /// What the person said, when they said something.
+    pub correction: Option<String>,
+    /// What the section ended with afterwards (its summary), if it did.
+    pub outcome: Option<String>,
+}

@@ -1,0 +1,423 @@
+//! A task's session log, built from its journal: one section per phase
+//! attempt (or wait), the agent's messages as prose, its tool calls with
+//! their results (a call the crash left without one says so), and
+//! callouts for what a reader looks for: summaries, errors, decisions
+//! (loops, rewinds, handoffs), a person's answers and what waits on them.
+
+use super::{Block, Callout, Front, LogStatus, Section, SessionLog, ToolLine, kind, one_line};
+use crate::agent_stream::{AgentEvent, shorten};
+use crate::event::{Event, EventRecord};
+use crate::state::{PhaseStatus, TaskState, TaskStatus};
+use crate::workflow::{PhaseKind, WaitSpec, Workflow};
+
+/// The log of `state`, whose whole journal is `records` (`wf` is its
+/// pinned workflow: what a wait phase asks).
+pub fn of_task(state: &TaskState, records: &[EventRecord], wf: Option<&Workflow>) -> SessionLog {
+    let mut b = Builder {
+        log: SessionLog::default(),
+        open: false,
+        participants: Vec::new(),
+    };
+    let desc = crate::session_log::clean(&state.description);
+    let mut lines = desc.trim().lines();
+    b.log.title = one_line(lines.next().unwrap_or(state.task_id.as_str()));
+    let rest: String = lines.collect::<Vec<_>>().join("\n");
+    if !rest.trim().is_empty() {
+        b.log.intro.push(Block::Prose(rest.trim().to_string()));
+    }
+    let mut ended = None;
+    for r in records {
+        b.event(r, wf, &mut ended);
+    }
+    let usage = state.usage();
+    let channel = state.labels.get("channel").cloned();
+    if let Some(c) = &channel {
+        for s in &mut b.log.sections {
+            s.channel = Some(c.clone());
+        }
+    }
+    b.log.front = Front {
+        session_id: state.task_id.to_string(),
+        workflow: Some(state.workflow.clone()),
+        started: Some(state.created_at.rfc3339()),
+        ended: ended.filter(|_| !matches!(state.status, TaskStatus::Running | TaskStatus::Waiting)),
+        status: match state.status {
+            TaskStatus::Running => LogStatus::Active,
+            TaskStatus::Waiting => LogStatus::Paused,
+            TaskStatus::Complete => LogStatus::Completed,
+            TaskStatus::Failed | TaskStatus::Cancelled => LogStatus::Failed,
+        },
+        channel,
+        participants: b.participants,
+        model: None,
+        tokens_used: usage.input_tokens + usage.output_tokens,
+        subagents: Vec::new(),
+        resume_point: resume_point(state),
+        labels: state
+            .labels
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        extra: Vec::new(),
+    };
+    finish(b.log)
+}
+
+/// The phase a resume continues at: the first not passed or skipped.
+fn resume_point(state: &TaskState) -> Option<String> {
+    if state.status == TaskStatus::Complete {
+        return None;
+    }
+    state
+        .phases
+        .iter()
+        .find(|p| !matches!(p.status, PhaseStatus::Pass | PhaseStatus::Skipped))
+        .map(|p| p.id.to_string())
+}
+
+struct Builder {
+    log: SessionLog,
+    /// The last section is still being written (its phase has not ended).
+    open: bool,
+    participants: Vec<String>,
+}
+
+impl Builder {
+    fn event(&mut self, r: &EventRecord, wf: Option<&Workflow>, ended: &mut Option<String>) {
+        match &r.event {
+            Event::PhaseStarted { phase, attempt, .. } => {
+                self.start(phase.as_str());
+                if *attempt > 1 {
+                    self.prose(&format!("_Attempt {attempt}._"));
+                }
+            }
+            Event::AgentSession { phase, session, .. } => {
+                let s = self.section(phase.as_str());
+                s.agent = Some(session.agent.clone());
+                let who = match &session.version {
+                    Some(v) => format!(
+                        "{}@{}",
+                        session.agent,
+                        v.split_whitespace().next().unwrap_or(v)
+                    ),
+                    None => session.agent.clone(),
+                };
+                if !self
+                    .participants
+                    .iter()
+                    .any(|p| p.split('@').next() == Some(&session.agent))
+                {
+                    self.participants.push(who);
+                }
+            }
+            Event::AgentEnded {
+                version: Some(v), ..
+            } => {
+                // The version comes at the end: name it if it was not known.
+                if let Some(agent) = self.log.sections.last().and_then(|s| s.agent.clone())
+                    && let Some(p) = self.participants.iter_mut().find(|p| **p == agent)
+                {
+                    *p = format!("{agent}@{}", v.split_whitespace().next().unwrap_or(v));
+                }
+            }
+            Event::AgentActivity { phase, events, .. } => {
+                self.section(phase.as_str());
+                for e in events {
+                    self.agent_event(e);
+                }
+            }
+            Event::Imported {
+                session,
+                events,
+                first_prompt,
+            } => {
+                self.start("imported");
+                let s = self.section("imported");
+                s.agent = Some(session.agent.clone());
+                if let Some(p) = first_prompt {
+                    self.callout(kind::USER, "the first prompt", p);
+                }
+                for e in events {
+                    self.agent_event(e);
+                }
+                self.open = false;
+            }
+            Event::PhasePassed {
+                phase,
+                summary,
+                files_changed,
+                ..
+            } => {
+                self.section(phase.as_str());
+                let title = if files_changed.is_empty() {
+                    "passed".to_string()
+                } else {
+                    shorten(
+                        &format!("passed, changed {}", files_changed.join(", ")),
+                        160,
+                    )
+                };
+                // The agent's last message is usually the summary: said once.
+                let s = self.log.sections.last_mut().expect("a section");
+                if let Some(Block::Prose(p)) = s.blocks.last()
+                    && p.trim() == summary.trim()
+                {
+                    s.blocks.pop();
+                }
+                self.callout(kind::SUMMARY, &title, summary);
+                self.open = false;
+            }
+            Event::PhaseFailed {
+                phase,
+                attempt,
+                error,
+                stderr_tail,
+                retry,
+                ..
+            } => {
+                self.section(phase.as_str());
+                let mut body = error.clone();
+                let tail: Vec<&str> = stderr_tail.lines().rev().take(8).collect();
+                if !tail.is_empty() && !error.contains(stderr_tail.trim()) {
+                    body.push_str("\n\n");
+                    body.push_str(&tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
+                }
+                let title = if *retry {
+                    format!("attempt {attempt} failed; it is tried again")
+                } else {
+                    format!("attempt {attempt} failed")
+                };
+                self.callout(kind::ERROR, &title, &body);
+                self.open = false;
+            }
+            Event::PhaseInterrupted {
+                phase,
+                attempt,
+                reason,
+            } => {
+                self.section(phase.as_str());
+                self.cut_off();
+                self.callout(
+                    kind::ERROR,
+                    &format!("attempt {attempt} was interrupted"),
+                    reason,
+                );
+                self.open = false;
+            }
+            Event::PhaseSkipped { phase, reason } => {
+                self.start(phase.as_str());
+                self.prose(&format!("_Skipped: {}._", one_line(reason)));
+                self.open = false;
+            }
+            Event::PhaseWaiting {
+                phase, description, ..
+            } => {
+                self.section(phase.as_str());
+                let spec = wf
+                    .and_then(|w| w.phase(phase.as_str()))
+                    .and_then(|p| match &p.kind {
+                        PhaseKind::Wait(w) => Some(w),
+                        _ => None,
+                    });
+                match spec {
+                    Some(WaitSpec::Human { question, options }) => {
+                        let body: Vec<String> = options.iter().map(|o| format!("- {o}")).collect();
+                        self.callout(kind::DECISION_NEEDED, question, &body.join("\n"));
+                    }
+                    _ => self.callout(kind::NOTE, &format!("waiting for {description}"), ""),
+                }
+            }
+            Event::Answered { phase, answer, by } => {
+                self.section(phase.as_str());
+                self.callout(kind::USER, &format!("{by} answered"), answer);
+            }
+            Event::EventArrived {
+                phase,
+                event,
+                facts,
+                ..
+            } => {
+                self.section(phase.as_str());
+                let body: Vec<String> = facts.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+                self.callout(kind::NOTE, &format!("{event} arrived"), &body.join("\n"));
+            }
+            Event::LoopedBack {
+                from,
+                to,
+                iteration,
+                ..
+            } => {
+                self.section(from.as_str());
+                self.callout(
+                    kind::DECISION,
+                    &format!("back to {to} (iteration {})", iteration + 1),
+                    "",
+                );
+            }
+            Event::Rewound { to, .. } => {
+                self.callout(kind::DECISION, &format!("rewound to {to}"), "");
+            }
+            Event::AgentSwitched { from, to, reason } => {
+                let title = match from {
+                    Some(f) => format!("handed over from {f} to {to}"),
+                    None => format!("runs on {to}"),
+                };
+                self.callout(kind::DECISION, &title, reason);
+            }
+            Event::TaskResumed { note, .. } if !note.trim().is_empty() => {
+                self.callout(kind::NOTE, "resumed", note);
+            }
+            Event::Adopted { source, phases, .. } => {
+                for p in phases.iter().filter(|p| p.status == PhaseStatus::Pass) {
+                    self.start(p.id.as_str());
+                    self.prose(&format!("_Carried over from {}._", one_line(source)));
+                    self.callout(kind::SUMMARY, "passed", p.summary.as_deref().unwrap_or(""));
+                    self.open = false;
+                }
+            }
+            Event::AutoRestarted { reason } => {
+                self.callout(kind::NOTE, "restarted by the supervisor", reason)
+            }
+            Event::RestartsExhausted { reason } => {
+                self.callout(kind::ERROR, "no more restarts", reason)
+            }
+            Event::TaskCompleted => {
+                *ended = Some(r.ts.rfc3339());
+                self.callout(kind::TASK_COMPLETE, "the task is complete", "");
+            }
+            Event::TaskFailed { reason, .. } => {
+                *ended = Some(r.ts.rfc3339());
+                self.callout(kind::ERROR, "the task failed", reason);
+            }
+            Event::TaskCancelled { reason } => {
+                *ended = Some(r.ts.rfc3339());
+                self.callout(kind::NOTE, "cancelled", reason);
+            }
+            _ => {}
+        }
+    }
+
+    /// A new section for `phase`.
+    fn start(&mut self, phase: &str) {
+        self.log.sections.push(Section {
+            name: phase.to_string(),
+            ..Section::default()
+        });
+        self.open = true;
+    }
+
+    /// The open section of `phase`, opened if it is not the last one.
+    fn section(&mut self, phase: &str) -> &mut Section {
+        let same = self.open && self.log.sections.last().is_some_and(|s| s.name == phase);
+        if !same {
+            self.start(phase);
+        }
+        self.log.sections.last_mut().expect("a section")
+    }
+
+    fn blocks(&mut self) -> &mut Vec<Block> {
+        match self.log.sections.last_mut() {
+            Some(s) => &mut s.blocks,
+            None => &mut self.log.intro,
+        }
+    }
+
+    fn prose(&mut self, text: &str) {
+        let text = text.trim();
+        if text.is_empty() {
+            return;
+        }
+        self.blocks().push(Block::Prose(text.to_string()));
+    }
+
+    fn callout(&mut self, k: &str, title: &str, body: &str) {
+        self.blocks()
+            .push(Block::Callout(Callout::new(k, title, body)));
+    }
+
+    fn agent_event(&mut self, e: &AgentEvent) {
+        match e {
+            AgentEvent::AssistantText { text } => self.prose(text),
+            AgentEvent::Final { text, ok } => {
+                let said = self.blocks().iter().rev().find_map(|b| match b {
+                    Block::Prose(p) => Some(p.trim().to_string()),
+                    _ => None,
+                });
+                if !text.trim().is_empty() && said.as_deref() != Some(text.trim()) {
+                    self.prose(text);
+                }
+                if !ok {
+                    self.callout(kind::ERROR, "the agent ended with a failure", "");
+                }
+            }
+            AgentEvent::ToolCall { id, name, summary } => {
+                let call = if summary.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{name} {summary}")
+                };
+                let line = ToolLine {
+                    call: format!("{call}\u{0}{id}"),
+                    result: None,
+                    ok: true,
+                };
+                match self.blocks().last_mut() {
+                    Some(Block::ToolCalls(calls)) => calls.push(line),
+                    _ => self.blocks().push(Block::ToolCalls(vec![line])),
+                }
+            }
+            AgentEvent::ToolResult { id, ok, summary } => {
+                let tag = format!("\u{0}{id}");
+                let found = self.blocks().iter_mut().rev().find_map(|b| match b {
+                    Block::ToolCalls(calls) => calls
+                        .iter_mut()
+                        .find(|c| c.call.ends_with(&tag) && c.result.is_none()),
+                    _ => None,
+                });
+                if let Some(c) = found {
+                    c.result = Some(if summary.is_empty() {
+                        "done".into()
+                    } else {
+                        summary.clone()
+                    });
+                    c.ok = *ok;
+                }
+            }
+            AgentEvent::Error { message } => {
+                self.callout(kind::ERROR, "the agent reported an error", message)
+            }
+            AgentEvent::SessionStarted { .. }
+            | AgentEvent::Usage { .. }
+            | AgentEvent::Warning { .. } => {}
+        }
+    }
+
+    /// The calls of the last section that never got a result: the run
+    /// was cut off while they ran.
+    fn cut_off(&mut self) {
+        for b in self.blocks() {
+            if let Block::ToolCalls(calls) = b {
+                for c in calls.iter_mut().filter(|c| c.result.is_none()) {
+                    c.result = Some("no result: the run was cut off while it ran".into());
+                    c.ok = false;
+                }
+            }
+        }
+    }
+}
+
+/// The tool calls' ids, kept while the log was built, taken out.
+fn finish(mut log: SessionLog) -> SessionLog {
+    for s in &mut log.sections {
+        for b in &mut s.blocks {
+            if let Block::ToolCalls(calls) = b {
+                for c in calls {
+                    if let Some(at) = c.call.find('\u{0}') {
+                        c.call.truncate(at);
+                    }
+                }
+            }
+        }
+    }
+    log
+}

@@ -1,0 +1,302 @@
+//! The session log's rules: render → parse → render is the same text for
+//! any log (a property), hand edits are read, broken files are refused
+//! with their line.
+
+use super::*;
+use proptest::prelude::*;
+
+/// Text an agent might write: markdown with headings, callouts, fences,
+/// escapes, tool-call look-alikes, odd spacing.
+fn line() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[a-zA-Z0-9 ,.:;!?'\"()\\[\\]{}<>/_*`~#>@|\\\\-]{0,40}",
+        Just("## Plan".to_string()),
+        Just("# title".to_string()),
+        Just("> [!error] not mine".to_string()),
+        Just(">[!note]".to_string()),
+        Just("> quoted".to_string()),
+        Just("**Tool calls:**".to_string()),
+        Just("- `x` → y".to_string()),
+        Just("```".to_string()),
+        Just("```rust".to_string()),
+        Just("~~~".to_string()),
+        Just("\\# escaped".to_string()),
+        Just("\\\\".to_string()),
+        Just("---".to_string()),
+        Just("  indented".to_string()),
+        Just(String::new()),
+        Just("  ".to_string()),
+    ]
+}
+
+fn text() -> impl Strategy<Value = String> {
+    prop::collection::vec(line(), 0..8).prop_map(|l| l.join("\n"))
+}
+
+fn word() -> impl Strategy<Value = String> {
+    "[a-z0-9][a-z0-9_.-]{0,10}"
+}
+
+fn any_scalar() -> impl Strategy<Value = String> {
+    "[ -~]{0,20}"
+}
+
+fn block() -> impl Strategy<Value = Block> {
+    prop_oneof![
+        text().prop_map(Block::Prose),
+        prop::collection::vec(
+            (any_scalar(), prop::option::of(any_scalar()), any::<bool>())
+                .prop_map(|(call, result, ok)| ToolLine { call, result, ok }),
+            0..4
+        )
+        .prop_map(Block::ToolCalls),
+        (
+            "[a-z_]{0,12}",
+            any_scalar(),
+            prop::collection::vec(line(), 0..5)
+        )
+            .prop_map(|(kind, title, body)| Block::Callout(Callout { kind, title, body })),
+    ]
+}
+
+fn section() -> impl Strategy<Value = Section> {
+    (
+        any_scalar(),
+        prop::option::of(word()),
+        prop::option::of(word()),
+        prop::collection::vec(block(), 0..6),
+    )
+        .prop_map(|(name, agent, channel, blocks)| Section {
+            name,
+            agent,
+            channel,
+            blocks,
+        })
+}
+
+fn front() -> impl Strategy<Value = Front> {
+    (
+        any_scalar().prop_filter("an id", |s| !s.trim().is_empty()),
+        prop::option::of(any_scalar()),
+        prop::option::of(any_scalar()),
+        prop::sample::select(vec![
+            LogStatus::Active,
+            LogStatus::Completed,
+            LogStatus::Failed,
+            LogStatus::Paused,
+        ]),
+        prop::collection::vec(any_scalar(), 0..3),
+        any::<u64>(),
+        prop::collection::vec(
+            (word(), word(), prop::option::of(any_scalar()), any::<u32>()).prop_map(
+                |(session, agent, model, tokens)| Subagent {
+                    session,
+                    agent,
+                    model,
+                    tokens: tokens.into(),
+                },
+            ),
+            0..3,
+        ),
+        prop::option::of(any_scalar()),
+        prop::collection::vec((any_scalar(), any_scalar()), 0..3),
+    )
+        .prop_map(
+            |(
+                session_id,
+                workflow,
+                channel,
+                status,
+                participants,
+                tokens_used,
+                subagents,
+                resume_point,
+                labels,
+            )| Front {
+                session_id,
+                workflow,
+                started: Some("2025-12-05T14:32:15Z".into()),
+                ended: None,
+                status,
+                channel,
+                participants,
+                model: None,
+                tokens_used,
+                subagents,
+                resume_point,
+                labels,
+                extra: Vec::new(),
+            },
+        )
+}
+
+fn log() -> impl Strategy<Value = SessionLog> {
+    (
+        front(),
+        any_scalar(),
+        prop::collection::vec(block(), 0..3),
+        prop::collection::vec(section(), 0..6),
+    )
+        .prop_map(|(front, title, intro, sections)| SessionLog {
+            front,
+            title,
+            intro,
+            sections,
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+    #[test]
+    fn render_parse_render_is_the_same_text(log in log()) {
+        let first = render(&log);
+        let parsed = parse(&first).map_err(|e| TestCaseError::fail(format!("{e}\n{first}")))?;
+        let second = render(&parsed);
+        prop_assert_eq!(&first, &second);
+        // And it stays so.
+        prop_assert_eq!(parse(&second).unwrap(), parsed);
+    }
+
+    #[test]
+    fn any_text_parses_or_is_refused_without_panicking(s in "(---\ntype: session\nsession_id: x\n---\n)?[ -~\n]{0,300}") {
+        let _ = parse(&s);
+    }
+}
+
+const SAMPLE: &str = "---
+type: session
+session_id: 2025-12-05-feature-impl
+started: 2025-12-05T14:32:15Z
+status: paused
+channel: dev
+participants: [orchestrator@1.0, researcher@1.2]
+tokens_used: 12400
+subagents:
+  - {session: 2025-12-05-research-subtask, agent: researcher@1.2, model: haiku, tokens: 3200}
+resume_point: phase-2
+mood: cheerful
+---
+# Add the login form
+
+## phase-1 @orchestrator #dev
+Looked at the code.
+
+**Tool calls:**
+- `Read src/login.rs` → 120 lines
+- `Bash cargo test` → **failed:** exit 101
+- `Edit src/login.rs`
+
+> [!decision] use the existing session store
+> because it already has expiry
+
+> [!summary] passed
+> The form is planned.
+
+## phase-2 @researcher
+";
+
+#[test]
+fn a_log_reads_into_its_parts() {
+    let log = parse(SAMPLE).unwrap();
+    assert_eq!(log.front.session_id, "2025-12-05-feature-impl");
+    assert_eq!(log.front.status, LogStatus::Paused);
+    assert_eq!(
+        log.front.participants,
+        ["orchestrator@1.0", "researcher@1.2"]
+    );
+    assert_eq!(log.front.subagents[0].tokens, 3200);
+    assert_eq!(log.front.subagents[0].model.as_deref(), Some("haiku"));
+    assert_eq!(log.front.resume_point.as_deref(), Some("phase-2"));
+    assert_eq!(log.front.extra, [("mood".into(), "cheerful".into())]);
+    assert_eq!(log.title, "Add the login form");
+    let s = &log.sections[0];
+    assert_eq!(
+        (s.name.as_str(), s.agent.as_deref(), s.channel.as_deref()),
+        ("phase-1", Some("orchestrator"), Some("dev"))
+    );
+    let Block::ToolCalls(calls) = &s.blocks[1] else {
+        panic!("{:?}", s.blocks)
+    };
+    assert_eq!(calls[0].result.as_deref(), Some("120 lines"));
+    assert!(!calls[1].ok);
+    assert_eq!(calls[2].result, None);
+    assert_eq!(summary_of(s).as_deref(), Some("The form is planned."));
+    assert_eq!(log.sections[1].agent.as_deref(), Some("researcher"));
+    // What baton renders of it reads back the same.
+    assert_eq!(render(&parse(&render(&log)).unwrap()), render(&log));
+}
+
+#[test]
+fn hand_edits_are_read_as_far_as_they_make_sense() {
+    let edited = "\n---\ntype: session\nsession_id: 'by hand'\n---\n\n## plan\nI did it myself.\n\n### a sub-heading\n- a list\n\n## build @codex\n> [!NOTE]- folded\n> text\n";
+    let log = parse(edited).unwrap();
+    assert_eq!(log.front.session_id, "by hand");
+    assert_eq!(log.title, "by hand", "no title: the id stands in");
+    assert_eq!(log.sections.len(), 2);
+    assert_eq!(
+        summary_of(&log.sections[0]).as_deref(),
+        Some("I did it myself.\n\n### a sub-heading\n- a list")
+    );
+    assert_eq!(
+        log.sections[1].callouts("NOTE").next().unwrap().title,
+        "folded"
+    );
+}
+
+#[test]
+fn broken_logs_are_refused_with_their_line() {
+    let cases = [
+        ("# no frontmatter\n", 1, "starts with its frontmatter"),
+        ("---\ntype: session\nsession_id: x\n", 1, "never closed"),
+        ("---\ntype: session\n---\n", 2, "no `session_id`"),
+        ("---\nsession_id: x\n---\n", 2, "no `type: session`"),
+        (
+            "---\ntype: session\nsession_id: x\nstatus: done\n---\n",
+            4,
+            "none of active",
+        ),
+        (
+            "---\ntype: session\nsession_id: x\ntokens_used: lots\n---\n",
+            4,
+            "whole number",
+        ),
+        ("---\ntype: session\nsession_id: \"x\n---\n", 3, "broken"),
+        (
+            "---\ntype: session\nsession_id: x\nparticipants: [a, \"b]\n---\n",
+            4,
+            "not closed",
+        ),
+        (
+            "---\ntype: session\nsession_id: x\njust words\n---\n",
+            4,
+            "not `key: value`",
+        ),
+        (
+            "---\ntype: session\nsession_id: x\n---\n# t\n\n## p\n> [!bad kind] x\n",
+            8,
+            "should be a word",
+        ),
+    ];
+    for (text, line, says) in cases {
+        let e = parse(text).unwrap_err();
+        assert_eq!(e.line, line, "{text:?}: {e}");
+        assert!(e.message.contains(says), "{text:?}: {e}");
+    }
+}
+
+#[test]
+fn phases_merge_retries_and_see_loops() {
+    let mut log = SessionLog::default();
+    for name in ["plan", "build", "build", "test", "build", "test", "ship"] {
+        log.sections.push(Section {
+            name: name.into(),
+            ..Section::default()
+        });
+    }
+    let p = phases(&log);
+    let names: Vec<&str> = p.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["plan", "build", "test", "ship"]);
+    assert_eq!(p[1].sections, [1, 2, 4]);
+    assert_eq!(p[2].loops_to.as_deref(), Some("build"));
+    assert_eq!(p[1].loops_to, None);
+}

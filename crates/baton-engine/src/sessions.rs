@@ -1,0 +1,19 @@
+//! Session logs: every task rendered as a readable markdown file,
+//! `.baton/sessions/<id>.md`, from its journal (the model and its rules
+//! are `baton_core::session_log`).
+//!
+//! `writer.rs` keeps a held task's log current (at every phase transition,
+//! and every two seconds while an agent streams); `read.rs` lists the
+//! logs and renders one on demand from the store; `resume.rs` continues a
+//! log as a task (on a fresh clone too); `codify.rs` writes the workflow
+//! a log is drafted into.
+
+mod codify;
+mod read;
+mod resume;
+mod writer;
+
+pub use codify::write_draft;
+pub use read::{SessionRow, read_log};
+pub use resume::SessionResume;
+pub(crate) use writer::LogWriter;

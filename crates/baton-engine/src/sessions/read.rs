@@ -1,0 +1,135 @@
+//! Reading session logs: the list of `.baton/sessions/*.md` (what their
+//! frontmatter says), one log by id or path, and a task's log rendered
+//! from the store (for a task whose file is missing, and `doctor --fix`).
+
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::render;
+use baton_core::TaskId;
+use baton_core::session_log::{self, SessionLog};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// One line of `baton session ls`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionRow {
+    pub session_id: String,
+    pub title: String,
+    pub status: String,
+    pub workflow: Option<String>,
+    pub started: Option<String>,
+    pub ended: Option<String>,
+    pub participants: Vec<String>,
+    pub tokens_used: u64,
+    pub resume_point: Option<String>,
+    pub phases: Vec<String>,
+    pub path: PathBuf,
+}
+
+impl SessionRow {
+    pub fn of(log: &SessionLog, path: PathBuf) -> SessionRow {
+        SessionRow {
+            session_id: log.front.session_id.clone(),
+            title: log.title.clone(),
+            status: log.front.status.as_str().into(),
+            workflow: log.front.workflow.clone(),
+            started: log.front.started.clone(),
+            ended: log.front.ended.clone(),
+            participants: log.front.participants.clone(),
+            tokens_used: log.front.tokens_used,
+            resume_point: log.front.resume_point.clone(),
+            phases: session_log::phases(log)
+                .into_iter()
+                .map(|p| p.name)
+                .collect(),
+            path,
+        }
+    }
+}
+
+/// Reads and parses the log at `path`; an error names the file and line.
+pub fn read_log(path: &Path) -> Result<SessionLog> {
+    let text = fs_err::read_to_string(path).map_err(|e| {
+        Error::bad_input(format!(
+            "cannot read the session log {}: {e}",
+            path.display()
+        ))
+        .hint("give the path of a session log, or a session id from `baton session ls`")
+    })?;
+    session_log::parse(&text).map_err(|e| {
+        Error::bad_input(format!("{}:{}: {}", path.display(), e.line, e.message))
+            .hint("fix that line of the log (its frontmatter is YAML between `---` lines)")
+    })
+}
+
+impl Engine {
+    /// Every log under `.baton/sessions`, newest first; a file that does
+    /// not read is reported, not fatal.
+    pub fn sessions(&self) -> Result<Vec<SessionRow>> {
+        let dir = self.project.sessions_dir();
+        let mut rows = Vec::new();
+        let Ok(entries) = fs_err::read_dir(&dir) else {
+            return Ok(rows);
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            if path.extension().is_none_or(|x| x != "md") {
+                continue;
+            }
+            match read_log(&path) {
+                Ok(log) => rows.push(SessionRow::of(&log, path)),
+                Err(e) => self.observer().info(&format!("skipped: {e}")),
+            }
+        }
+        rows.sort_by(|a, b| {
+            b.started
+                .cmp(&a.started)
+                .then_with(|| a.session_id.cmp(&b.session_id))
+        });
+        Ok(rows)
+    }
+
+    /// The log named by `arg`: a file path, or a session id (its file,
+    /// else the task of that id rendered from the store).
+    pub fn session_log(&self, arg: &str) -> Result<(SessionLog, Option<PathBuf>)> {
+        let as_path = Path::new(arg);
+        if arg.ends_with(".md") || as_path.components().count() > 1 {
+            return Ok((read_log(as_path)?, Some(as_path.to_path_buf())));
+        }
+        let file = self.project.sessions_dir().join(format!("{arg}.md"));
+        if file.exists() {
+            return Ok((read_log(&file)?, Some(file)));
+        }
+        if let Ok(id) = TaskId::parse(arg)
+            && self.store.load(&id)?.is_some()
+        {
+            return Ok((self.task_log(&id)?, None));
+        }
+        Err(Error::bad_input(format!("no session log {arg}"))
+            .hint("`baton session ls` lists them; a path to a log copied from elsewhere works too"))
+    }
+
+    /// Task `id`'s log, rendered from the store.
+    pub fn task_log(&self, id: &TaskId) -> Result<SessionLog> {
+        let snap = self.load(id)?;
+        let wf = self.pinned(&snap.state.definition_hash).ok();
+        let records = self.store.events(id, 0, usize::MAX)?;
+        Ok(session_log::journal::of_task(
+            &snap.state,
+            &records,
+            wf.as_ref(),
+        ))
+    }
+
+    /// Writes task `id`'s log from the store when the file is missing or
+    /// says something else; whether it wrote.
+    pub fn render_session(&self, id: &TaskId) -> Result<bool> {
+        let md = session_log::render(&self.task_log(id)?);
+        let path = self.project.sessions_dir().join(format!("{id}.md"));
+        if std::fs::read_to_string(&path).ok().as_deref() == Some(md.as_str()) {
+            return Ok(false);
+        }
+        render::atomic_write(&path, md.as_bytes())?;
+        Ok(true)
+    }
+}

@@ -1,0 +1,97 @@
+//! Keeping a held task's session log current. The journal it renders
+//! from is read from the store once, when the first commit after taking
+//! the task lands, then grows with each commit; the log is written (in
+//! the background, atomically, as `state.json` is) when a commit moves a
+//! phase or the task, and otherwise at most every two seconds.
+
+use crate::render::Background;
+use baton_core::session_log;
+use baton_core::workflow::Workflow;
+use baton_core::{Event, EventRecord, TaskState};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// How often a streaming agent's log is written at most.
+const EVERY: Duration = Duration::from_secs(2);
+
+#[derive(Debug, Default)]
+pub(crate) struct LogWriter {
+    /// The task's journal; `None` until first needed.
+    records: Option<Vec<EventRecord>>,
+    written: Option<Instant>,
+    /// Something was committed that the file does not show yet.
+    dirty: bool,
+}
+
+impl LogWriter {
+    /// Records `new` (just committed) and writes the log when it is due.
+    /// `journal` reads the whole journal the first time.
+    pub(crate) fn committed(
+        &mut self,
+        new: &[EventRecord],
+        journal: impl FnOnce() -> Option<Vec<EventRecord>>,
+        state: &TaskState,
+        wf: &Workflow,
+        dir: &Path,
+        out: &mut Background,
+    ) -> std::io::Result<()> {
+        match &mut self.records {
+            Some(r) => r.extend(new.iter().cloned()),
+            None => match journal() {
+                Some(all) => self.records = Some(all),
+                None => return Ok(()),
+            },
+        }
+        self.dirty = true;
+        let moves = new.iter().any(|r| moves_the_log(&r.event));
+        if moves || self.written.is_none_or(|t| t.elapsed() >= EVERY) {
+            self.write(state, wf, dir, out)?;
+        }
+        Ok(())
+    }
+
+    /// Writes what the file does not show yet (before the task is let go).
+    pub(crate) fn flush(
+        &mut self,
+        state: &TaskState,
+        wf: &Workflow,
+        dir: &Path,
+        out: &mut Background,
+    ) -> std::io::Result<()> {
+        if self.dirty {
+            self.write(state, wf, dir, out)?;
+        }
+        Ok(())
+    }
+
+    fn write(
+        &mut self,
+        state: &TaskState,
+        wf: &Workflow,
+        dir: &Path,
+        out: &mut Background,
+    ) -> std::io::Result<()> {
+        let Some(records) = &self.records else {
+            return Ok(());
+        };
+        let log = session_log::journal::of_task(state, records, Some(wf));
+        let path = dir.join(format!("{}.md", state.task_id));
+        out.file(path, session_log::render(&log).into_bytes())?;
+        self.written = Some(Instant::now());
+        self.dirty = false;
+        Ok(())
+    }
+}
+
+/// Events a reader should see at once: everything but an agent's
+/// streaming and the bookkeeping.
+fn moves_the_log(e: &Event) -> bool {
+    !matches!(
+        e,
+        Event::AgentActivity { .. }
+            | Event::AgentSession { .. }
+            | Event::PhaseProcess { .. }
+            | Event::Claimed { .. }
+            | Event::Note { .. }
+    )
+}
