@@ -91,6 +91,8 @@ pub enum Command {
     /// Teams: a lead and teammates sharing a task list and a mailbox, re-attachable after any crash.
     #[command(subcommand)]
     Team(TeamCommand),
+    /// What waits on a person across all sessions: agents' decisions and approvals, tasks waiting for an answer.
+    Inbox(InboxArgs),
     /// Session logs in markdown (.baton/sessions): list, show, resume from a log, codify into a workflow.
     #[command(subcommand)]
     Session(SessionCommand),

@@ -15,13 +15,16 @@ use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
-const TOOLS: [&str; 14] = [
+const TOOLS: [&str; 17] = [
     "checkpoint",
     "create_pr",
     "merge_back",
+    "notify",
     "phase_complete",
     "push_to_github",
     "report_blocker",
+    "request_approval",
+    "request_decision",
     "request_review",
     "team_ack",
     "team_checkpoint",
@@ -99,7 +102,10 @@ fn check_listing(report: &Value) {
         let a = &t["annotations"];
         let reports = [
             "checkpoint",
+            "notify",
             "phase_complete",
+            "request_approval",
+            "request_decision",
             "report_blocker",
             "team_checkpoint",
             "team_heartbeat",

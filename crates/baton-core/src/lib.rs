@@ -13,6 +13,7 @@ pub mod document;
 pub mod error;
 pub mod event;
 pub mod ids;
+pub mod inbox;
 pub mod instance;
 pub mod lease;
 pub mod machine;

@@ -386,10 +386,9 @@ impl Engine {
         );
         let dir = self.project.task_dir(&held.state.task_id);
         held.rendered.state_json(&dir, &doc)?;
-        let id = held.state.task_id.clone();
         held.log.committed(
             &records,
-            || self.store.events(&id, 0, usize::MAX).ok(),
+            self.store.as_ref(),
             &held.state,
             &held.wf,
             &self.project.sessions_dir(),

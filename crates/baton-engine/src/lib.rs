@@ -13,6 +13,7 @@ pub mod error;
 pub mod git;
 pub mod github;
 pub mod host;
+pub mod inbox;
 pub mod instances;
 pub mod process;
 pub mod project;

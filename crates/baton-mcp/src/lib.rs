@@ -13,6 +13,7 @@
 //! the server exits when stdin closes.
 
 mod caller;
+mod inbox_tools;
 mod team_tools;
 mod tools;
 

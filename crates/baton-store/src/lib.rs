@@ -9,6 +9,7 @@
 
 mod codec;
 pub mod deliveries;
+pub mod inbox;
 pub mod instances;
 pub mod plays;
 pub mod postgres;
@@ -22,6 +23,7 @@ use baton_core::state::{PhaseState, TaskStatus};
 use baton_core::{EventRecord, TaskId, TaskState, Timestamp};
 
 pub use deliveries::{DeliveryRow, DeliveryStore, NewDelivery, Settlement, TaskDecision};
+pub use inbox::{Answered, InboxStore};
 pub use instances::InstanceStore;
 pub use plays::PlayStore;
 pub use postgres::PgStore;
@@ -161,10 +163,18 @@ pub struct StoredDefinition {
 /// are kept through [`InstanceStore`], webhook deliveries through
 /// [`DeliveryStore`], repositories' progress records through
 /// [`ProgressStore`], plays through [`PlayStore`], workspaces by agent role
-/// through [`WorkspaceStore`], teams through [`TeamStore`], in the same
-/// database.
+/// through [`WorkspaceStore`], teams through [`TeamStore`], the inbox
+/// through [`InboxStore`], in the same database.
 pub trait Store:
-    InstanceStore + DeliveryStore + ProgressStore + PlayStore + WorkspaceStore + TeamStore + Send + Sync
+    InstanceStore
+    + DeliveryStore
+    + ProgressStore
+    + PlayStore
+    + WorkspaceStore
+    + TeamStore
+    + InboxStore
+    + Send
+    + Sync
 {
     /// Stores a definition if it is not stored yet.
     fn put_definition(&self, def: &StoredDefinition) -> Result<()>;

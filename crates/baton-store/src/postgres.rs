@@ -31,6 +31,7 @@
 
 mod connect;
 mod deliveries;
+mod inbox;
 mod instances;
 mod plays;
 mod progress;

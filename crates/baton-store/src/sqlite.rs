@@ -13,6 +13,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 mod deliveries;
+mod inbox;
 mod instances;
 mod plays;
 mod progress;
@@ -172,6 +173,16 @@ CREATE TABLE team_presence (
     PRIMARY KEY (team_id, name)
 );
 "#,
+    r#"
+CREATE TABLE inbox (
+    id TEXT PRIMARY KEY,
+    item_key TEXT NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL,
+    open INTEGER NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX inbox_open ON inbox (open, created_at);
+"#,
 ];
 
 pub struct SqliteStore {
@@ -216,10 +227,24 @@ impl SqliteStore {
             });
         }
         for (i, m) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-            let tx = conn.unchecked_transaction()?;
-            tx.execute_batch(m)?;
-            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
-            tx.commit()?;
+            // Two baton commands may open a new store at once: take the
+            // write lock first, then see whether the step is still to do.
+            conn.execute_batch("BEGIN IMMEDIATE")?;
+            let step = (|| -> Result<()> {
+                let now: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+                if now as usize <= i {
+                    conn.execute_batch(m)?;
+                    conn.pragma_update(None, "user_version", (i + 1) as i64)?;
+                }
+                Ok(())
+            })();
+            match step {
+                Ok(()) => conn.execute_batch("COMMIT")?,
+                Err(e) => {
+                    let _ = conn.execute_batch("ROLLBACK");
+                    return Err(e);
+                }
+            }
         }
         Ok(SqliteStore {
             path: conn

@@ -106,6 +106,9 @@ baton_testkit::on_both_backends! {
     fn a_presence_keeps_only_newer_heartbeats_stamped_by_the_store() {
         a_presence_keeps_only_newer_heartbeats_stamped_by_the_store(&Backend::current())
     }
+    fn inbox_items_are_raised_once_per_key_and_answered_once() {
+        inbox_items_are_raised_once_per_key_and_answered_once(&Backend::current())
+    }
 }
 
 fn owner(pid: u32) -> LeaseOwner {
@@ -1019,8 +1022,8 @@ fn postgres_refuses_a_newer_schema() {
         Err(Error::NewerSchema { path, found, known }) => {
             assert_eq!(found, 999);
             // The tasks' schema, the instances', the deliveries', progress
-            // and plays, workspaces, teams.
-            assert_eq!(known, 6);
+            // and plays, workspaces, teams, the inbox.
+            assert_eq!(known, 7);
             assert!(path.starts_with("127.0.0.1:"), "{path}");
         }
         Err(e) => panic!("unexpected error {e}"),
@@ -1489,6 +1492,65 @@ fn workspace_records_keep_their_creation_and_outlive_nothing_but_rm(b: &Backend)
     assert_eq!(s.workspaces().unwrap().len(), 1);
 }
 
+fn inbox_items_are_raised_once_per_key_and_answered_once(b: &Backend) {
+    use baton_core::inbox::{Answer, InboxItem, ItemKind, key};
+    use baton_store::Answered;
+    let s = b.open();
+    let item = |id: &str, text: &str, at: i64| InboxItem {
+        id: id.into(),
+        key: key(Some("t1"), Some("plan"), ItemKind::Decision, text),
+        kind: ItemKind::Decision,
+        session: Some("t1".into()),
+        phase: Some("plan".into()),
+        text: text.into(),
+        options: vec!["a".into(), "b".into()],
+        task_complete: false,
+        raised_by: "cc".into(),
+        created_at: Timestamp(at),
+        answer: None,
+    };
+    assert_eq!(s.raise_item(&item("d1", "which?", 5)).unwrap().id, "d1");
+    // The same question again (an agent back after a crash): the same item.
+    assert_eq!(s.raise_item(&item("d9", "which?", 7)).unwrap().id, "d1");
+    s.raise_item(&item("d2", "and then?", 6)).unwrap();
+    let ids = |items: Vec<InboxItem>| items.into_iter().map(|i| i.id).collect::<Vec<_>>();
+    assert_eq!(ids(s.inbox_items(true).unwrap()), ["d1", "d2"]);
+    let by = |who: &str| Answer {
+        choice: "a".into(),
+        reason: None,
+        by: who.into(),
+        at: Timestamp(9),
+    };
+    // Answered by one of two stores at once: once.
+    let other = b.open();
+    let (x, y) = std::thread::scope(|sc| {
+        let x = sc.spawn(|| s.answer_item("d1", &by("ana")).unwrap());
+        let y = sc.spawn(|| other.answer_item("d1", &by("bo")).unwrap());
+        (x.join().unwrap(), y.join().unwrap())
+    });
+    let first = match (&x, &y) {
+        (Answered::Now(i), Answered::Already(j)) | (Answered::Already(j), Answered::Now(i)) => {
+            assert_eq!(i, j, "the second sees the first's answer");
+            i.clone()
+        }
+        other => panic!("answered twice or never: {other:?}"),
+    };
+    assert_eq!(s.inbox_item("d1").unwrap().unwrap(), first);
+    assert_eq!(ids(other.inbox_items(true).unwrap()), ["d2"]);
+    assert_eq!(ids(other.inbox_items(false).unwrap()), ["d1", "d2"]);
+    assert_eq!(
+        s.answer_item("nope", &by("ana")).unwrap(),
+        Answered::NotFound
+    );
+    // Raised again once answered: the answer comes back with it.
+    assert!(
+        s.raise_item(&item("d3", "which?", 8))
+            .unwrap()
+            .answer
+            .is_some()
+    );
+}
+
 // ----- teams ----------------------------------------------------------------
 
 fn new_team(s: &dyn Store, id: &str) -> baton_core::team::Team {
@@ -1705,4 +1767,22 @@ fn a_presence_keeps_only_newer_heartbeats_stamped_by_the_store(b: &Backend) {
         s.heartbeat("nope", "a", None, None),
         Err(Error::NoTeam(_))
     ));
+}
+
+/// Two baton commands opening a new SQLite store at once both get it,
+/// migrated once.
+#[test]
+fn sqlite_stores_opened_at_once_are_migrated_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("baton.db");
+    let opened: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| s.spawn(|| SqliteStore::open(&path, baton_store::Synchronous::Full)))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for o in opened {
+        let s = o.expect("every open succeeds");
+        assert!(s.list().unwrap().is_empty());
+    }
 }

@@ -54,3 +54,56 @@ pub struct SessionCodifyArgs {
     #[arg(long, short)]
     pub output: PathBuf,
 }
+
+/// `baton inbox`: what waits on a person.
+#[derive(Debug, Args)]
+pub struct InboxArgs {
+    #[command(subcommand)]
+    pub command: Option<InboxCommand>,
+    /// Print JSON (the open items, or what an answer did).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// List answered items too.
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum InboxCommand {
+    /// Answer a decision with one of its options (a task waiting in `wait = { human }` runs on).
+    Answer(InboxAnswerArgs),
+    /// Approve what an agent asked to do.
+    Approve(InboxIdArgs),
+    /// Deny what an agent asked to do.
+    Deny(InboxDenyArgs),
+    /// Acknowledge a notification (it leaves the open items).
+    Ack(InboxIdArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InboxAnswerArgs {
+    /// The item's id, from `baton inbox`.
+    pub id: String,
+    /// The answer: one of the item's options.
+    pub choice: String,
+    /// Who answers (default: $USER).
+    #[arg(long)]
+    pub by: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct InboxIdArgs {
+    pub id: String,
+    #[arg(long)]
+    pub by: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct InboxDenyArgs {
+    pub id: String,
+    /// Why, for the agent.
+    #[arg(long)]
+    pub reason: Option<String>,
+    #[arg(long)]
+    pub by: Option<String>,
+}

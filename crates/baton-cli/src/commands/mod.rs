@@ -4,6 +4,7 @@ mod agent;
 mod deliver;
 mod demo;
 mod doctor;
+mod inbox;
 mod init;
 mod manage;
 mod meta;
@@ -51,6 +52,7 @@ pub fn dispatch(cli: Cli, printer: &Arc<Printer>) -> Result<Exit> {
         Command::Play(a) => play::run(&project_of(project)?, a, printer),
         Command::Serve(a) => serve::run(&project_of(project)?, a, printer),
         Command::Team(c) => team::run(&project_of(project)?, c, printer),
+        Command::Inbox(a) => inbox::run(&project_of(project)?, a, printer),
         Command::Session(c) => session::run(&project_of(project)?, c, printer),
         Command::Workspace(c) => workspace::run(&project_of(project)?, c, printer),
         Command::Store(c) => store::run(&project_of(project)?, c, printer),

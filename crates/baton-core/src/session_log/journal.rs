@@ -7,13 +7,21 @@
 use super::{Block, Callout, Front, LogStatus, Section, SessionLog, ToolLine, kind, one_line};
 use crate::agent_stream::{AgentEvent, shorten};
 use crate::event::{Event, EventRecord};
+use crate::inbox::{InboxItem, ItemKind};
 use crate::state::{PhaseStatus, TaskState, TaskStatus};
 use crate::workflow::{PhaseKind, WaitSpec, Workflow};
 
 /// The log of `state`, whose whole journal is `records` (`wf` is its
-/// pinned workflow: what a wait phase asks).
-pub fn of_task(state: &TaskState, records: &[EventRecord], wf: Option<&Workflow>) -> SessionLog {
+/// pinned workflow: what a wait phase asks), with the inbox items its
+/// agents raised (`items`: those of other sessions are left out).
+pub fn of_task(
+    state: &TaskState,
+    records: &[EventRecord],
+    wf: Option<&Workflow>,
+    items: &[InboxItem],
+) -> SessionLog {
     let mut b = Builder {
+        task: state.task_id.to_string(),
         log: SessionLog::default(),
         open: false,
         participants: Vec::new(),
@@ -28,6 +36,14 @@ pub fn of_task(state: &TaskState, records: &[EventRecord], wf: Option<&Workflow>
     let mut ended = None;
     for r in records {
         b.event(r, wf, &mut ended);
+    }
+    let mut mine: Vec<&InboxItem> = items
+        .iter()
+        .filter(|i| i.session.as_deref() == Some(state.task_id.as_str()))
+        .collect();
+    mine.sort_by_key(|i| i.created_at);
+    for i in mine {
+        b.item(i);
     }
     let usage = state.usage();
     let channel = state.labels.get("channel").cloned();
@@ -76,6 +92,7 @@ fn resume_point(state: &TaskState) -> Option<String> {
 }
 
 struct Builder {
+    task: String,
     log: SessionLog,
     /// The last section is still being written (its phase has not ended).
     open: bool,
@@ -221,7 +238,13 @@ impl Builder {
                     });
                 match spec {
                     Some(WaitSpec::Human { question, options }) => {
-                        let body: Vec<String> = options.iter().map(|o| format!("- {o}")).collect();
+                        let mut body: Vec<String> =
+                            options.iter().map(|o| format!("- {o}")).collect();
+                        body.push(String::new());
+                        body.push(format!(
+                            "answer: `baton inbox answer {}/{phase} <choice>`",
+                            self.task
+                        ));
                         self.callout(kind::DECISION_NEEDED, question, &body.join("\n"));
                     }
                     _ => self.callout(kind::NOTE, &format!("waiting for {description}"), ""),
@@ -295,6 +318,50 @@ impl Builder {
             }
             _ => {}
         }
+    }
+
+    /// An inbox item, at the end of the last section of its phase, and its
+    /// answer when it has one.
+    fn item(&mut self, i: &InboxItem) {
+        let at = i
+            .phase
+            .as_deref()
+            .and_then(|p| self.log.sections.iter().rposition(|s| s.name == p));
+        let (k, mut body): (&str, Vec<String>) = match i.kind {
+            ItemKind::Decision => {
+                let mut b: Vec<String> = i.options.iter().map(|o| format!("- {o}")).collect();
+                b.push(String::new());
+                b.push(format!("answer: `baton inbox answer {} <choice>`", i.id));
+                (kind::DECISION_NEEDED, b)
+            }
+            ItemKind::Approval => (
+                kind::APPROVAL_REQUIRED,
+                vec![format!(
+                    "answer: `baton inbox approve {}` or `baton inbox deny {} --reason …`",
+                    i.id, i.id
+                )],
+            ),
+            ItemKind::Notify if i.task_complete => (kind::TASK_COMPLETE, Vec::new()),
+            ItemKind::Notify => (kind::NOTE, Vec::new()),
+        };
+        body.insert(0, format!("from {} · item {}", i.raised_by, i.id));
+        let mut blocks = vec![Block::Callout(Callout::new(
+            k,
+            i.text.clone(),
+            &body.join("\n"),
+        ))];
+        if let Some(a) = &i.answer {
+            blocks.push(Block::Callout(Callout::new(
+                kind::USER,
+                format!("{} answered {}: {}", a.by, i.id, a.choice),
+                a.reason.as_deref().unwrap_or(""),
+            )));
+        }
+        let target = match at {
+            Some(n) => &mut self.log.sections[n].blocks,
+            None => self.blocks(),
+        };
+        target.extend(blocks);
     }
 
     /// A new section for `phase`.

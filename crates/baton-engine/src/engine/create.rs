@@ -75,9 +75,6 @@ impl Engine {
                 )
             })
         })?;
-        if let Event::TaskCreated { flags, .. } = &created {
-            self.check_agents(&wf, flags, None, opts.agent.as_deref())?;
-        }
         let carried = if let Some(l) = &opts.from_log {
             Some(Event::Adopted {
                 source: format!("{} {}", baton_core::session_log::FROM_LOG, l.source),
@@ -94,6 +91,9 @@ impl Engine {
         };
         let mut first = vec![created];
         first.extend(carried);
+        // Phases carried over (or passed in a session log) need no agent.
+        let (preview, _) = self.first_records(&id, &wf, first.clone())?;
+        self.check_agents(&wf, &preview.flags, Some(&preview), opts.agent.as_deref())?;
         if let Some(to) = &opts.agent {
             first.push(Event::AgentSwitched {
                 from: None,

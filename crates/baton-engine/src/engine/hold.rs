@@ -92,6 +92,7 @@ impl Engine {
     pub(super) fn release(&self, mut held: Held) {
         let id = held.state.task_id.clone();
         let _ = held.log.flush(
+            self.store.as_ref(),
             &held.state,
             &held.wf,
             &self.project.sessions_dir(),

@@ -114,10 +114,12 @@ impl Engine {
         let snap = self.load(id)?;
         let wf = self.pinned(&snap.state.definition_hash).ok();
         let records = self.store.events(id, 0, usize::MAX)?;
+        let items = self.store.inbox_items(false)?;
         Ok(session_log::journal::of_task(
             &snap.state,
             &records,
             wf.as_ref(),
+            &items,
         ))
     }
 

@@ -8,6 +8,7 @@ use crate::render::Background;
 use baton_core::session_log;
 use baton_core::workflow::Workflow;
 use baton_core::{Event, EventRecord, TaskState};
+use baton_store::Store;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -29,7 +30,7 @@ impl LogWriter {
     pub(crate) fn committed(
         &mut self,
         new: &[EventRecord],
-        journal: impl FnOnce() -> Option<Vec<EventRecord>>,
+        store: &dyn Store,
         state: &TaskState,
         wf: &Workflow,
         dir: &Path,
@@ -37,15 +38,15 @@ impl LogWriter {
     ) -> std::io::Result<()> {
         match &mut self.records {
             Some(r) => r.extend(new.iter().cloned()),
-            None => match journal() {
-                Some(all) => self.records = Some(all),
-                None => return Ok(()),
+            None => match store.events(&state.task_id, 0, usize::MAX) {
+                Ok(all) => self.records = Some(all),
+                Err(_) => return Ok(()),
             },
         }
         self.dirty = true;
         let moves = new.iter().any(|r| moves_the_log(&r.event));
         if moves || self.written.is_none_or(|t| t.elapsed() >= EVERY) {
-            self.write(state, wf, dir, out)?;
+            self.write(store, state, wf, dir, out)?;
         }
         Ok(())
     }
@@ -53,19 +54,21 @@ impl LogWriter {
     /// Writes what the file does not show yet (before the task is let go).
     pub(crate) fn flush(
         &mut self,
+        store: &dyn Store,
         state: &TaskState,
         wf: &Workflow,
         dir: &Path,
         out: &mut Background,
     ) -> std::io::Result<()> {
         if self.dirty {
-            self.write(state, wf, dir, out)?;
+            self.write(store, state, wf, dir, out)?;
         }
         Ok(())
     }
 
     fn write(
         &mut self,
+        store: &dyn Store,
         state: &TaskState,
         wf: &Workflow,
         dir: &Path,
@@ -74,7 +77,9 @@ impl LogWriter {
         let Some(records) = &self.records else {
             return Ok(());
         };
-        let log = session_log::journal::of_task(state, records, Some(wf));
+        // The items its agents raised are callouts in it too.
+        let items = store.inbox_items(false).unwrap_or_default();
+        let log = session_log::journal::of_task(state, records, Some(wf), &items);
         let path = dir.join(format!("{}.md", state.task_id));
         out.file(path, session_log::render(&log).into_bytes())?;
         self.written = Some(Instant::now());

@@ -144,6 +144,16 @@ CREATE TABLE team_presence (
     PRIMARY KEY (team_id, name)
 );
 "#,
+    r#"
+CREATE TABLE inbox (
+    id TEXT PRIMARY KEY,
+    item_key TEXT NOT NULL UNIQUE,
+    created_at BIGINT NOT NULL,
+    open BOOLEAN NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX inbox_open ON inbox (open, created_at);
+"#,
 ];
 
 /// The advisory lock migrations run under ("baton" in ASCII, then 1), so

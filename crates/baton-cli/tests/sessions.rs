@@ -1,0 +1,237 @@
+//! Session logs: every task leaves a readable markdown log, which resumes
+//! on a fresh clone with an empty store, codifies into a workflow that
+//! runs, and is refused with its line when broken.
+
+use baton_testkit::{TestProject, on_both_backends};
+
+fn log_of(p: &TestProject, id: &str) -> String {
+    fs_err::read_to_string(p.root().join(format!(".baton/sessions/{id}.md"))).unwrap()
+}
+
+const STEPS: &str = r#"name = "steps"
+
+[[phase]]
+id = "plan"
+run = "touch $BATON_STATE_DIR/plan-ran; echo 'the plan: two screens' > $BATON_SUMMARY_FILE"
+
+[[phase]]
+id = "build"
+max_attempts = 2
+run = "test -n \"$GO\" || test -f $BATON_STATE_DIR/tried || { touch $BATON_STATE_DIR/tried; echo 'the build broke' >&2; exit 3; }; echo built"
+
+[[phase]]
+id = "check"
+run = "grep -q 'the plan: two screens' \"$BATON_BRIEF_FILE\" && echo 'brief has the plan'"
+
+"#;
+
+const ASK: &str = r#"
+[[phase]]
+id = "ask"
+wait = { human = "Ship it?", options = ["yes", "no"] }
+"#;
+
+on_both_backends! {
+    fn every_task_leaves_a_readable_log() {
+        let p = TestProject::new();
+        p.workflow("steps", &format!("{STEPS}{ASK}"));
+        let (code, _, err) = p.run(&["run", "steps", "Add the login form\nwith a remember-me box", "--id", "login"]);
+        assert_eq!(code, 4, "{err}");
+        let log = log_of(&p, "login");
+        for want in [
+            "type: session\nsession_id: login\nworkflow: steps\n",
+            "status: paused\n",
+            "resume_point: ask\n",
+            "\n# Add the login form\n\nwith a remember-me box\n",
+            "\n## plan\n\n> [!summary] passed\n> the plan: two screens\n",
+            "\n## build\n\n> [!error] attempt 1 failed; it is tried again\n> exit status 3\n>\n> the build broke\n",
+            "\n## build\n\n_Attempt 2._\n\n> [!summary] passed\n> built\n",
+            "\n## check\n\n> [!summary] passed\n> brief has the plan\n",
+            "\n## ask\n\n> [!decision_needed] Ship it?\n> - yes\n> - no\n",
+        ] {
+            assert!(log.contains(want), "missing {want:?} in\n{log}");
+        }
+        // The list and the parsed view agree with the file.
+        let (code, out, _) = p.run(&["session", "ls", "--json"]);
+        assert_eq!(code, 0);
+        let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(rows[0]["session_id"], "login");
+        assert_eq!(rows[0]["status"], "paused");
+        assert_eq!(rows[0]["phases"], serde_json::json!(["plan", "build", "check", "ask"]));
+        let (code, out, _) = p.run(&["session", "show", "login", "--json"]);
+        assert_eq!(code, 0);
+        let shown: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(shown["phases"][1]["sections"], serde_json::json!([1, 2]));
+        assert_eq!(shown["phases"][0]["summary"], "the plan: two screens");
+        // A cancelled task's log says so, and that it ended.
+        p.run(&["cancel", "login"]);
+        let log = log_of(&p, "login");
+        assert!(log.contains("status: failed\n") && log.contains("\nended: "), "{log}");
+        assert!(log.contains("> [!note] cancelled"), "{log}");
+    }
+
+    fn a_log_copied_to_a_fresh_clone_resumes_there_to_complete() {
+        let first = TestProject::new();
+        first.workflow("steps", &STEPS.replace("max_attempts = 2", "max_attempts = 1"));
+        let (code, _, err) = first.run(&["run", "steps", "Add the login form", "--id", "login"]);
+        assert_eq!(code, 1, "{err}");
+        let log = log_of(&first, "login");
+        assert!(log.contains("status: failed\n") && log.contains("resume_point: build\n"), "{log}");
+
+        // Another clone: the workflows come with the repository, the store
+        // is empty, the log is copied by hand.
+        let clone = TestProject::new();
+        clone.workflow("steps", STEPS);
+        let copied = clone.root().join("from-elsewhere.md");
+        fs_err::write(&copied, &log).unwrap();
+        let out = clone
+            .baton(&["session", "resume", copied.to_str().unwrap()])
+            .env("GO", "1")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(err.contains("continuing the session log") && err.contains("at build (plan passed, with the log's summaries)"), "{err}");
+        // plan was not run again; check read its summary from the brief.
+        assert!(!clone.root().join(".baton/tasks/login/plan-ran").exists());
+        assert!(first.root().join(".baton/tasks/login/plan-ran").exists());
+        let s = clone.state("login");
+        assert_eq!(s["status"], "COMPLETE");
+        let done: Vec<(String, String)> = s["completed_phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p["id"].as_str().unwrap().into(), p["summary"].as_str().unwrap().into()))
+            .collect();
+        assert_eq!(done[0], ("plan".into(), "the plan: two screens".into()));
+        assert_eq!(done[2], ("check".into(), "brief has the plan".into()));
+        // The new task's own log carries the story on.
+        let log2 = log_of(&clone, "login");
+        assert!(log2.contains("_Carried over from session log"), "{log2}");
+
+        assert!(log2.contains("status: completed\n"), "{log2}");
+
+        // Resumed again by id: the task is in this store now, so its
+        // journal decides, and it has nothing left to do.
+        let (code, _, err) = clone.run(&["session", "resume", "login"]);
+        assert!(err.contains("task login is in this store"), "{err}");
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(clone.state("login")["status"], "COMPLETE");
+    }
+
+    fn a_log_written_by_hand_resumes_in_a_workflow_codified_from_it() {
+        let p = TestProject::new();
+        let hand = p.root().join("notes.md");
+        fs_err::write(&hand, "---\ntype: session\nsession_id: by-hand\nresume_point: approve\n---\n# Ship the fix\n\n## Research the bug\nIt is in the parser.\n\n## approve\n> [!decision_needed] Merge the fix?\n> - merge\n> - wait\n").unwrap();
+        let (code, _, err) = p.run(&["session", "resume", hand.to_str().unwrap()]);
+        assert_eq!(code, 4, "{err}");
+        assert!(err.contains("the log names no workflow: wrote"), "{err}");
+        let wf = fs_err::read_to_string(p.root().join(".baton/workflows/session-by-hand.toml")).unwrap();
+        assert!(wf.contains("id = \"research-the-bug\""), "{wf}");
+        assert!(wf.contains("wait = { human = \"Merge the fix?\", options = [\"merge\", \"wait\"] }"), "{wf}");
+        let s = p.state("by-hand");
+        assert_eq!(s["current_phase"]["id"], "approve");
+        assert_eq!(s["completed_phases"][0]["summary"], "It is in the parser.");
+    }
+
+    fn a_broken_log_is_refused_with_its_file_and_line() {
+        let p = TestProject::new();
+        let bad = p.root().join("bad.md");
+        fs_err::write(&bad, "---\ntype: session\nsession_id: x\nstatus: finished\n---\n# t\n").unwrap();
+        for args in [
+            vec!["session", "show", bad.to_str().unwrap()],
+            vec!["session", "resume", bad.to_str().unwrap()],
+            vec!["session", "codify", bad.to_str().unwrap(), "--output", ".baton/workflows/x.toml"],
+        ] {
+            let (code, _, err) = p.run(&args);
+            assert_eq!(code, 2, "{args:?}: {err}");
+            assert!(err.contains("bad.md:4: status \"finished\" is none of active, completed, failed, paused"), "{err}");
+        }
+        assert!(!p.root().join(".baton/workflows/x.toml").exists());
+        let (code, _, err) = p.run(&["session", "show", "nobody"]);
+        assert_eq!(code, 2);
+        assert!(err.contains("no session log nobody"), "{err}");
+    }
+}
+
+/// A real agent (Claude Code on the scripted model server): its messages
+/// and tool calls land in the log as prose and `Tool calls:` lines; the
+/// log codifies into a workflow that runs to the end.
+#[test]
+fn an_agent_sessions_log_codifies_into_a_workflow_that_runs() {
+    use baton_testkit::agents::Agent;
+    use baton_testkit::model_server::{ModelServer, Reply};
+    let p = TestProject::new_private();
+    let (tool, args) = Agent::Claude.write_tool(&p.root().join("notes.txt"), "two screens");
+    let server = ModelServer::start(vec![
+        Reply::tool(tool, args),
+        Reply::text("Planned: two screens, written to notes.txt."),
+        Reply::text("Built both screens."),
+        Reply::text("Planned again."),
+        Reply::text("Built again."),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str(&Agent::Claude.baton_config("cc", &server, home.path()));
+    fs_err::write(&cfg, text).unwrap();
+    p.workflow(
+        "dev",
+        "name = \"dev\"\n[defaults]\nagent = \"cc\"\n[[phase]]\nid = \"plan\"\nprompt = \"Plan: {{task}}\"\n[[phase]]\nid = \"build\"\nprompt = \"Build it.\"\n",
+    );
+    let (code, _, err) = p.run(&["run", "dev", "Two screens", "--id", "screens"]);
+    assert_eq!(code, 0, "{err}");
+    let log = log_of(&p, "screens");
+    assert!(log.contains("status: completed\n"), "{log}");
+    assert!(log.contains("participants: [cc@"), "{log}");
+    assert!(log.contains("\n## plan @cc\n"), "{log}");
+    assert!(
+        log.contains("**Tool calls:**\n- `Write ") && log.contains("notes.txt` → "),
+        "{log}"
+    );
+    assert!(log.contains("> [!summary] passed, changed notes.txt\n> Planned: two screens, written to notes.txt.\n"), "{log}");
+    assert!(
+        log.contains("> [!task_complete] the task is complete"),
+        "{log}"
+    );
+    let tokens: u64 = log
+        .lines()
+        .find_map(|l| l.strip_prefix("tokens_used: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(tokens > 0, "{log}");
+
+    let (code, _, err) = p.run(&[
+        "session",
+        "codify",
+        "screens",
+        "--output",
+        ".baton/workflows/again.toml",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("with 2 phases: plan, build"), "{err}");
+    let wf = fs_err::read_to_string(p.root().join(".baton/workflows/again.toml")).unwrap();
+    assert!(
+        wf.contains("agent = \"cc\"") && wf.contains("Tools that helped there: Write."),
+        "{wf}"
+    );
+    let (code, _, err) = p.run(&["run", "again", "Two screens once more", "--id", "again"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(log_of(&p, "again").contains("Built again."));
+    // Codify never overwrites a workflow that says something else.
+    fs_err::write(
+        p.root().join(".baton/workflows/again.toml"),
+        "name = \"again\"\n[[phase]]\nid = \"x\"\nrun = \"true\"\n",
+    )
+    .unwrap();
+    let (code, _, err) = p.run(&[
+        "session",
+        "codify",
+        "screens",
+        "--output",
+        ".baton/workflows/again.toml",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("exists already"), "{err}");
+}
