@@ -91,6 +91,8 @@ pub enum Command {
     /// Teams: a lead and teammates sharing a task list and a mailbox, re-attachable after any crash.
     #[command(subcommand)]
     Team(TeamCommand),
+    /// The active sessions, live in the terminal (--line: one line for a tmux status bar).
+    Status(StatusArgs),
     /// What waits on a person across all sessions: agents' decisions and approvals, tasks waiting for an answer.
     Inbox(InboxArgs),
     /// Session logs in markdown (.baton/sessions): list, show, resume from a log, codify into a workflow.

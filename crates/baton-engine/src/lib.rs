@@ -17,6 +17,7 @@ pub mod inbox;
 pub mod instances;
 pub mod process;
 pub mod project;
+pub mod registry;
 pub mod render;
 pub mod sessions;
 pub mod store;

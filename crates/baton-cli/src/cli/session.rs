@@ -107,3 +107,14 @@ pub struct InboxDenyArgs {
     #[arg(long)]
     pub by: Option<String>,
 }
+
+/// `baton status`: the active sessions, live.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Print one line for a tmux status bar: `[1] main/claude  [2] feat/auth/codex  |  2 inbox`.
+    #[arg(long, conflicts_with = "json")]
+    pub line: bool,
+    /// Print the active sessions as JSON, once.
+    #[arg(long)]
+    pub json: bool,
+}

@@ -14,6 +14,7 @@ mod query;
 mod run;
 mod serve;
 mod session;
+mod status;
 mod store;
 mod team;
 mod worker;
@@ -52,6 +53,7 @@ pub fn dispatch(cli: Cli, printer: &Arc<Printer>) -> Result<Exit> {
         Command::Play(a) => play::run(&project_of(project)?, a, printer),
         Command::Serve(a) => serve::run(&project_of(project)?, a, printer),
         Command::Team(c) => team::run(&project_of(project)?, c, printer),
+        Command::Status(a) => status::run(&project_of(project)?, a, printer),
         Command::Inbox(a) => inbox::run(&project_of(project)?, a, printer),
         Command::Session(c) => session::run(&project_of(project)?, c, printer),
         Command::Workspace(c) => workspace::run(&project_of(project)?, c, printer),
