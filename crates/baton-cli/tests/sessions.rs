@@ -134,6 +134,53 @@ on_both_backends! {
         assert_eq!(s["completed_phases"][0]["summary"], "It is in the parser.");
     }
 
+    fn the_toon_index_answers_queries_and_is_rebuilt_by_doctor() {
+        let p = TestProject::new();
+        p.workflow("steps", &format!("{STEPS}{ASK}"));
+        p.workflow("quick", "name = \"quick\"\n[[phase]]\nid = \"only\"\nrun = \"echo done\"\n");
+        assert_eq!(p.run(&["run", "steps", "Add the login form", "--id", "login"]).0, 4);
+        assert_eq!(p.run(&["run", "quick", "Tidy the README", "--id", "tidy"]).0, 0);
+        let index = p.root().join(".baton/index.toon");
+        let text = fs_err::read_to_string(&index).unwrap();
+        assert!(
+            text.contains("sessions[2]{id,status,started,ended,workflow,phases,agents,tokens,open_items,title}:"),
+            "{text}"
+        );
+        let query = |args: &[&str]| -> Vec<(String, u64)> {
+            let mut all = vec!["session", "query", "--json"];
+            all.extend_from_slice(args);
+            let (code, out, err) = p.run(&all);
+            assert_eq!(code, 0, "{err}");
+            serde_json::from_str::<Vec<serde_json::Value>>(&out)
+                .unwrap()
+                .iter()
+                .map(|r| (r["id"].as_str().unwrap().to_string(), r["open_items"].as_u64().unwrap()))
+                .collect()
+        };
+        assert_eq!(query(&["--status", "paused"]), [("login".to_string(), 1)]);
+        assert_eq!(query(&["--text", "readme"]), [("tidy".to_string(), 0)]);
+        assert_eq!(query(&["--text", "build"]).len(), 1, "phase names are searched");
+        assert_eq!(query(&["--since", "2000-01-01", "--until", "2999-01-01"]).len(), 2);
+        assert!(query(&["--since", "2999-01-01"]).is_empty());
+        let (code, _, err) = p.run(&["session", "query", "--status", "done"]);
+        assert_eq!(code, 2);
+        assert!(err.contains("use active, completed, failed or paused"), "{err}");
+
+        // Gone: doctor says so, --fix rebuilds it from the logs.
+        fs_err::remove_file(&index).unwrap();
+        let (_, out, err) = p.run(&["doctor"]);
+        assert!(format!("{out}{err}").contains("index.toon is missing or out of date"), "{out}{err}");
+        let (code, out, err) = p.run(&["doctor", "--fix"]);
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(format!("{out}{err}").contains("from 2 session log(s)"), "{out}{err}");
+        assert_eq!(query(&["--status", "completed"]), [("tidy".to_string(), 0)]);
+        assert_eq!(query(&["--status", "paused"]), [("login".to_string(), 1)], "read off the log's callouts");
+        // Damaged: a query rebuilds it first.
+        fs_err::write(&index, "sessions[9]{id}:\n  broken").unwrap();
+        assert_eq!(query(&["--text", "login"]).len(), 1);
+        assert!(fs_err::read_to_string(&index).unwrap().contains("sessions[2]"));
+    }
+
     fn a_broken_log_is_refused_with_its_file_and_line() {
         let p = TestProject::new();
         let bad = p.root().join("bad.md");

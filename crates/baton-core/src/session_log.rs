@@ -38,6 +38,7 @@
 pub mod codify;
 mod extract;
 mod frontmatter;
+pub mod index;
 pub mod journal;
 mod parse;
 mod render;

@@ -303,6 +303,7 @@ fn check_tasks(eng: &Engine, fix: bool, shared: bool) -> Result<Vec<Finding>> {
     }
     out.push(Finding::ok(format!("{} task(s) checked", tasks.len())));
     out.extend(rebuild_missing(eng, fix)?);
+    out.extend(check_sessions(eng, fix, shared)?);
     // Hidden refs of tasks that are gone for good: no record and no
     // rendered folder (a cleaned or not-yet-rebuilt task keeps its refs).
     if let Some(git) = eng.git() {
@@ -354,6 +355,50 @@ fn check_tasks(eng: &Engine, fix: bool, shared: bool) -> Result<Vec<Finding>> {
 /// hold (a lost store, or a deleted `baton.db`), except those `clean`
 /// removed on purpose (they carry a `cleaned` marker). With `fix`, each is
 /// rebuilt from its `state.json`, its phase outputs and its checkpoint refs.
+/// Every task here has its session log, and `.baton/index.toon` says
+/// what the logs say.
+fn check_sessions(eng: &Engine, fix: bool, shared: bool) -> Result<Vec<Finding>> {
+    let mut out = Vec::new();
+    for t in eng.store.list()? {
+        let log = eng.project.sessions_dir().join(format!("{}.md", t.id));
+        if log.exists() || (shared && !eng.task_dir(&t.id).exists()) {
+            continue;
+        }
+        if fix {
+            eng.render_session(&t.id)?;
+            out.push(Finding::fixed(format!(
+                "task {}: rendered its session log from the store",
+                t.id
+            )));
+        } else {
+            out.push(Finding::problem(
+                format!(
+                    "task {}: its session log {} is missing",
+                    t.id,
+                    log.display()
+                ),
+                "run `baton doctor --fix` to render it from the store",
+            ));
+        }
+    }
+    let index = eng.session_index();
+    if !index.is_current()? {
+        if fix {
+            let n = index.rebuild()?;
+            out.push(Finding::fixed(format!(
+                "rebuilt {} from {n} session log(s)",
+                index.path().display()
+            )));
+        } else {
+            out.push(Finding::problem(
+                format!("{} is missing or out of date", index.path().display()),
+                "run `baton doctor --fix` to rebuild it from .baton/sessions",
+            ));
+        }
+    }
+    Ok(out)
+}
+
 fn rebuild_missing(eng: &Engine, fix: bool) -> Result<Vec<Finding>> {
     let mut out = Vec::new();
     let Ok(entries) = std::fs::read_dir(eng.project.tasks_dir()) else {

@@ -6,14 +6,17 @@
 //! and every two seconds while an agent streams); `read.rs` lists the
 //! logs and renders one on demand from the store; `resume.rs` continues a
 //! log as a task (on a fresh clone too); `codify.rs` writes the workflow
-//! a log is drafted into.
+//! a log is drafted into; `index.rs` keeps `.baton/index.toon`, the
+//! compact index `baton session query` answers from.
 
 mod codify;
+mod index;
 mod read;
 mod resume;
 mod writer;
 
 pub use codify::write_draft;
+pub use index::SessionIndex;
 pub use read::{SessionRow, read_log};
 pub use resume::SessionResume;
 pub(crate) use writer::LogWriter;

@@ -13,6 +13,30 @@ pub enum SessionCommand {
     Resume(SessionResumeArgs),
     /// Draft a workflow from a session log: a phase per heading, agents, tools as hints, loops.
     Codify(SessionCodifyArgs),
+    /// Find sessions in the index (.baton/index.toon) by status, agent, dates and text.
+    Query(SessionQueryArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SessionQueryArgs {
+    /// active, completed, failed or paused.
+    #[arg(long)]
+    pub status: Option<String>,
+    /// An agent that took part (its name, without the version).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Started at or after this time or date (RFC 3339, e.g. 2026-11-20).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Started at or before this time or date.
+    #[arg(long)]
+    pub until: Option<String>,
+    /// Text in the id, title, workflow or phase names (any case).
+    #[arg(long)]
+    pub text: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

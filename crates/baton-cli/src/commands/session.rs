@@ -5,9 +5,10 @@ use super::{Result, driving_engine, engine, run::report};
 use crate::cli::SessionCommand;
 use crate::printer::Printer;
 use baton_core::Exit;
-use baton_core::session_log::{self, codify};
-use baton_engine::Project;
+use baton_core::session_log::index::Query;
+use baton_core::session_log::{self, LogStatus, codify};
 use baton_engine::sessions::{SessionResume, write_draft};
+use baton_engine::{Error, Project};
 use std::sync::Arc;
 
 pub fn run(project: &Project, cmd: SessionCommand, printer: &Arc<Printer>) -> Result<Exit> {
@@ -68,6 +69,52 @@ pub fn run(project: &Project, cmd: SessionCommand, printer: &Arc<Printer>) -> Re
                 },
             )?;
             Ok(report(&eng, &id, outcome, printer))
+        }
+        SessionCommand::Query(a) => {
+            let eng = engine(project, printer)?;
+            if let Some(s) = &a.status
+                && LogStatus::parse(s).is_none()
+            {
+                return Err(Error::bad_input(format!("--status {s}: no such status"))
+                    .hint("use active, completed, failed or paused"));
+            }
+            for (flag, v) in [("--since", &a.since), ("--until", &a.until)] {
+                if let Some(v) = v
+                    && !v.starts_with(|c: char| c.is_ascii_digit())
+                {
+                    return Err(
+                        Error::bad_input(format!("{flag} {v}: not a time or a date"))
+                            .hint("give an RFC 3339 time or a date, e.g. 2026-11-20"),
+                    );
+                }
+            }
+            let rows = eng.query_sessions(&Query {
+                status: a.status,
+                agent: a.agent,
+                since: a.since,
+                until: a.until,
+                text: a.text,
+            })?;
+            if a.json {
+                printer.data(&serde_json::to_string(&rows).expect("json"));
+                return Ok(Exit::Done);
+            }
+            if rows.is_empty() {
+                printer.data("no session matches");
+            }
+            for r in &rows {
+                printer.data(&format!(
+                    "{:<28} {:<9} {:<20} {:>8} tok  {:>2} open  {}  {}",
+                    r.id,
+                    r.status,
+                    &r.started[..r.started.len().min(19)],
+                    r.tokens,
+                    r.open_items,
+                    r.phases,
+                    r.title
+                ));
+            }
+            Ok(Exit::Done)
         }
         SessionCommand::Codify(a) => {
             let eng = engine(project, printer)?;

@@ -126,12 +126,21 @@ impl Engine {
     /// Writes task `id`'s log from the store when the file is missing or
     /// says something else; whether it wrote.
     pub fn render_session(&self, id: &TaskId) -> Result<bool> {
-        let md = session_log::render(&self.task_log(id)?);
+        let log = self.task_log(id)?;
+        let md = session_log::render(&log);
         let path = self.project.sessions_dir().join(format!("{id}.md"));
         if std::fs::read_to_string(&path).ok().as_deref() == Some(md.as_str()) {
             return Ok(false);
         }
         render::atomic_write(&path, md.as_bytes())?;
+        let open = self
+            .inbox()
+            .items(true)?
+            .iter()
+            .filter(|i| i.session.as_deref() == Some(id.as_str()))
+            .count();
+        self.session_index()
+            .upsert(session_log::index::row_of(&log, open as u64))?;
         Ok(true)
     }
 }

@@ -4,9 +4,10 @@
 //! the background, atomically, as `state.json` is) when a commit moves a
 //! phase or the task, and otherwise at most every two seconds.
 
+use super::SessionIndex;
 use crate::render::Background;
 use baton_core::session_log;
-use baton_core::workflow::Workflow;
+use baton_core::workflow::{PhaseKind, WaitSpec, Workflow};
 use baton_core::{Event, EventRecord, TaskState};
 use baton_store::Store;
 use std::path::Path;
@@ -22,6 +23,8 @@ pub(crate) struct LogWriter {
     written: Option<Instant>,
     /// Something was committed that the file does not show yet.
     dirty: bool,
+    /// The task's row as last put in the index.
+    indexed: Option<session_log::index::IndexRow>,
 }
 
 impl LogWriter {
@@ -82,10 +85,35 @@ impl LogWriter {
         let log = session_log::journal::of_task(state, records, Some(wf), &items);
         let path = dir.join(format!("{}.md", state.task_id));
         out.file(path, session_log::render(&log).into_bytes())?;
+        let open = items
+            .iter()
+            .filter(|i| i.is_open() && i.session.as_deref() == Some(state.task_id.as_str()))
+            .count()
+            + usize::from(waits_on_a_person(state, wf));
+        let row = session_log::index::row_of(&log, open as u64);
+        if self.indexed.as_ref() != Some(&row) {
+            let index = dir.parent().map(SessionIndex::of);
+            if let Some(i) = index
+                && let Err(e) = i.upsert(row.clone())
+            {
+                tracing::warn!(task = %state.task_id, error = %e, "session index not updated");
+            }
+            self.indexed = Some(row);
+        }
         self.written = Some(Instant::now());
         self.dirty = false;
         Ok(())
     }
+}
+
+/// The task waits in a `wait = { human }` phase (an inbox item).
+fn waits_on_a_person(state: &TaskState, wf: &Workflow) -> bool {
+    state.waiting_phase().is_some_and(|w| {
+        matches!(
+            wf.phase(w.id.as_str()).map(|p| &p.kind),
+            Some(PhaseKind::Wait(WaitSpec::Human { .. }))
+        )
+    })
 }
 
 /// Events a reader should see at once: everything but an agent's

@@ -1,0 +1,148 @@
+//! `.baton/index.toon`: one TOON table of every session log (id, status,
+//! times, phases, agents, tokens, open inbox items, title), updated under
+//! a file lock whenever a log is written, rebuilt from the logs when it
+//! is missing, unreadable or of another version (`baton doctor --fix`
+//! rebuilds it too). `baton session query` reads only this file.
+
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::render;
+use baton_core::session_log::index::{Index, IndexRow, Query, VERSION, open_in, row_of};
+use nix::fcntl::{Flock, FlockArg};
+use std::path::{Path, PathBuf};
+
+/// The index of the project whose `.baton` folder is `baton_dir`.
+pub struct SessionIndex {
+    path: PathBuf,
+    sessions: PathBuf,
+}
+
+impl SessionIndex {
+    pub fn of(baton_dir: &Path) -> SessionIndex {
+        SessionIndex {
+            path: baton_dir.join("index.toon"),
+            sessions: baton_dir.join("sessions"),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The rows, or `None` when the file is missing or does not read.
+    pub fn read(&self) -> Option<Vec<IndexRow>> {
+        let text = std::fs::read_to_string(&self.path).ok()?;
+        let idx: Index = toon_format::decode_default(&text).ok()?;
+        (idx.version == VERSION).then_some(idx.sessions)
+    }
+
+    /// Puts `row` in (replacing the row of its id), under the lock.
+    pub fn upsert(&self, row: IndexRow) -> std::io::Result<()> {
+        let _lock = self.lock()?;
+        let mut rows = match self.read() {
+            Some(r) => r,
+            None => self.scan()?,
+        };
+        match rows.iter_mut().find(|r| r.id == row.id) {
+            Some(r) if *r == row => return Ok(()),
+            Some(r) => *r = row,
+            None => rows.push(row),
+        }
+        self.write(rows)
+    }
+
+    /// Rebuilds the file from the logs; how many sessions it holds.
+    pub fn rebuild(&self) -> std::io::Result<usize> {
+        let _lock = self.lock()?;
+        let rows = self.scan()?;
+        let n = rows.len();
+        self.write(rows)?;
+        Ok(n)
+    }
+
+    /// The file says what the logs say.
+    pub fn is_current(&self) -> std::io::Result<bool> {
+        let Some(mut have) = self.read() else {
+            return Ok(false);
+        };
+        let mut want = self.scan()?;
+        have.sort_by(|a, b| a.id.cmp(&b.id));
+        want.sort_by(|a, b| a.id.cmp(&b.id));
+        // Open items are counted from the store when a log is written, and
+        // only estimated from the logs here: not compared.
+        let strip = |v: &mut Vec<IndexRow>| v.iter_mut().for_each(|r| r.open_items = 0);
+        strip(&mut have);
+        strip(&mut want);
+        Ok(have == want)
+    }
+
+    /// The rows of every log that reads (open items counted from their
+    /// `decision_needed` and `approval_required` callouts not answered).
+    fn scan(&self) -> std::io::Result<Vec<IndexRow>> {
+        let mut rows = Vec::new();
+        let Ok(entries) = std::fs::read_dir(&self.sessions) else {
+            return Ok(rows);
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.extension().is_none_or(|x| x != "md") {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&p) else {
+                continue;
+            };
+            if let Ok(log) = baton_core::session_log::parse(&text) {
+                rows.push(row_of(&log, open_in(&log)));
+            }
+        }
+        rows.sort_by(|a, b| a.started.cmp(&b.started).then_with(|| a.id.cmp(&b.id)));
+        Ok(rows)
+    }
+
+    fn write(&self, sessions: Vec<IndexRow>) -> std::io::Result<()> {
+        let text = toon_format::encode_default(&Index {
+            version: VERSION,
+            sessions,
+        })
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+        render::atomic_write(&self.path, format!("{text}\n").as_bytes())
+    }
+
+    fn lock(&self) -> std::io::Result<Flock<std::fs::File>> {
+        if let Some(d) = self.path.parent() {
+            fs_err::create_dir_all(d)?;
+        }
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.path.with_extension("toon.lock"))?;
+        Flock::lock(f, FlockArg::LockExclusive).map_err(|(_, e)| std::io::Error::from(e))
+    }
+}
+
+impl Engine {
+    pub fn session_index(&self) -> SessionIndex {
+        SessionIndex::of(&self.project.baton_dir())
+    }
+
+    /// The sessions matching `q`, from the index (rebuilt first when it
+    /// cannot be read).
+    pub fn query_sessions(&self, q: &Query) -> Result<Vec<IndexRow>> {
+        let idx = self.session_index();
+        let rows = match idx.read() {
+            Some(r) => r,
+            None => {
+                let n = idx.rebuild().map_err(|e| {
+                    Error::op(format!("cannot rebuild {}: {e}", idx.path().display()))
+                })?;
+                self.observer().info(&format!(
+                    "rebuilt {} from {n} session logs",
+                    idx.path().display()
+                ));
+                idx.read().unwrap_or_default()
+            }
+        };
+        Ok(rows.into_iter().filter(|r| q.matches(r)).collect())
+    }
+}
