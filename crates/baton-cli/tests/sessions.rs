@@ -282,3 +282,120 @@ fn an_agent_sessions_log_codifies_into_a_workflow_that_runs() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("exists already"), "{err}");
 }
+
+/// `learn` turns a log's failures and a person's answers into JSON Lines
+/// cases, as records or chats; `plan` counts its tokens per phase with
+/// a real tokenizer, splits it and routes each phase.
+#[test]
+fn a_log_yields_learning_cases_and_a_token_plan() {
+    let p = TestProject::new();
+    p.workflow("steps", &format!("{STEPS}{ASK}"));
+    assert_eq!(
+        p.run(&["run", "steps", "Add the login form", "--id", "login"])
+            .0,
+        4
+    );
+    assert_eq!(
+        p.run(&["inbox", "answer", "login/ask", "no", "--by", "ana"])
+            .0,
+        0
+    );
+
+    let (code, out, err) = p.run(&["session", "learn", "login", "--type", "puzzle"]);
+    assert_eq!(code, 0, "{err}");
+    let cases: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(cases.len(), 2, "{out}");
+    assert_eq!(cases[0]["type"], "puzzle");
+    assert_eq!(cases[0]["phase"], "build");
+    assert!(
+        cases[0]["what_went_wrong"]
+            .as_str()
+            .unwrap()
+            .contains("the build broke")
+    );
+    assert_eq!(
+        cases[0]["outcome"], "built",
+        "the phase passed on its second attempt"
+    );
+    assert_eq!(cases[1]["phase"], "ask");
+    assert_eq!(cases[1]["correction"], "ana answered\nno");
+
+    let file = p.root().join("cases.jsonl");
+    for _ in 0..2 {
+        let (code, _, err) = p.run(&[
+            "session",
+            "learn",
+            "login",
+            "--format",
+            "chat",
+            "--output",
+            file.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let chats: Vec<serde_json::Value> = fs_err::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(chats.len(), 4, "appended");
+    let roles: Vec<&str> = chats[0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant"]);
+    assert!(
+        chats[0]["messages"][1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("What went wrong:")
+    );
+    let (code, _, err) = p.run(&["session", "learn", "login", "--type", "essay"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("use --type puzzle"), "{err}");
+
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str("\n[sessions]\nsplit_tokens = 60\nfast = \"quick\"\nstrong = \"deep\"\ndecision_phases = [\"check\"]\n");
+    fs_err::write(&cfg, text).unwrap();
+    let (code, out, err) = p.run(&["session", "plan", "login", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let plan: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let parts = plan["parts"].as_array().unwrap();
+    assert!(parts.len() > 1, "{plan}");
+    let all: Vec<&serde_json::Value> = parts.iter().flat_map(|p| p.as_array().unwrap()).collect();
+    let route = |phase: &str| {
+        let x = all.iter().find(|x| x["phase"] == phase).unwrap();
+        (
+            x["route"].as_str().unwrap().to_string(),
+            x["to"].as_str().unwrap().to_string(),
+        )
+    };
+    assert_eq!(route("plan"), ("fast".into(), "quick".into()));
+    assert_eq!(route("check"), ("strong".into(), "deep".into()));
+    assert_eq!(
+        route("ask"),
+        ("strong".into(), "deep".into()),
+        "a person decided there"
+    );
+    // A real tokenizer, not bytes divided by four.
+    let tokens: u64 = all.iter().map(|x| x["tokens"].as_u64().unwrap()).sum();
+    assert!(
+        tokens > 0 && plan["total"].as_u64().unwrap() >= tokens,
+        "{plan}"
+    );
+    for part in parts {
+        let sum: u64 = part
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["tokens"].as_u64().unwrap())
+            .sum();
+        assert!(sum <= 60 || part.as_array().unwrap().len() == 1, "{plan}");
+    }
+}

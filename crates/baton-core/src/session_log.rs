@@ -41,11 +41,12 @@ mod frontmatter;
 pub mod index;
 pub mod journal;
 mod parse;
+pub mod plan;
 mod render;
 #[cfg(test)]
 mod tests;
 
-pub use extract::{Correction, LogPhase, phases, summary_of};
+pub use extract::{Correction, LogPhase, corrections, phases, summary_of};
 pub use parse::{ParseError, parse};
 pub use render::render;
 

@@ -8,10 +8,12 @@ use std::collections::BTreeMap;
 
 mod instances;
 mod server;
+mod sessions;
 mod teams;
 
 pub use instances::{CleanupPolicy, InstanceSettings, InstancesConfig};
 pub use server::{ServerConfig, ServerSettings, SupervisorConfig, SupervisorSettings};
+pub use sessions::{SessionsConfig, SubagentMode};
 pub use teams::{TeamSettings, TeamsConfig};
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -40,6 +42,8 @@ pub struct Config {
     pub workspaces: WorkspacesConfig,
     #[serde(default)]
     pub teams: TeamsConfig,
+    #[serde(default)]
+    pub sessions: SessionsConfig,
 }
 
 /// `[workspaces]`: where the workspaces of agents with a `role` are made

@@ -7,12 +7,14 @@
 //! logs and renders one on demand from the store; `resume.rs` continues a
 //! log as a task (on a fresh clone too); `codify.rs` writes the workflow
 //! a log is drafted into; `index.rs` keeps `.baton/index.toon`, the
-//! compact index `baton session query` answers from.
+//! compact index `baton session query` answers from; `tokens.rs` counts
+//! tokens for `baton session plan`.
 
 mod codify;
 mod index;
 mod read;
 mod resume;
+pub mod tokens;
 mod writer;
 
 pub use codify::write_draft;

@@ -15,6 +15,25 @@ pub enum SessionCommand {
     Codify(SessionCodifyArgs),
     /// Find sessions in the index (.baton/index.toon) by status, agent, dates and text.
     Query(SessionQueryArgs),
+    /// Learning cases (JSON Lines) from a log's errors and a person's corrections.
+    Learn(SessionLearnArgs),
+    /// A session's tokens per phase, split into parts over [sessions] split_tokens, each phase routed fast or strong.
+    Plan(SessionShowArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SessionLearnArgs {
+    /// A session id or the path of a log.
+    pub session: String,
+    /// The kind of case: puzzle (context, what went wrong, the correction, the outcome).
+    #[arg(long = "type", default_value = "puzzle")]
+    pub kind: String,
+    /// records (default) or chat (system/user/assistant messages, for fine-tuning).
+    #[arg(long, default_value = "records")]
+    pub format: String,
+    /// Write to this file instead of stdout (appended to, one case per line).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

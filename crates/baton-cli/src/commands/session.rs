@@ -116,6 +116,87 @@ pub fn run(project: &Project, cmd: SessionCommand, printer: &Arc<Printer>) -> Re
             }
             Ok(Exit::Done)
         }
+        SessionCommand::Learn(a) => {
+            if a.kind != "puzzle" {
+                return Err(
+                    Error::bad_input(format!("--type {}: no such kind of case", a.kind))
+                        .hint("use --type puzzle"),
+                );
+            }
+            let chat = match a.format.as_str() {
+                "records" => false,
+                "chat" => true,
+                other => {
+                    return Err(
+                        Error::bad_input(format!("--format {other}: no such format"))
+                            .hint("use --format records or --format chat"),
+                    );
+                }
+            };
+            let eng = engine(project, printer)?;
+            let (log, _) = eng.session_log(&a.session)?;
+            let cases = session_log::corrections(&log);
+            let lines: Vec<String> = cases
+                .iter()
+                .map(|c| learn_line(&log, c, chat).to_string())
+                .collect();
+            match &a.output {
+                Some(path) => {
+                    use std::io::Write;
+                    let mut f = fs_err::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(path)?;
+                    for l in &lines {
+                        writeln!(f, "{l}")?;
+                    }
+                    f.sync_all()?;
+                    printer.info(&format!(
+                        "wrote {} case(s) to {}",
+                        lines.len(),
+                        path.display()
+                    ));
+                }
+                None => {
+                    for l in &lines {
+                        printer.data(l);
+                    }
+                }
+            }
+            if cases.is_empty() {
+                printer.info("the log has no [!error] or [!user] callouts: no cases");
+            }
+            Ok(Exit::Done)
+        }
+        SessionCommand::Plan(a) => {
+            let eng = engine(project, printer)?;
+            let plan = eng.plan_session(&a.session)?;
+            if a.json {
+                printer.data(&serde_json::to_string(&plan).expect("json"));
+                return Ok(Exit::Done);
+            }
+            printer.data(&format!(
+                "{} tokens (o200k_base); split at {}: {} part(s)",
+                plan.total,
+                plan.threshold,
+                plan.parts.len()
+            ));
+            for (n, part) in plan.parts.iter().enumerate() {
+                let size: u64 = part.iter().map(|p| p.tokens).sum();
+                printer.data(&format!("part {} ({size} tokens)", n + 1));
+                for p in part {
+                    printer.data(&format!(
+                        "  {:<24} {:>8} tok  {:<6} {}  ({})",
+                        p.phase,
+                        p.tokens,
+                        p.route,
+                        p.to.as_deref().unwrap_or("-"),
+                        p.why
+                    ));
+                }
+            }
+            Ok(Exit::Done)
+        }
         SessionCommand::Codify(a) => {
             let eng = engine(project, printer)?;
             let (log, _) = eng.session_log(&a.session)?;
@@ -141,4 +222,44 @@ pub fn run(project: &Project, cmd: SessionCommand, printer: &Arc<Printer>) -> Re
             Ok(Exit::Done)
         }
     }
+}
+
+/// One learning case as JSON: a puzzle record, or a chat for fine-tuning.
+fn learn_line(
+    log: &session_log::SessionLog,
+    c: &session_log::Correction,
+    chat: bool,
+) -> serde_json::Value {
+    if !chat {
+        return serde_json::json!({
+            "type": "puzzle",
+            "session": log.front.session_id,
+            "task": log.title,
+            "phase": c.phase,
+            "context": c.context,
+            "what_went_wrong": c.error,
+            "correction": c.correction,
+            "outcome": c.outcome,
+        });
+    }
+    let mut user = format!("Task: {}\nPhase: {}\n", log.title, c.phase);
+    if !c.context.is_empty() {
+        user.push_str(&format!("\nSo far:\n{}\n", c.context));
+    }
+    if let Some(e) = &c.error {
+        user.push_str(&format!("\nWhat went wrong:\n{e}\n"));
+    }
+    user.push_str("\nWhat should be done next?");
+    let mut answer = c.correction.clone().unwrap_or_default();
+    if let Some(o) = &c.outcome {
+        if !answer.is_empty() {
+            answer.push_str("\n\n");
+        }
+        answer.push_str(&format!("Outcome: {o}"));
+    }
+    serde_json::json!({"messages": [
+        {"role": "system", "content": "You are a coding agent. Learn from the corrections people made to earlier sessions."},
+        {"role": "user", "content": user},
+        {"role": "assistant", "content": answer},
+    ]})
 }

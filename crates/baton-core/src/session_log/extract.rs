@@ -99,9 +99,75 @@ pub fn summary_of(s: &Section) -> Option<String> {
     })
 }
 
+/// The learning cases of `log`: every `[!error]` (with the `[!user]` that
+/// answered it, if one did before the phase went on) and every `[!user]`
+/// that corrected the agent without an error; context is what the phase
+/// had said and done before, outcome how the phase ended.
+pub fn corrections(log: &SessionLog) -> Vec<Correction> {
+    let mut out: Vec<Correction> = Vec::new();
+    let found = phases(log);
+    for (si, s) in log.sections.iter().enumerate() {
+        let outcome = found
+            .iter()
+            .find(|p| p.sections.contains(&si))
+            .and_then(|p| p.summary.clone());
+        let mut context: Vec<String> = Vec::new();
+        let mut open: Option<usize> = None;
+        for b in &s.blocks {
+            match b {
+                Block::Prose(p) => context.push(p.trim().to_string()),
+                Block::ToolCalls(calls) => {
+                    for c in calls {
+                        context.push(match &c.result {
+                            Some(r) if c.ok => format!("called {} → {r}", c.call),
+                            Some(r) => format!("called {} → failed: {r}", c.call),
+                            None => format!("called {} (no result)", c.call),
+                        });
+                    }
+                }
+                Block::Callout(c) if c.kind == kind::ERROR => {
+                    out.push(Correction {
+                        phase: s.name.clone(),
+                        context: context.join("\n"),
+                        error: Some(callout_text(c)),
+                        correction: None,
+                        outcome: outcome.clone(),
+                    });
+                    open = Some(out.len() - 1);
+                }
+                Block::Callout(c) if c.kind == kind::USER => {
+                    let said = callout_text(c);
+                    match open.take() {
+                        Some(i) => out[i].correction = Some(said),
+                        None => out.push(Correction {
+                            phase: s.name.clone(),
+                            context: context.join("\n"),
+                            error: None,
+                            correction: Some(said),
+                            outcome: outcome.clone(),
+                        }),
+                    }
+                }
+                Block::Callout(c) if c.kind == kind::SUMMARY => {}
+                Block::Callout(c) => context.push(callout_text(c)),
+            }
+        }
+    }
+    out
+}
+
+fn callout_text(c: &super::Callout) -> String {
+    let body = c.body.join("\n");
+    match (c.title.is_empty(), body.trim().is_empty()) {
+        (false, false) => format!("{}\n{}", c.title, body.trim()),
+        (false, true) => c.title.clone(),
+        _ => body.trim().to_string(),
+    }
+}
+
 /// A correction: something went wrong (an `[!error]`) and a person (a
 /// `[!user]`) said what to do, or the user corrected the agent outright.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Correction {
     /// The section it happened in.
     pub phase: String,

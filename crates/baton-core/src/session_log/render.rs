@@ -18,11 +18,17 @@ pub fn render(log: &SessionLog) -> String {
     out.push('\n');
     blocks(&mut out, &log.intro);
     for s in &log.sections {
-        out.push_str("\n## ");
-        out.push_str(&heading(&s.name, s.agent.as_deref(), s.channel.as_deref()));
-        out.push('\n');
-        blocks(&mut out, &s.blocks);
+        out.push_str(&section(s));
     }
+    out
+}
+
+/// One section alone, as it is in the log.
+pub fn section(s: &super::Section) -> String {
+    let mut out = String::from("\n## ");
+    out.push_str(&heading(&s.name, s.agent.as_deref(), s.channel.as_deref()));
+    out.push('\n');
+    blocks(&mut out, &s.blocks);
     out
 }
 

@@ -300,3 +300,30 @@ fn phases_merge_retries_and_see_loops() {
     assert_eq!(p[2].loops_to.as_deref(), Some("build"));
     assert_eq!(p[1].loops_to, None);
 }
+
+#[test]
+fn errors_and_corrections_become_learning_cases() {
+    let log = parse("---\ntype: session\nsession_id: s\n---\n# t\n\n## build @cc\nRan the tests.\n\n**Tool calls:**\n- `Bash cargo test` → **failed:** exit 101\n\n> [!error] attempt 1 failed\n> 3 tests failed\n\n> [!user] ana answered\n> mock the clock, do not sleep\n\n## build @cc\n\n> [!summary] passed\n> all green\n\n## review\n> [!user] bo\n> name it parse_line\n").unwrap();
+    let c = corrections(&log);
+    assert_eq!(c.len(), 2, "{c:?}");
+    assert_eq!(c[0].phase, "build");
+    assert_eq!(
+        c[0].context,
+        "Ran the tests.\ncalled Bash cargo test → failed: exit 101"
+    );
+    assert_eq!(
+        c[0].error.as_deref(),
+        Some("attempt 1 failed\n3 tests failed")
+    );
+    assert_eq!(
+        c[0].correction.as_deref(),
+        Some("ana answered\nmock the clock, do not sleep")
+    );
+    assert_eq!(
+        c[0].outcome.as_deref(),
+        Some("all green"),
+        "the phase's end, after the retry"
+    );
+    assert_eq!(c[1].error, None);
+    assert_eq!(c[1].correction.as_deref(), Some("bo\nname it parse_line"));
+}
