@@ -399,3 +399,92 @@ fn a_log_yields_learning_cases_and_a_token_plan() {
         assert!(sum <= 60 || part.as_array().unwrap().len() == 1, "{plan}");
     }
 }
+
+/// The log a real agent run renders, held against golden files: Claude
+/// Code (on the scripted model server) starts a subagent with its Agent
+/// tool; the subagent's messages (tied to that call by the stream's
+/// `parent_tool_use_id`) go to its own log, linked from a `[!subagent]`
+/// callout, or into the callout itself in `inline` mode. Times, tokens
+/// and the CLI's version are masked. `BATON_BLESS=1` rewrites the files.
+#[test]
+fn a_real_agent_run_with_a_subagent_renders_as_the_golden_logs() {
+    use baton_testkit::agents::Agent;
+    use baton_testkit::model_server::{ModelServer, Reply};
+    for mode in ["link", "inline"] {
+        let p = TestProject::new_private();
+        // Claude Code runs the subagent in the background: it and the main
+        // agent ask the model at once, and the main agent may take another
+        // turn when the subagent is done. Every answer is the same, so the
+        // log is the same whoever gets which.
+        let mut script = vec![Reply::tool(
+            "Agent",
+            serde_json::json!({"description": "look around", "prompt": "List the files and say what you see.", "subagent_type": "general-purpose"}),
+        )];
+        script.extend((0..6).map(|_| Reply::text("Seen: a README.")));
+        let server = ModelServer::start(script);
+        let home = tempfile::tempdir().unwrap();
+        let cfg = p.root().join(".baton/config.toml");
+        let mut text = fs_err::read_to_string(&cfg).unwrap();
+        text.push_str(&Agent::Claude.baton_config("cc", &server, home.path()));
+        text.push_str(&format!("\n[sessions]\nsubagents = \"{mode}\"\n"));
+        fs_err::write(&cfg, text).unwrap();
+        p.workflow(
+            "look",
+            "name = \"look\"\n[defaults]\nagent = \"cc\"\n[[phase]]\nid = \"survey\"\nprompt = \"Survey the project with a subagent.\"\n",
+        );
+        let (code, _, err) = p.run(&["run", "look", "Survey the project", "--id", "survey"]);
+        assert_eq!(code, 0, "{err}");
+        let mut files = vec![("survey", format!("subagent-{mode}.md"))];
+        if mode == "link" {
+            files.push(("survey--1", "subagent-link-child.md".into()));
+        } else {
+            assert!(
+                !p.root().join(".baton/sessions/survey--1.md").exists(),
+                "inline: no file of its own"
+            );
+        }
+        for (id, golden) in files {
+            let got = masked(&log_of(&p, id));
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/golden")
+                .join(&golden);
+            if std::env::var_os("BATON_BLESS").is_some() {
+                fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+                fs_err::write(&path, &got).unwrap();
+            }
+            let want = fs_err::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{golden}: {e}; run with BATON_BLESS=1 to write it"));
+            assert_eq!(got, want, "{golden} differs; the log was:\n{got}");
+            // What baton wrote reads back to itself.
+            let raw = log_of(&p, id);
+            let parsed = baton_core::session_log::parse(&raw).unwrap();
+            assert_eq!(baton_core::session_log::render(&parsed), raw);
+        }
+    }
+}
+
+/// A log with what changes from run to run masked: times, tokens, the
+/// CLI's version, the project's folder name.
+fn masked(log: &str) -> String {
+    log.lines()
+        .map(|l| {
+            for key in ["started: ", "ended: ", "tokens_used: "] {
+                if l.starts_with(key) {
+                    return format!("{key}…");
+                }
+            }
+            if let Some(rest) = l.strip_prefix("participants: [cc@") {
+                return format!(
+                    "participants: [cc@…{}",
+                    &rest[rest.find(']').unwrap_or(rest.len())..]
+                );
+            }
+            if l.starts_with("labels: ") {
+                return "labels: …".to_string();
+            }
+            l.to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}

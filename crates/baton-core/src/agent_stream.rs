@@ -49,7 +49,20 @@ pub enum AgentEvent {
     Warning {
         message: String,
     },
+    /// What a subagent the CLI ran itself did (Claude Code's Agent tool:
+    /// its messages carry the id of the tool call that started it).
+    /// Never the session's own text or failure.
+    Subagent {
+        /// The id of the tool call that started it.
+        parent: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        event: Box<AgentEvent>,
+    },
 }
+
+/// The tool names with which a CLI starts a subagent of its own.
+pub const SUBAGENT_TOOLS: [&str; 2] = ["Agent", "Task"];
 
 /// How long summaries (tool arguments, results) may be.
 pub const SUMMARY_CHARS: usize = 160;

@@ -10,7 +10,7 @@ use crate::{
     AgentCli, AgentEvent, Env, Invocation, NativeTranscript, Options, Package, Permission,
     Recognition, Seen, SessionIds, words,
 };
-use baton_core::agent_stream::{SUMMARY_CHARS, shorten, summarize_args};
+use baton_core::agent_stream::{SUBAGENT_TOOLS, SUMMARY_CHARS, shorten, summarize_args};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -153,6 +153,22 @@ pub(crate) fn session_flags(how: Invocation<'_>) -> Vec<String> {
 
 /// Claude Code `stream-json` (Qwen Code writes the same shape).
 pub(crate) fn parse_line(v: &Value, last_text: &str) -> Vec<AgentEvent> {
+    // A subagent's messages (the Agent tool's) name the call that started it.
+    if let Some(parent) = v["parent_tool_use_id"].as_str()
+        && matches!(str_of(v, "type"), "assistant" | "user")
+    {
+        let model = v["message"]["model"].as_str().map(str::to_string);
+        let mut own = v.clone();
+        own["parent_tool_use_id"] = Value::Null;
+        return parse_line(&own, last_text)
+            .into_iter()
+            .map(|e| AgentEvent::Subagent {
+                parent: parent.to_string(),
+                model: model.clone(),
+                event: Box::new(e),
+            })
+            .collect();
+    }
     let mut out = Vec::new();
     match str_of(v, "type") {
         "system" if str_of(v, "subtype") == "init" => {
@@ -181,7 +197,19 @@ pub(crate) fn parse_line(v: &Value, last_text: &str) -> Vec<AgentEvent> {
                     "tool_use" => out.push(AgentEvent::ToolCall {
                         id: str_of(c, "id").into(),
                         name: str_of(c, "name").into(),
-                        summary: summarize_args(&c["input"]),
+                        summary: if SUBAGENT_TOOLS.contains(&str_of(c, "name")) {
+                            // `general-purpose: look around`: which subagent, and what for.
+                            shorten(
+                                &format!(
+                                    "{}: {}",
+                                    str_of(&c["input"], "subagent_type"),
+                                    str_of(&c["input"], "description")
+                                ),
+                                SUMMARY_CHARS,
+                            )
+                        } else {
+                            summarize_args(&c["input"])
+                        },
                     }),
                     _ => {}
                 }
@@ -331,5 +359,33 @@ mod tests {
         let n = Claude.argv(&o, Invocation::New { session: Some("U") });
         assert!(n.join(" ").ends_with("--session-id U"));
         assert!(n.contains(&"acceptEdits".to_string()));
+    }
+
+    #[test]
+    fn a_subagents_messages_are_tied_to_the_call_that_started_it() {
+        let call = serde_json::json!({"type": "assistant", "parent_tool_use_id": null, "message": {"content": [
+            {"type": "tool_use", "id": "t1", "name": "Agent", "input": {"subagent_type": "general-purpose", "description": "look around", "prompt": "p"}}
+        ]}});
+        assert_eq!(
+            parse_line(&call, ""),
+            [AgentEvent::ToolCall {
+                id: "t1".into(),
+                name: "Agent".into(),
+                summary: "general-purpose: look around".into()
+            }]
+        );
+        let sub = serde_json::json!({"type": "assistant", "parent_tool_use_id": "t1", "message": {"model": "claude-haiku", "content": [
+            {"type": "text", "text": "found it"}
+        ]}});
+        assert_eq!(
+            parse_line(&sub, ""),
+            [AgentEvent::Subagent {
+                parent: "t1".into(),
+                model: Some("claude-haiku".into()),
+                event: Box::new(AgentEvent::AssistantText {
+                    text: "found it".into()
+                })
+            }]
+        );
     }
 }

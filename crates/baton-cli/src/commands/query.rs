@@ -318,6 +318,7 @@ fn describe_agent(e: &baton_core::agent_stream::AgentEvent) -> String {
         ),
         A::Error { message } => format!("error: {}", shorten(message, 300)),
         A::Warning { message } => format!("warning: {}", shorten(message, 300)),
+        A::Subagent { event, .. } => format!("subagent {}", describe_agent(event)),
     }
 }
 

@@ -5,38 +5,39 @@
 //! (loops, rewinds, handoffs), a person's answers and what waits on them.
 
 use super::{Block, Callout, Front, LogStatus, Section, SessionLog, ToolLine, kind, one_line};
-use crate::agent_stream::{AgentEvent, shorten};
+use crate::agent_stream::{AgentEvent, SUBAGENT_TOOLS, shorten};
 use crate::event::{Event, EventRecord};
 use crate::inbox::{InboxItem, ItemKind};
 use crate::state::{PhaseStatus, TaskState, TaskStatus};
 use crate::workflow::{PhaseKind, WaitSpec, Workflow};
 
+/// How a subagent's session shows in its parent's log: its text in the
+/// callout, or a link to (or an embed of) its own log, `<task>--<n>.md`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SubagentMode {
+    Inline,
+    #[default]
+    Link,
+    Embed,
+}
+
 /// The log of `state`, whose whole journal is `records` (`wf` is its
 /// pinned workflow: what a wait phase asks), with the inbox items its
-/// agents raised (`items`: those of other sessions are left out).
+/// agents raised (`items`: those of other sessions are left out), its
+/// CLIs' subagents shown as `mode` says.
 pub fn of_task(
     state: &TaskState,
     records: &[EventRecord],
     wf: Option<&Workflow>,
     items: &[InboxItem],
+    mode: SubagentMode,
 ) -> SessionLog {
-    let mut b = Builder {
-        task: state.task_id.to_string(),
-        log: SessionLog::default(),
-        open: false,
-        participants: Vec::new(),
-    };
-    let desc = crate::session_log::clean(&state.description);
-    let mut lines = desc.trim().lines();
-    b.log.title = one_line(lines.next().unwrap_or(state.task_id.as_str()));
-    let rest: String = lines.collect::<Vec<_>>().join("\n");
-    if !rest.trim().is_empty() {
-        b.log.intro.push(Block::Prose(rest.trim().to_string()));
-    }
+    let mut b = Builder::new(state);
     let mut ended = None;
     for r in records {
         b.event(r, wf, &mut ended);
     }
+    let subagents = b.place_subagents(mode);
     let mut mine: Vec<&InboxItem> = items
         .iter()
         .filter(|i| i.session.as_deref() == Some(state.task_id.as_str()))
@@ -67,7 +68,7 @@ pub fn of_task(
         participants: b.participants,
         model: None,
         tokens_used: usage.input_tokens + usage.output_tokens,
-        subagents: Vec::new(),
+        subagents,
         resume_point: resume_point(state),
         labels: state
             .labels
@@ -77,6 +78,58 @@ pub fn of_task(
         extra: Vec::new(),
     };
     finish(b.log)
+}
+
+/// The own logs of the subagents `state`'s CLIs ran (what `[[<task>--<n>]]`
+/// links to), each with its messages and tool calls.
+pub fn subagent_logs(state: &TaskState, records: &[EventRecord]) -> Vec<SessionLog> {
+    let mut b = Builder::new(state);
+    let mut ended = None;
+    for r in records {
+        b.event(r, None, &mut ended);
+    }
+    b.subs
+        .into_iter()
+        .enumerate()
+        .map(|(n, sub)| {
+            let log = SessionLog {
+                front: Front {
+                    session_id: child_id(state, n),
+                    started: Some(sub.started.clone()),
+                    status: if sub.done {
+                        LogStatus::Completed
+                    } else {
+                        LogStatus::Active
+                    },
+                    participants: vec![sub.kind.clone()],
+                    model: sub.model.clone(),
+                    extra: vec![(
+                        "parent".into(),
+                        super::frontmatter::scalar(state.task_id.as_str()),
+                    )],
+                    ..Front::default()
+                },
+                title: if sub.description.is_empty() {
+                    format!("{} subagent of {}", sub.kind, state.task_id)
+                } else {
+                    sub.description.clone()
+                },
+                intro: Vec::new(),
+                sections: vec![Section {
+                    name: sub.kind.clone(),
+                    agent: Some(sub.kind.clone()),
+                    channel: None,
+                    blocks: sub.blocks,
+                }],
+            };
+            finish(log)
+        })
+        .collect()
+}
+
+/// The id of `state`'s `n`th subagent's log (from 0).
+fn child_id(state: &TaskState, n: usize) -> String {
+    format!("{}--{}", state.task_id, n + 1)
 }
 
 /// The phase a resume continues at: the first not passed or skipped.
@@ -97,10 +150,102 @@ struct Builder {
     /// The last section is still being written (its phase has not ended).
     open: bool,
     participants: Vec<String>,
+    /// The subagents the CLIs ran, in the order they started.
+    subs: Vec<Sub>,
+    /// The time of the event being read.
+    now: String,
+}
+
+/// A subagent: where its callout goes, and what it did.
+struct Sub {
+    parent: String,
+    kind: String,
+    description: String,
+    model: Option<String>,
+    started: String,
+    /// The section and block of its callout.
+    at: Option<(usize, usize)>,
+    blocks: Vec<Block>,
+    /// Its tool call has its result: it ended.
+    done: bool,
 }
 
 impl Builder {
+    fn new(state: &TaskState) -> Builder {
+        let mut b = Builder {
+            task: state.task_id.to_string(),
+            log: SessionLog::default(),
+            open: false,
+            participants: Vec::new(),
+            subs: Vec::new(),
+            now: String::new(),
+        };
+        let desc = crate::session_log::clean(&state.description);
+        let mut lines = desc.trim().lines();
+        b.log.title = one_line(lines.next().unwrap_or(state.task_id.as_str()));
+        let rest: String = lines.collect::<Vec<_>>().join("\n");
+        if !rest.trim().is_empty() {
+            b.log.intro.push(Block::Prose(rest.trim().to_string()));
+        }
+        b
+    }
+
+    /// Fills each subagent's callout as `mode` says; their frontmatter entries.
+    fn place_subagents(&mut self, mode: SubagentMode) -> Vec<super::Subagent> {
+        let mut entries = Vec::new();
+        for (n, sub) in self.subs.iter().enumerate() {
+            let id = format!("{}--{}", self.task, n + 1);
+            entries.push(super::Subagent {
+                session: id.clone(),
+                agent: sub.kind.clone(),
+                model: sub.model.clone(),
+                tokens: 0,
+            });
+            let Some((si, bi)) = sub.at else { continue };
+            let mut body: Vec<String> = Vec::new();
+            if !sub.description.is_empty() {
+                body.push(sub.description.clone());
+            }
+            match mode {
+                SubagentMode::Inline => {
+                    for b in &sub.blocks {
+                        body.push(String::new());
+                        match b {
+                            Block::Prose(p) => body.extend(p.lines().map(str::to_string)),
+                            Block::ToolCalls(calls) => {
+                                for c in calls {
+                                    let call = c.call.split('\u{0}').next().unwrap_or("");
+                                    body.push(match &c.result {
+                                        Some(r) => format!("- `{call}` → {r}"),
+                                        None => format!("- `{call}`"),
+                                    });
+                                }
+                            }
+                            Block::Callout(c) => body.push(format!("{}: {}", c.kind, c.title)),
+                        }
+                    }
+                }
+                SubagentMode::Link => body.push(format!("[[{id}]]")),
+                SubagentMode::Embed => body.push(format!("![[{id}]]")),
+            }
+            let title = format!(
+                "@{} ({})",
+                sub.kind,
+                sub.model.as_deref().unwrap_or("its CLI's model")
+            );
+            if let Some(Block::Callout(c)) = self
+                .log
+                .sections
+                .get_mut(si)
+                .and_then(|s| s.blocks.get_mut(bi))
+            {
+                *c = Callout::new(kind::SUBAGENT, title, &body.join("\n"));
+            }
+        }
+        entries
+    }
     fn event(&mut self, r: &EventRecord, wf: Option<&Workflow>, ended: &mut Option<String>) {
+        self.now = r.ts.rfc3339();
         match &r.event {
             Event::PhaseStarted { phase, attempt, .. } => {
                 self.start(phase.as_str());
@@ -404,13 +549,21 @@ impl Builder {
 
     fn agent_event(&mut self, e: &AgentEvent) {
         match e {
-            AgentEvent::AssistantText { text } => self.prose(text),
+            // The same message again right away (a CLI that says it twice,
+            // or turns that repeat themselves) is said once.
+            AgentEvent::AssistantText { text } => {
+                if !matches!(self.blocks().last(), Some(Block::Prose(p)) if p.trim() == text.trim())
+                {
+                    self.prose(text)
+                }
+            }
             AgentEvent::Final { text, ok } => {
-                let said = self.blocks().iter().rev().find_map(|b| match b {
-                    Block::Prose(p) => Some(p.trim().to_string()),
-                    _ => None,
-                });
-                if !text.trim().is_empty() && said.as_deref() != Some(text.trim()) {
+                // The final message is most often one already said.
+                let said = self
+                    .blocks()
+                    .iter()
+                    .any(|b| matches!(b, Block::Prose(p) if p.trim() == text.trim()));
+                if !text.trim().is_empty() && !said {
                     self.prose(text);
                 }
                 if !ok {
@@ -432,8 +585,64 @@ impl Builder {
                     Some(Block::ToolCalls(calls)) => calls.push(line),
                     _ => self.blocks().push(Block::ToolCalls(vec![line])),
                 }
+                if SUBAGENT_TOOLS.contains(&name.as_str()) {
+                    // Its callout goes right after the call; filled at the end.
+                    self.blocks()
+                        .push(Block::Callout(Callout::new(kind::SUBAGENT, "", "")));
+                    let at = self
+                        .log
+                        .sections
+                        .len()
+                        .checked_sub(1)
+                        .map(|s| (s, self.log.sections[s].blocks.len() - 1));
+                    let (kind, description) = match summary.split_once(": ") {
+                        Some((k, d)) => (k.to_string(), d.to_string()),
+                        None => (name.clone(), summary.clone()),
+                    };
+                    self.subs.push(Sub {
+                        parent: id.clone(),
+                        kind: if kind.is_empty() { name.clone() } else { kind },
+                        description,
+                        model: None,
+                        started: self.now.clone(),
+                        at,
+                        blocks: Vec::new(),
+                        done: false,
+                    });
+                }
+            }
+            AgentEvent::Subagent {
+                parent,
+                model,
+                event,
+            } => {
+                let now = self.now.clone();
+                let i = match self.subs.iter().position(|s| &s.parent == parent) {
+                    Some(i) => i,
+                    None => {
+                        self.subs.push(Sub {
+                            parent: parent.clone(),
+                            kind: "subagent".into(),
+                            description: String::new(),
+                            model: None,
+                            started: now,
+                            at: None,
+                            blocks: Vec::new(),
+                            done: false,
+                        });
+                        self.subs.len() - 1
+                    }
+                };
+                let sub = &mut self.subs[i];
+                if sub.model.is_none() {
+                    sub.model = model.clone();
+                }
+                sub_event(&mut sub.blocks, event);
             }
             AgentEvent::ToolResult { id, ok, summary } => {
+                if let Some(sub) = self.subs.iter_mut().find(|s| &s.parent == id) {
+                    sub.done = true;
+                }
                 let tag = format!("\u{0}{id}");
                 let found = self.blocks().iter_mut().rev().find_map(|b| match b {
                     Block::ToolCalls(calls) => calls
@@ -470,6 +679,48 @@ impl Builder {
                 }
             }
         }
+    }
+}
+
+/// A subagent's own event into its blocks: its text as prose, its tool
+/// calls with their results.
+fn sub_event(blocks: &mut Vec<Block>, e: &AgentEvent) {
+    match e {
+        AgentEvent::AssistantText { text } if !text.trim().is_empty() => {
+            blocks.push(Block::Prose(text.trim().to_string()))
+        }
+        AgentEvent::ToolCall { id, name, summary } => {
+            let line = ToolLine {
+                call: format!("{name} {summary}\u{0}{id}").replacen(" \u{0}", "\u{0}", 1),
+                result: None,
+                ok: true,
+            };
+            match blocks.last_mut() {
+                Some(Block::ToolCalls(calls)) => calls.push(line),
+                _ => blocks.push(Block::ToolCalls(vec![line])),
+            }
+        }
+        AgentEvent::ToolResult { id, ok, summary } => {
+            let tag = format!("\u{0}{id}");
+            if let Some(c) = blocks.iter_mut().rev().find_map(|b| match b {
+                Block::ToolCalls(calls) => calls.iter_mut().find(|c| c.call.ends_with(&tag)),
+                _ => None,
+            }) {
+                c.result = Some(if summary.is_empty() {
+                    "done".into()
+                } else {
+                    summary.clone()
+                });
+                c.ok = *ok;
+            }
+        }
+        AgentEvent::Error { message } => blocks.push(Block::Callout(Callout::new(
+            kind::ERROR,
+            "the subagent reported an error",
+            message,
+        ))),
+        AgentEvent::Subagent { event, .. } => sub_event(blocks, event),
+        _ => {}
     }
 }
 

@@ -2,6 +2,7 @@
 //! and how `baton session plan` splits a session and routes its phases.
 
 use crate::error::{Error, Result};
+pub use baton_core::session_log::journal::SubagentMode;
 use baton_core::session_log::plan::Rules;
 use serde::Deserialize;
 
@@ -22,15 +23,6 @@ pub struct SessionsConfig {
     /// plan, design, decide, review, architect, approve); a phase with a
     /// decision or a question for a person in its log is one too.
     pub decision_phases: Option<Vec<String>>,
-}
-
-/// How a subagent's session shows in its parent's log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SubagentMode {
-    Inline,
-    #[default]
-    Link,
-    Embed,
 }
 
 impl SessionsConfig {

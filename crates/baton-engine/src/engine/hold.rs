@@ -41,7 +41,13 @@ impl Engine {
             ws,
             just_snapshotted: false,
             rendered: Default::default(),
-            log: Default::default(),
+            log: crate::sessions::LogWriter::new(
+                self.project
+                    .config
+                    .sessions
+                    .subagent_mode()
+                    .unwrap_or_default(),
+            ),
         };
         self.set_current(&id);
         self.commit(

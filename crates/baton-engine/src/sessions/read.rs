@@ -120,6 +120,11 @@ impl Engine {
             &records,
             wf.as_ref(),
             &items,
+            self.project
+                .config
+                .sessions
+                .subagent_mode()
+                .unwrap_or_default(),
         ))
     }
 

@@ -7,6 +7,7 @@
 use super::SessionIndex;
 use crate::render::Background;
 use baton_core::session_log;
+use baton_core::session_log::journal::SubagentMode;
 use baton_core::workflow::{PhaseKind, WaitSpec, Workflow};
 use baton_core::{Event, EventRecord, TaskState};
 use baton_store::Store;
@@ -25,9 +26,18 @@ pub(crate) struct LogWriter {
     dirty: bool,
     /// The task's row as last put in the index.
     indexed: Option<session_log::index::IndexRow>,
+    /// How its CLIs' subagents show (`[sessions] subagents`).
+    mode: SubagentMode,
 }
 
 impl LogWriter {
+    pub(crate) fn new(mode: SubagentMode) -> LogWriter {
+        LogWriter {
+            mode,
+            ..LogWriter::default()
+        }
+    }
+
     /// Records `new` (just committed) and writes the log when it is due.
     /// `journal` reads the whole journal the first time.
     pub(crate) fn committed(
@@ -82,9 +92,20 @@ impl LogWriter {
         };
         // The items its agents raised are callouts in it too.
         let items = store.inbox_items(false).unwrap_or_default();
-        let log = session_log::journal::of_task(state, records, Some(wf), &items);
+        let log = session_log::journal::of_task(state, records, Some(wf), &items, self.mode);
         let path = dir.join(format!("{}.md", state.task_id));
         out.file(path, session_log::render(&log).into_bytes())?;
+        let index = dir.parent().map(SessionIndex::of);
+        // The subagents' own logs, which the callouts link to or embed.
+        if self.mode != SubagentMode::Inline && !log.front.subagents.is_empty() {
+            for child in session_log::journal::subagent_logs(state, records) {
+                let path = dir.join(format!("{}.md", child.front.session_id));
+                out.file(path, session_log::render(&child).into_bytes())?;
+                if let Some(i) = &index {
+                    let _ = i.upsert(session_log::index::row_of(&child, 0));
+                }
+            }
+        }
         let open = items
             .iter()
             .filter(|i| i.is_open() && i.session.as_deref() == Some(state.task_id.as_str()))
@@ -92,7 +113,6 @@ impl LogWriter {
             + usize::from(waits_on_a_person(state, wf));
         let row = session_log::index::row_of(&log, open as u64);
         if self.indexed.as_ref() != Some(&row) {
-            let index = dir.parent().map(SessionIndex::of);
             if let Some(i) = index
                 && let Err(e) = i.upsert(row.clone())
             {
