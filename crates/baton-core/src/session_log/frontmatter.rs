@@ -147,12 +147,23 @@ pub(super) fn parse(lines: &[&str], first: usize) -> Result<Front, ParseError> {
             "labels" => f.labels = flow_map(value, n)?,
             _ => {
                 if value.is_empty() {
-                    // A block value we do not read: skip its indented lines.
-                    while i < lines.len() && lines[i].starts_with([' ', '-']) {
+                    // A block value we do not read: skip its lines.
+                    while i < lines.len()
+                        && (lines[i].starts_with(' ') || lines[i].starts_with("- ") || lines[i] == "-")
+                    {
                         i += 1;
                     }
                 }
-                f.extra.push((key.to_string(), value.to_string()));
+                // Kept as written when it is a plain key (a hand edit's
+                // own field); anything else is not ours to keep.
+                let plain = key
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+                    && key.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+                if plain {
+                    f.extra.push((key.to_string(), value.to_string()));
+                }
             }
         }
     }

@@ -327,3 +327,18 @@ fn errors_and_corrections_become_learning_cases() {
     assert_eq!(c[1].error, None);
     assert_eq!(c[1].correction.as_deref(), Some("bo\nname it parse_line"));
 }
+
+/// Found by the fuzz target: a frontmatter key of odd characters with no
+/// value swallowed the line after it on the second reading.
+#[test]
+fn odd_keys_by_hand_do_not_swallow_what_follows() {
+    let text = "---\ntype: session\nsession_id: s\n\"odd:\n sub: x\nworkflow: w\n-s: done\nmood:\nnote: kept\n---\n# t\n";
+    let log = parse(text).unwrap();
+    assert_eq!(log.front.workflow.as_deref(), Some("w"));
+    assert_eq!(
+        log.front.extra,
+        [("mood".to_string(), String::new()), ("note".to_string(), "kept".to_string())]
+    );
+    let once = render(&log);
+    assert_eq!(render(&parse(&once).unwrap()), once);
+}
