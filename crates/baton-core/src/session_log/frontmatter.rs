@@ -149,7 +149,9 @@ pub(super) fn parse(lines: &[&str], first: usize) -> Result<Front, ParseError> {
                 if value.is_empty() {
                     // A block value we do not read: skip its lines.
                     while i < lines.len()
-                        && (lines[i].starts_with(' ') || lines[i].starts_with("- ") || lines[i] == "-")
+                        && (lines[i].starts_with(' ')
+                            || lines[i].starts_with("- ")
+                            || lines[i] == "-")
                     {
                         i += 1;
                     }
@@ -160,7 +162,9 @@ pub(super) fn parse(lines: &[&str], first: usize) -> Result<Front, ParseError> {
                     .chars()
                     .next()
                     .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
-                    && key.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+                    && key
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
                 if plain {
                     f.extra.push((key.to_string(), value.to_string()));
                 }

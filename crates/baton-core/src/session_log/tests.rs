@@ -337,7 +337,10 @@ fn odd_keys_by_hand_do_not_swallow_what_follows() {
     assert_eq!(log.front.workflow.as_deref(), Some("w"));
     assert_eq!(
         log.front.extra,
-        [("mood".to_string(), String::new()), ("note".to_string(), "kept".to_string())]
+        [
+            ("mood".to_string(), String::new()),
+            ("note".to_string(), "kept".to_string())
+        ]
     );
     let once = render(&log);
     assert_eq!(render(&parse(&once).unwrap()), once);
