@@ -31,6 +31,103 @@ pub struct Index {
     pub sessions: Vec<IndexRow>,
 }
 
+/// The fields of a row, in the order of the file's table header.
+pub const FIELDS: &str = "id,status,started,ended,workflow,phases,agents,tokens,open_items,title";
+
+/// Reads the index as baton writes it (`version: 1`, then the table
+/// `sessions[N]{…}:` and one comma-separated row per line, quoted where
+/// TOON quotes) without a general TOON decoder: a query over 10,000
+/// sessions reads 10,000 rows. `None` when the text is shaped otherwise
+/// (the caller then decodes it as any TOON document).
+pub fn read_table(text: &str) -> Option<Index> {
+    let mut lines = text.lines();
+    let version: u32 = lines
+        .next()?
+        .strip_prefix("version: ")?
+        .trim()
+        .parse()
+        .ok()?;
+    let header = lines.next()?;
+    let n: usize = if header == "sessions[0]:" || header == "sessions: []" {
+        0
+    } else {
+        let rest = header.strip_prefix("sessions[")?;
+        let (n, rest) = rest.split_once(']')?;
+        if rest != format!("{{{FIELDS}}}:") {
+            return None;
+        }
+        n.parse().ok()?
+    };
+    let mut sessions = Vec::with_capacity(n);
+    for line in lines {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let mut f = fields(line.strip_prefix("  ")?)?.into_iter();
+        let mut next = || f.next();
+        sessions.push(IndexRow {
+            id: next()?,
+            status: next()?,
+            started: next()?,
+            ended: next()?,
+            workflow: next()?,
+            phases: next()?,
+            agents: next()?,
+            tokens: next()?.parse().ok()?,
+            open_items: next()?.parse().ok()?,
+            title: next()?,
+        });
+        if next().is_some() {
+            return None;
+        }
+    }
+    (sessions.len() == n).then_some(Index { version, sessions })
+}
+
+/// A row's fields: split at the commas outside quotes, quotes and TOON's
+/// escapes undone.
+fn fields(line: &str) -> Option<Vec<String>> {
+    let mut out = Vec::with_capacity(10);
+    let mut chars = line.chars().peekable();
+    loop {
+        let mut v = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            loop {
+                match chars.next()? {
+                    '"' => break,
+                    '\\' => v.push(match chars.next()? {
+                        'n' => '\n',
+                        'r' => '\r',
+                        't' => '\t',
+                        c @ ('"' | '\\') => c,
+                        _ => return None,
+                    }),
+                    c => v.push(c),
+                }
+            }
+            out.push(v);
+            match chars.next() {
+                None => return Some(out),
+                Some(',') => {}
+                Some(_) => return None,
+            }
+        } else {
+            loop {
+                match chars.next() {
+                    None => {
+                        out.push(v);
+                        return Some(out);
+                    }
+                    Some(',') => break,
+                    Some(c) => v.push(c),
+                }
+            }
+            out.push(v);
+        }
+    }
+}
+
 /// `log`'s row, with `open_items` inbox items waiting in it.
 pub fn row_of(log: &SessionLog, open_items: u64) -> IndexRow {
     let words = |v: Vec<String>| {

@@ -7,7 +7,9 @@
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::render;
-use baton_core::session_log::index::{Index, IndexRow, Query, VERSION, open_in, row_of};
+use baton_core::session_log::index::{
+    Index, IndexRow, Query, VERSION, open_in, read_table, row_of,
+};
 use nix::fcntl::{Flock, FlockArg};
 use std::path::{Path, PathBuf};
 
@@ -30,9 +32,14 @@ impl SessionIndex {
     }
 
     /// The rows, or `None` when the file is missing or does not read.
+    /// The table as baton writes it is read row by row; anything else
+    /// (a file reformatted by another TOON tool) through the decoder.
     pub fn read(&self) -> Option<Vec<IndexRow>> {
         let text = std::fs::read_to_string(&self.path).ok()?;
-        let idx: Index = toon_format::decode_default(&text).ok()?;
+        let idx: Index = match read_table(&text) {
+            Some(i) => i,
+            None => toon_format::decode_default(&text).ok()?,
+        };
         (idx.version == VERSION).then_some(idx.sessions)
     }
 
@@ -144,5 +151,47 @@ impl Engine {
             }
         };
         Ok(rows.into_iter().filter(|r| q.matches(r)).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[ -~]{0,16}",
+            Just(String::new()),
+            Just("123".to_string()),
+            Just("true".to_string()),
+            Just("a, \"b\"\\ c".to_string()),
+            Just("line\nbreak\ttab".to_string()),
+            Just("- dash".to_string()),
+            Just("é ü ✓".to_string()),
+        ]
+    }
+
+    proptest! {
+        /// The row reader reads exactly what the TOON encoder writes.
+        #[test]
+        fn the_row_reader_reads_what_toon_format_writes(
+            rows in prop::collection::vec(
+                (text(), text(), text(), text(), text(), text(), text(), any::<u64>(), any::<u64>(), text()),
+                0..20,
+            )
+        ) {
+            let sessions: Vec<IndexRow> = rows
+                .into_iter()
+                .map(|(id, status, started, ended, workflow, phases, agents, tokens, open_items, title)| IndexRow {
+                    id, status, started, ended, workflow, phases, agents, tokens, open_items, title,
+                })
+                .collect();
+            let idx = Index { version: VERSION, sessions };
+            let written = toon_format::encode_default(&idx).unwrap();
+            prop_assert_eq!(read_table(&written), Some(idx.clone()), "{}", written);
+            let decoded: Index = toon_format::decode_default(&written).unwrap();
+            prop_assert_eq!(decoded, idx);
+        }
     }
 }
