@@ -407,9 +407,12 @@ on_both_backends! {
         wait_for("the second restart", || (lines(&p, "runs.txt") == 3).then_some(()));
         let pid = runner(&p, "c1", pid);
         sigkill(pid);
+        // Given up: the blocker is committed, then the supervisor lets the
+        // task go (CRASHED once nobody holds it).
         let doc = wait_for("the supervisor to give up", || {
             let d = p.state("c1");
-            d["blockers"].as_array().unwrap().iter().any(|b| b.as_str().unwrap().starts_with("supervisor: ")).then_some(d)
+            let blocked = d["blockers"].as_array().unwrap().iter().any(|b| b.as_str().unwrap().starts_with("supervisor: "));
+            (blocked && d["status"] == "CRASHED").then_some(d)
         });
         assert_eq!(doc["status"], "CRASHED", "{doc}");
         let blocker = doc["blockers"].to_string();

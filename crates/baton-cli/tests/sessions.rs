@@ -216,6 +216,12 @@ fn an_agent_sessions_log_codifies_into_a_workflow_that_runs() {
         Reply::text("Built both screens."),
         Reply::text("Planned again."),
         Reply::text("Built again."),
+        // --refine: a cleaned-up workflow, then an answer that is no workflow.
+        Reply::text(
+            "Here it is:\n```toml\nname = \"polished\"\n[defaults]\nagent = \"cc\"\n[[phase]]\nid = \"make\"\nprompt = \"Make: {{task}}\"\n```\n",
+        ),
+        Reply::text("I would rather not."),
+        Reply::text("Made it."),
     ]);
     let home = tempfile::tempdir().unwrap();
     let cfg = p.root().join(".baton/config.toml");
@@ -266,6 +272,69 @@ fn an_agent_sessions_log_codifies_into_a_workflow_that_runs() {
     let (code, _, err) = p.run(&["run", "again", "Two screens once more", "--id", "again"]);
     assert_eq!(code, 0, "{err}");
     assert!(log_of(&p, "again").contains("Built again."));
+    // --interactive: rename the first phase, drop the second.
+    let mut child = p
+        .baton(&[
+            "session",
+            "codify",
+            "screens",
+            "--output",
+            ".baton/workflows/trim.toml",
+            "--interactive",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"r Design It\nr design\nd\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("\"Design It\" is not a phase id ([a-z0-9-]); say r design-it"),
+        "{err}"
+    );
+    assert!(err.contains("with 1 phases: design"), "{err}");
+    // --refine: the agent's workflow when it loads, else the draft.
+    let (code, _, err) = p.run(&[
+        "session",
+        "codify",
+        "screens",
+        "--output",
+        ".baton/workflows/polished.toml",
+        "--refine",
+        "cc",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("cc refined it") && err.contains("with 1 phases: make"),
+        "{err}"
+    );
+    let (code, _, err) = p.run(&[
+        "session",
+        "codify",
+        "screens",
+        "--output",
+        ".baton/workflows/plain.toml",
+        "--refine",
+        "cc",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("kept the draft: the agent's answer holds no ```toml block"),
+        "{err}"
+    );
+    assert!(err.contains("with 2 phases: plan, build"), "{err}");
+    let (code, _, err) = p.run(&[
+        "run",
+        "polished",
+        "Two screens, polished",
+        "--id",
+        "polished",
+    ]);
+    assert_eq!(code, 0, "{err}");
     // Codify never overwrites a workflow that says something else.
     fs_err::write(
         p.root().join(".baton/workflows/again.toml"),

@@ -17,7 +17,7 @@ mod resume;
 pub mod tokens;
 mod writer;
 
-pub use codify::write_draft;
+pub use codify::{REFINE_WORKFLOW, REFINE_WORKFLOW_NAME, Refined, write_draft, write_workflow};
 pub use index::SessionIndex;
 pub use read::{SessionRow, read_log};
 pub use resume::SessionResume;

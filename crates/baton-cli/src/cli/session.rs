@@ -96,6 +96,12 @@ pub struct SessionCodifyArgs {
     /// Where to write the workflow (its file name is its name), e.g. .baton/workflows/fix-bug.toml.
     #[arg(long, short)]
     pub output: PathBuf,
+    /// Go through the phases one by one: keep, rename or drop each.
+    #[arg(long)]
+    pub interactive: bool,
+    /// Have this agent clean the draft up (the draft is kept if its answer does not load).
+    #[arg(long, value_name = "AGENT")]
+    pub refine: Option<String>,
 }
 
 /// `baton inbox`: what waits on a person.

@@ -7,7 +7,7 @@ use crate::printer::Printer;
 use baton_core::Exit;
 use baton_core::session_log::index::Query;
 use baton_core::session_log::{self, LogStatus, codify};
-use baton_engine::sessions::{SessionResume, write_draft};
+use baton_engine::sessions::{Refined, SessionResume, write_draft, write_workflow};
 use baton_engine::{Error, Project};
 use std::sync::Arc;
 
@@ -205,18 +205,38 @@ pub fn run(project: &Project, cmd: SessionCommand, printer: &Arc<Printer>) -> Re
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let draft = codify::draft(&log, &name);
-            let path = write_draft(&eng, &draft, Some(&a.output))?;
+            let mut draft = codify::draft(&log, &name);
+            if a.interactive {
+                draft = choose_phases(draft, printer)?;
+            }
+            let path = match &a.refine {
+                None => write_draft(&eng, &draft, Some(&a.output))?,
+                Some(agent) => {
+                    let agents: Vec<String> = eng.project.config.agents.keys().cloned().collect();
+                    let text = codify::to_toml(&draft, &agents);
+                    printer.info(&format!("asking {agent} to refine the draft"));
+                    match eng.refine_workflow(&text, &name, agent)? {
+                        (task, Refined::Workflow(refined)) => {
+                            printer.info(&format!("{agent} refined it (task {task})"));
+                            write_workflow(&eng, &name, &refined, &a.output)?
+                        }
+                        (task, Refined::Kept(why)) => {
+                            printer.info(&format!("kept the draft: {why} (task {task})"));
+                            write_draft(&eng, &draft, Some(&a.output))?
+                        }
+                    }
+                }
+            };
+            let wf = eng.load_workflow(&name).ok();
+            let phases: Vec<String> = match &wf {
+                Some(w) => w.phases.iter().map(|p| p.id.to_string()).collect(),
+                None => draft.phases.iter().map(|p| p.id.clone()).collect(),
+            };
             printer.info(&format!(
                 "wrote {} with {} phases: {}",
                 path.display(),
-                draft.phases.len(),
-                draft
-                    .phases
-                    .iter()
-                    .map(|p| p.id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                phases.len(),
+                phases.join(", ")
             ));
             printer.hint(&format!("run it with `baton run {name} \"…\"`"));
             Ok(Exit::Done)
@@ -262,4 +282,76 @@ fn learn_line(
         {"role": "user", "content": user},
         {"role": "assistant", "content": answer},
     ]})
+}
+
+/// `--interactive`: each phase kept (Enter), renamed (`r NEW-ID`) or
+/// dropped (`d`), read a line at a time from stdin.
+fn choose_phases(mut draft: codify::Draft, printer: &Printer) -> Result<codify::Draft> {
+    use std::io::BufRead;
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
+    let total = draft.phases.len();
+    let mut kept = Vec::new();
+    let mut renamed: Vec<(String, String)> = Vec::new();
+    for (n, mut p) in std::mem::take(&mut draft.phases).into_iter().enumerate() {
+        loop {
+            printer.always(&format!(
+                "phase {}/{total}: {} (from \"{}\"{}{}) — Enter keeps it, r NEW-ID renames it, d drops it",
+                n + 1,
+                p.id,
+                p.heading,
+                p.agent.as_deref().map(|a| format!(", @{a}")).unwrap_or_default(),
+                p.loop_to
+                    .as_ref()
+                    .map(|(to, _)| format!(", loops to {to}"))
+                    .unwrap_or_default()
+            ));
+            let answer = match lines.next() {
+                Some(l) => l.map_err(|e| Error::op(format!("cannot read the answer: {e}")))?,
+                // Input ended: the rest are kept as drafted.
+                None => String::new(),
+            };
+            let answer = answer.trim();
+            if answer.is_empty() || answer == "y" {
+                kept.push(p);
+                break;
+            }
+            if answer == "d" {
+                break;
+            }
+            if let Some(new) = answer.strip_prefix("r ").map(str::trim) {
+                let id = codify::phase_id(new);
+                if id != new {
+                    printer.always(&format!(
+                        "{new:?} is not a phase id ([a-z0-9-]); say r {id} to take that"
+                    ));
+                    continue;
+                }
+                renamed.push((std::mem::replace(&mut p.id, id.clone()), id));
+                kept.push(p);
+                break;
+            }
+            printer.always("answer with Enter, r NEW-ID or d");
+        }
+    }
+    // A loop back follows its phase's new name, and goes with it.
+    let ids: Vec<String> = kept.iter().map(|p| p.id.clone()).collect();
+    for p in &mut kept {
+        if let Some((to, _)) = p.loop_to.as_mut()
+            && let Some((_, new)) = renamed.iter().find(|(old, _)| old == to)
+        {
+            *to = new.clone();
+        }
+        if p.loop_to.as_ref().is_some_and(|(to, _)| !ids.contains(to)) {
+            p.loop_to = None;
+        }
+    }
+    if kept.is_empty() {
+        return Err(
+            Error::bad_input("every phase was dropped: there is no workflow to write")
+                .hint("keep at least one phase"),
+        );
+    }
+    draft.phases = kept;
+    Ok(draft)
 }

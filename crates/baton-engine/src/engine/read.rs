@@ -112,6 +112,7 @@ impl Engine {
         let builtin = match name {
             "continue" => Some(CONTINUE_WORKFLOW),
             crate::instances::TURN_WORKFLOW_NAME => Some(crate::instances::TURN_WORKFLOW),
+            crate::sessions::REFINE_WORKFLOW_NAME => Some(crate::sessions::REFINE_WORKFLOW),
             _ => None,
         };
         if let Some(text) = builtin

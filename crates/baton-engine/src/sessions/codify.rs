@@ -1,10 +1,14 @@
 //! `baton session codify FILE --output .baton/workflows/NAME.toml`: the
 //! draft of `baton_core::session_log::codify`, written only once it loads
-//! as a workflow of this project.
+//! as a workflow of this project; `--refine AGENT` has an agent clean the
+//! draft up first (a task of the built-in `codify-refine` workflow, so it
+//! is journaled and leaves its own log), keeping the draft when what the
+//! agent gives back does not load.
 
-use crate::engine::Engine;
+use crate::engine::{Engine, Outcome, RunOptions};
 use crate::error::{Error, Result};
 use crate::render;
+use baton_core::TaskId;
 use baton_core::session_log::SessionLog;
 use baton_core::session_log::codify::{self, Draft};
 use baton_core::workflow::Workflow;
@@ -21,6 +25,93 @@ pub(super) fn write_codified(
 ) -> Result<PathBuf> {
     let draft = codify::draft(log, name);
     write_draft(eng, &draft, output)
+}
+
+/// The built-in workflow an agent refines a draft in.
+pub const REFINE_WORKFLOW_NAME: &str = "codify-refine";
+pub const REFINE_WORKFLOW: &str = "name = \"codify-refine\"\n\n[[phase]]\nid = \"refine\"\nprompt = \"\"\"\nBelow is a baton workflow drafted from a session log. Clean it up: give the phases clear ids and prompts that say what to do (keep {{task}} and {{brief}} where they are useful), merge phases that are one step, keep the wait phases and loop_to keys that make sense. Keep the name and the TOML format (docs: [[phase]] tables with id and one of prompt, run or wait). Answer with the whole workflow in one ```toml block and nothing else.\n\n{{task}}\n\"\"\"\n";
+
+/// What `--refine` gave.
+pub enum Refined {
+    /// The agent's workflow, which loads.
+    Workflow(String),
+    /// The draft is kept: why the agent's did not do.
+    Kept(String),
+}
+
+impl Engine {
+    /// Has `agent` clean up the workflow `draft` (TOML, workflow `name`).
+    pub fn refine_workflow(
+        &self,
+        draft: &str,
+        name: &str,
+        agent: &str,
+    ) -> Result<(TaskId, Refined)> {
+        let (id, outcome) = self.run(RunOptions {
+            workflow: REFINE_WORKFLOW_NAME.into(),
+            description: format!("```toml\n{draft}```"),
+            agent: Some(agent.to_string()),
+            labels: vec!["baton-codify=refine".into()],
+            ..Default::default()
+        })?;
+        if outcome != Outcome::Complete {
+            return Ok((
+                id.clone(),
+                Refined::Kept(format!("the agent's task {id} ended {outcome:?}")),
+            ));
+        }
+        let snap = self.load(&id)?;
+        let said = snap
+            .state
+            .phase("refine")
+            .and_then(|p| p.summary.clone())
+            .unwrap_or_default();
+        let Some(toml) = fenced_toml(&said) else {
+            return Ok((
+                id,
+                Refined::Kept("the agent's answer holds no ```toml block".into()),
+            ));
+        };
+        let baton = self.project.baton_dir();
+        let parsed = Workflow::parse(&toml, "the refined workflow", name, &|f| {
+            std::fs::read_to_string(baton.join(f)).map_err(|e| e.to_string())
+        });
+        Ok(match parsed {
+            Ok(_) => (id, Refined::Workflow(toml)),
+            Err(e) => (
+                id,
+                Refined::Kept(format!("the agent's workflow does not load: {e}")),
+            ),
+        })
+    }
+}
+
+/// The text of the first ```toml block in `s` (or of the first block).
+fn fenced_toml(s: &str) -> Option<String> {
+    let start = s.find("```toml").or_else(|| s.find("```"))?;
+    let rest = &s[start..];
+    let body = &rest[rest.find('\n')? + 1..];
+    let end = body.find("\n```").map_or(body.len(), |e| e + 1);
+    let t = body[..end].to_string();
+    (!t.trim().is_empty()).then_some(t)
+}
+
+/// Writes the workflow `text` (which must load as workflow `name`) to
+/// `output`, never over a file that says something else.
+pub fn write_workflow(eng: &Engine, name: &str, text: &str, output: &Path) -> Result<PathBuf> {
+    check(eng, text, output, name)?;
+    match std::fs::read_to_string(output) {
+        Ok(existing) if existing == text => Ok(output.to_path_buf()),
+        Ok(_) => Err(Error::bad_input(format!(
+            "{} exists already and says something else",
+            output.display()
+        ))
+        .hint("pick another --output, or remove that file first")),
+        Err(_) => {
+            render::atomic_write(output, text.as_bytes())?;
+            Ok(output.to_path_buf())
+        }
+    }
 }
 
 /// Checks that `draft` loads as a workflow, then writes it; an output that
