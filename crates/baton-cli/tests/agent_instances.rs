@@ -46,6 +46,17 @@ on_both_backends! {
             assert!(log.lines().any(|l| l == s), "{s:?} not in the branch's log:\n{log}");
         }
         assert_eq!(p.git(&["rev-parse", "main"]), main_before, "main moved");
+        // The review is a child session of the turn that asked for it:
+        // that turn's log links to the review's own log.
+        let turn1 = v["turns"][0].as_str().unwrap().to_string();
+        let review_turn = show(&p, "c1-r1")["turns"][0].as_str().unwrap().to_string();
+        let log1 = fs_err::read_to_string(p.root().join(format!(".baton/sessions/{turn1}.md"))).unwrap();
+        assert!(
+            log1.contains(&format!("> [!subagent] @review (review 1 of c1)\n> [[{review_turn}]]")),
+            "{log1}"
+        );
+        assert!(log1.contains(&format!("  - {{session: {review_turn}, agent: review, tokens: 0}}")), "{log1}");
+        assert!(p.root().join(format!(".baton/sessions/{review_turn}.md")).exists());
         // The review ended, decided, and gave its worktree and branch back.
         let r = show(&p, "c1-r1");
         assert_eq!(r["status"], "terminated");

@@ -224,6 +224,14 @@ impl AgentConfig {
 }
 
 impl Config {
+    /// `(agent, model)` for every agent whose model is set.
+    pub fn agent_models(&self) -> Vec<(String, String)> {
+        self.agents
+            .iter()
+            .filter_map(|(a, c)| c.model.clone().map(|m| (a.clone(), m)))
+            .collect()
+    }
+
     pub fn parse(source: &str, file: &str) -> Result<Config> {
         let cfg: Config = toml::from_str(source).map_err(|e| {
             let (line, col) =

@@ -1047,7 +1047,7 @@ fn postgres_workers_starting_together_migrate_once() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, vec![6]);
+    assert_eq!(versions, vec![7]);
 }
 
 // ----- coding and review instances -----------------------------------------

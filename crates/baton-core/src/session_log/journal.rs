@@ -80,6 +80,54 @@ pub fn of_task(
     finish(b.log)
 }
 
+/// A session baton started as a child of a task's session: a review of a
+/// coding agent's work (a review instance's turn), a teammate's turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildSession {
+    /// Its own log's id (its task).
+    pub session: String,
+    /// Who it is: `review`, `ana (engineer)`.
+    pub agent: String,
+    /// What it is, in a few words: `review 1 of c1`.
+    pub title: String,
+}
+
+/// `log` with baton's child sessions: each in the frontmatter's
+/// `subagents`, and a `[!subagent]` callout at the end of the log linking
+/// (or embedding) its own log (inline shows the link too: its text is in
+/// its own log, rendered from its own journal).
+pub fn with_children(
+    mut log: SessionLog,
+    children: &[ChildSession],
+    mode: SubagentMode,
+) -> SessionLog {
+    for c in children {
+        if log.front.subagents.iter().any(|s| s.session == c.session) {
+            continue;
+        }
+        log.front.subagents.push(super::Subagent {
+            session: c.session.clone(),
+            agent: c.agent.clone(),
+            model: None,
+            tokens: 0,
+        });
+        let link = match mode {
+            SubagentMode::Embed => format!("![[{}]]", c.session),
+            _ => format!("[[{}]]", c.session),
+        };
+        let callout = Block::Callout(Callout::new(
+            kind::SUBAGENT,
+            format!("@{} ({})", c.agent, c.title),
+            &link,
+        ));
+        match log.sections.last_mut() {
+            Some(s) => s.blocks.push(callout),
+            None => log.intro.push(callout),
+        }
+    }
+    log
+}
+
 /// The own logs of the subagents `state`'s CLIs ran (what `[[<task>--<n>]]`
 /// links to), each with its messages and tool calls.
 pub fn subagent_logs(state: &TaskState, records: &[EventRecord]) -> Vec<SessionLog> {

@@ -47,6 +47,7 @@ impl Engine {
                     .sessions
                     .subagent_mode()
                     .unwrap_or_default(),
+                self.project.config.agent_models(),
             ),
         };
         self.set_current(&id);

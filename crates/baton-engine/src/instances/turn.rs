@@ -37,10 +37,20 @@ impl Agents<'_> {
             }),
             ..Default::default()
         })?;
-        self.step(Input::Turn {
+        let all = self.step(Input::Turn {
             id: inst.id.clone(),
             task: task.clone(),
         })?;
+        // A review's turn is a child session of its parent's turn: that
+        // turn's log links to it (rendered again from the store now).
+        if let Some(parent) = inst
+            .review()
+            .and_then(|r| all.get(&r.parent_instance_id))
+            .and_then(|p| p.turns.last())
+            && let Err(e) = self.eng.render_session(parent)
+        {
+            tracing::warn!(task = %parent, error = %e, "session log not rendered");
+        }
         self.eng.detach(&task)?;
         Ok(task)
     }

@@ -115,15 +115,15 @@ impl SessionIndex {
         render::atomic_write(&self.path, format!("{text}\n").as_bytes())
     }
 
+    /// The lock file is in the sessions folder, which git ignores with the
+    /// index (`.baton/.gitignore`).
     fn lock(&self) -> std::io::Result<Flock<std::fs::File>> {
-        if let Some(d) = self.path.parent() {
-            fs_err::create_dir_all(d)?;
-        }
+        fs_err::create_dir_all(&self.sessions)?;
         let f = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(self.path.with_extension("toon.lock"))?;
+            .open(self.sessions.join(".index.lock"))?;
         Flock::lock(f, FlockArg::LockExclusive).map_err(|(_, e)| std::io::Error::from(e))
     }
 }

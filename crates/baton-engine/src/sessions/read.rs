@@ -115,17 +115,17 @@ impl Engine {
         let wf = self.pinned(&snap.state.definition_hash).ok();
         let records = self.store.events(id, 0, usize::MAX)?;
         let items = self.store.inbox_items(false)?;
-        Ok(session_log::journal::of_task(
-            &snap.state,
-            &records,
-            wf.as_ref(),
-            &items,
-            self.project
-                .config
-                .sessions
-                .subagent_mode()
-                .unwrap_or_default(),
-        ))
+        let mode = self
+            .project
+            .config
+            .sessions
+            .subagent_mode()
+            .unwrap_or_default();
+        let log = session_log::journal::of_task(&snap.state, &records, wf.as_ref(), &items, mode);
+        let children = super::writer::children_of(self.store.as_ref(), &snap.state);
+        let mut log = session_log::journal::with_children(log, &children, mode);
+        log.front.model = super::writer::model_of(&log, &self.project.config.agent_models());
+        Ok(log)
     }
 
     /// Writes task `id`'s log from the store when the file is missing or

@@ -7,7 +7,7 @@
 use super::SessionIndex;
 use crate::render::Background;
 use baton_core::session_log;
-use baton_core::session_log::journal::SubagentMode;
+use baton_core::session_log::journal::{ChildSession, SubagentMode};
 use baton_core::workflow::{PhaseKind, WaitSpec, Workflow};
 use baton_core::{Event, EventRecord, TaskState};
 use baton_store::Store;
@@ -28,12 +28,15 @@ pub(crate) struct LogWriter {
     indexed: Option<session_log::index::IndexRow>,
     /// How its CLIs' subagents show (`[sessions] subagents`).
     mode: SubagentMode,
+    /// The model each configured agent asks for (`[agents.NAME] model`).
+    models: Vec<(String, String)>,
 }
 
 impl LogWriter {
-    pub(crate) fn new(mode: SubagentMode) -> LogWriter {
+    pub(crate) fn new(mode: SubagentMode, models: Vec<(String, String)>) -> LogWriter {
         LogWriter {
             mode,
+            models,
             ..LogWriter::default()
         }
     }
@@ -93,6 +96,9 @@ impl LogWriter {
         // The items its agents raised are callouts in it too.
         let items = store.inbox_items(false).unwrap_or_default();
         let log = session_log::journal::of_task(state, records, Some(wf), &items, self.mode);
+        let mut log =
+            session_log::journal::with_children(log, &children_of(store, state), self.mode);
+        log.front.model = model_of(&log, &self.models);
         let path = dir.join(format!("{}.md", state.task_id));
         out.file(path, session_log::render(&log).into_bytes())?;
         let index = dir.parent().map(SessionIndex::of);
@@ -124,6 +130,56 @@ impl LogWriter {
         self.dirty = false;
         Ok(())
     }
+}
+
+/// The model the log's last agent asks for, as configured.
+pub(crate) fn model_of(
+    log: &session_log::SessionLog,
+    models: &[(String, String)],
+) -> Option<String> {
+    let agent = log.sections.iter().rev().find_map(|s| s.agent.as_deref())?;
+    models
+        .iter()
+        .find(|(a, _)| a == agent)
+        .map(|(_, m)| m.clone())
+}
+
+/// baton's child sessions of a task that is a coding agent's turn: the
+/// turns of the reviews asked for while it ran (their own tasks, so their
+/// own logs).
+pub(crate) fn children_of(store: &dyn Store, state: &TaskState) -> Vec<ChildSession> {
+    let Some(me) = state.labels.get(crate::instances::INSTANCE_LABEL) else {
+        return Vec::new();
+    };
+    let Ok(all) = store.instances() else {
+        return Vec::new();
+    };
+    let Some(parent) = all.by_id.values().find(|i| i.id.as_str() == me) else {
+        return Vec::new();
+    };
+    // This turn's time: from its start until the instance's next turn.
+    let mine = parent.turns.iter().position(|t| t == &state.task_id);
+    let next_turn_start = mine
+        .and_then(|i| parent.turns.get(i + 1))
+        .and_then(|t| store.load(t).ok().flatten())
+        .map(|s| s.state.created_at);
+    let mut out = Vec::new();
+    for r in all.reviews_of(&parent.id) {
+        let in_turn = r.started_at >= state.created_at
+            && next_turn_start.is_none_or(|next| r.started_at < next);
+        if !in_turn {
+            continue;
+        }
+        let n = r.review().map_or(0, |x| x.iteration);
+        for t in &r.turns {
+            out.push(ChildSession {
+                session: t.to_string(),
+                agent: "review".into(),
+                title: format!("review {n} of {}", parent.id),
+            });
+        }
+    }
+    out
 }
 
 /// The task waits in a `wait = { human }` phase (an inbox item).
