@@ -191,17 +191,41 @@ fn an_answer_given_while_the_agent_was_gone_reaches_it_when_it_asks_again() {
     use serde_json::json;
     let p = TestProject::new();
     let root = p.root().display().to_string();
-    let env = [("BATON_PROJECT", root.as_str()), ("BATON_TASK_ID", "mig"), ("BATON_PHASE", "migrate")];
+    let env = [
+        ("BATON_PROJECT", root.as_str()),
+        ("BATON_TASK_ID", "mig"),
+        ("BATON_PHASE", "migrate"),
+    ];
     let ask = json!([{"tool": "request_approval", "args": {"action": "drop the old users table", "wait_seconds": 1}}]);
-    let first = mcp::run(McpClient::PythonAuto, &baton_testkit::baton_bin(), p.root(), &env, &ask);
+    let first = mcp::run(
+        McpClient::PythonAuto,
+        &baton_testkit::baton_bin(),
+        p.root(),
+        &env,
+        &ask,
+    );
     let r = &first["results"][0]["structured"];
     assert_eq!(r["answered"], false, "{first}");
     let id = r["id"].as_str().unwrap().to_string();
     // The agent is gone; a person answers.
-    let (code, _, err) = p.run(&["inbox", "deny", &id, "--reason", "not this week", "--by", "ana"]);
+    let (code, _, err) = p.run(&[
+        "inbox",
+        "deny",
+        &id,
+        "--reason",
+        "not this week",
+        "--by",
+        "ana",
+    ]);
     assert_eq!(code, 0, "{err}");
     // It comes back (a new process, a new MCP session) and asks again.
-    let again = mcp::run(McpClient::PythonAuto, &baton_testkit::baton_bin(), p.root(), &env, &ask);
+    let again = mcp::run(
+        McpClient::PythonAuto,
+        &baton_testkit::baton_bin(),
+        p.root(),
+        &env,
+        &ask,
+    );
     let r = &again["results"][0]["structured"];
     assert_eq!(r["id"], id.as_str(), "the same item");
     assert_eq!(r["answered"], true);

@@ -361,7 +361,11 @@ fn check_sessions(eng: &Engine, fix: bool, shared: bool) -> Result<Vec<Finding>>
     let mut out = Vec::new();
     for t in eng.store.list()? {
         let log = eng.project.sessions_dir().join(format!("{}.md", t.id));
-        if log.exists() || (shared && !eng.task_dir(&t.id).exists()) {
+        // Written without waiting for the disk: after a power cut a log
+        // may be empty or cut short, which re-rendering mends.
+        let reads = std::fs::read_to_string(&log)
+            .is_ok_and(|text| baton_core::session_log::parse(&text).is_ok());
+        if reads || (shared && !eng.task_dir(&t.id).exists()) {
             continue;
         }
         if fix {

@@ -7,6 +7,22 @@ use baton_core::state::{PhaseStatus, TaskState};
 use std::io::Write;
 use std::path::Path;
 
+/// Writes a file derived from the store (a session log, the session
+/// index) atomically but without waiting for the disk: after a power cut
+/// it may be the old file, which the next render (or `doctor --fix`)
+/// replaces; the journal it comes from is what is durable.
+pub fn derived_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs_err::create_dir_all(dir)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    fs_err::write(&tmp, bytes)?;
+    fs_err::rename(&tmp, path)
+}
+
 /// Writes `bytes` to `path` atomically.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -74,20 +90,26 @@ impl Background {
         self.write(path, phase_markdown(state, index).into_bytes())
     }
 
-    /// Writes `bytes` to `path` in the background.
-    pub fn file(&mut self, path: std::path::PathBuf, bytes: Vec<u8>) -> std::io::Result<()> {
-        self.write(path, bytes)
-    }
-
-    fn write(&mut self, path: std::path::PathBuf, bytes: Vec<u8>) -> std::io::Result<()> {
-        if let Some(i) = self.pending.iter().position(|(p, _)| *p == path) {
+    /// Runs `job` in the background, after the job of the same `key` in
+    /// flight (a file derived from the store: a session log and its row of
+    /// the index).
+    pub fn job(
+        &mut self,
+        key: std::path::PathBuf,
+        job: impl FnOnce() -> std::io::Result<()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        if let Some(i) = self.pending.iter().position(|(p, _)| *p == key) {
             let (_, h) = self.pending.swap_remove(i);
             joined(h)?;
         }
-        let to = path.clone();
-        let h = std::thread::spawn(move || atomic_write(&to, &bytes));
-        self.pending.push((path, h));
+        let h = std::thread::spawn(job);
+        self.pending.push((key, h));
         Ok(())
+    }
+
+    fn write(&mut self, path: std::path::PathBuf, bytes: Vec<u8>) -> std::io::Result<()> {
+        let to = path.clone();
+        self.job(path, move || atomic_write(&to, &bytes))
     }
 
     /// Waits for every write in flight; the first error, if any.

@@ -100,6 +100,10 @@ fn fields(line: &str) -> Option<Vec<String>> {
                         'n' => '\n',
                         'r' => '\r',
                         't' => '\t',
+                        'u' => {
+                            let hex: String = (0..4).filter_map(|_| chars.next()).collect();
+                            char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?
+                        }
                         c @ ('"' | '\\') => c,
                         _ => return None,
                     }),

@@ -92,7 +92,7 @@ impl Engine {
         let mut first = vec![created];
         first.extend(carried);
         // Phases carried over (or passed in a session log) need no agent.
-        let (preview, _) = self.first_records(&id, &wf, first.clone())?;
+        let (preview, _) = self.fold_first(&id, first.clone())?;
         self.check_agents(&wf, &preview.flags, Some(&preview), opts.agent.as_deref())?;
         if let Some(to) = &opts.agent {
             first.push(Event::AgentSwitched {
@@ -269,6 +269,11 @@ impl Engine {
             name: wf.name.clone(),
             json,
         })?;
+        self.fold_first(id, first)
+    }
+
+    /// A new task's first journal records, folded (nothing stored).
+    fn fold_first(&self, id: &TaskId, first: Vec<Event>) -> Result<(TaskState, Vec<EventRecord>)> {
         let now = self.now();
         let mut records = Vec::new();
         let mut state: Option<TaskState> = None;

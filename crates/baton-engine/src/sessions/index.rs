@@ -45,17 +45,31 @@ impl SessionIndex {
 
     /// Puts `row` in (replacing the row of its id), under the lock.
     pub fn upsert(&self, row: IndexRow) -> std::io::Result<()> {
+        self.upsert_all(vec![row])
+    }
+
+    /// Puts `rows` in, each replacing the row of its id, under the lock.
+    pub fn upsert_all(&self, new: Vec<IndexRow>) -> std::io::Result<()> {
         let _lock = self.lock()?;
         let mut rows = match self.read() {
             Some(r) => r,
             None => self.scan()?,
         };
-        match rows.iter_mut().find(|r| r.id == row.id) {
-            Some(r) if *r == row => return Ok(()),
-            Some(r) => *r = row,
-            None => rows.push(row),
+        let mut changed = false;
+        for row in new {
+            match rows.iter_mut().find(|r| r.id == row.id) {
+                Some(r) if *r == row => {}
+                Some(r) => {
+                    *r = row;
+                    changed = true;
+                }
+                None => {
+                    rows.push(row);
+                    changed = true;
+                }
+            }
         }
-        self.write(rows)
+        if changed { self.write(rows) } else { Ok(()) }
     }
 
     /// Rebuilds the file from the logs; how many sessions it holds.
@@ -107,12 +121,11 @@ impl SessionIndex {
     }
 
     fn write(&self, sessions: Vec<IndexRow>) -> std::io::Result<()> {
-        let text = toon_format::encode_default(&Index {
+        let text = encode(&Index {
             version: VERSION,
             sessions,
-        })
-        .map_err(|e| std::io::Error::other(e.to_string()))?;
-        render::atomic_write(&self.path, format!("{text}\n").as_bytes())
+        });
+        render::derived_write(&self.path, format!("{text}\n").as_bytes())
     }
 
     /// The lock file is in the sessions folder, which git ignores with the
@@ -126,6 +139,47 @@ impl SessionIndex {
             .open(self.sessions.join(".index.lock"))?;
         Flock::lock(f, FlockArg::LockExclusive).map_err(|(_, e)| std::io::Error::from(e))
     }
+}
+
+/// The index as TOON, written as toon-format writes it (a property test
+/// holds the two to the same bytes) but without building a document tree:
+/// a task's log write rewrites the index, which may hold 10,000 rows.
+fn encode(idx: &Index) -> String {
+    use toon_format::utils::string::quote_string;
+    let cell = |s: &str| {
+        if toon_format::needs_quoting(s, ',') {
+            quote_string(s)
+        } else {
+            s.to_string()
+        }
+    };
+    let mut out = format!("version: {}\n", idx.version);
+    if idx.sessions.is_empty() {
+        out.push_str("sessions: []");
+        return out;
+    }
+    out.push_str(&format!(
+        "sessions[{}]{{{}}}:",
+        idx.sessions.len(),
+        baton_core::session_log::index::FIELDS
+    ));
+    for r in &idx.sessions {
+        out.push_str("\n  ");
+        let cells = [
+            cell(&r.id),
+            cell(&r.status),
+            cell(&r.started),
+            cell(&r.ended),
+            cell(&r.workflow),
+            cell(&r.phases),
+            cell(&r.agents),
+            r.tokens.to_string(),
+            r.open_items.to_string(),
+            cell(&r.title),
+        ];
+        out.push_str(&cells.join(","));
+    }
+    out
 }
 
 impl Engine {
@@ -169,6 +223,9 @@ mod tests {
             Just("line\nbreak\ttab".to_string()),
             Just("- dash".to_string()),
             Just("é ü ✓".to_string()),
+            Just("bell\u{7} and \u{1f}".to_string()),
+            Just("-1.5e3".to_string()),
+            Just("null".to_string()),
         ]
     }
 
@@ -189,6 +246,7 @@ mod tests {
                 .collect();
             let idx = Index { version: VERSION, sessions };
             let written = toon_format::encode_default(&idx).unwrap();
+            prop_assert_eq!(&encode(&idx), &written, "baton writes what toon-format writes");
             prop_assert_eq!(read_table(&written), Some(idx.clone()), "{}", written);
             let decoded: Index = toon_format::decode_default(&written).unwrap();
             prop_assert_eq!(decoded, idx);

@@ -137,7 +137,7 @@ impl Engine {
         if std::fs::read_to_string(&path).ok().as_deref() == Some(md.as_str()) {
             return Ok(false);
         }
-        render::atomic_write(&path, md.as_bytes())?;
+        render::derived_write(&path, md.as_bytes())?;
         let open = self
             .inbox()
             .items(true)?

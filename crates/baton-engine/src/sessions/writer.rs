@@ -1,11 +1,14 @@
 //! Keeping a held task's session log current. The journal it renders
 //! from is read from the store once, when the first commit after taking
-//! the task lands, then grows with each commit; the log is written (in
-//! the background, atomically, as `state.json` is) when a commit moves a
-//! phase or the task, and otherwise at most every two seconds.
+//! the task lands, then grows with each commit; the log (and its row of
+//! the index) is written in the background, atomically but without
+//! waiting for the disk (it is derived: the journal is what is durable):
+//! at once when the task stops (it waits, fails, completes, is let go),
+//! within a quarter second of a phase starting or ending, and at most
+//! every two seconds while an agent streams.
 
 use super::SessionIndex;
-use crate::render::Background;
+use crate::render::{self, Background};
 use baton_core::session_log;
 use baton_core::session_log::journal::{ChildSession, SubagentMode};
 use baton_core::workflow::{PhaseKind, WaitSpec, Workflow};
@@ -16,6 +19,8 @@ use std::time::{Duration, Instant};
 
 /// How often a streaming agent's log is written at most.
 const EVERY: Duration = Duration::from_secs(2);
+/// How often phase transitions are written at most.
+const TRANSITIONS: Duration = Duration::from_millis(250);
 
 #[derive(Debug, Default)]
 pub(crate) struct LogWriter {
@@ -37,6 +42,9 @@ impl LogWriter {
         LogWriter {
             mode,
             models,
+            // Counted from taking the task: a short run is written once, at
+            // its end (or when it is let go).
+            written: Some(Instant::now()),
             ..LogWriter::default()
         }
     }
@@ -60,8 +68,17 @@ impl LogWriter {
             },
         }
         self.dirty = true;
-        let moves = new.iter().any(|r| moves_the_log(&r.event));
-        if moves || self.written.is_none_or(|t| t.elapsed() >= EVERY) {
+        // A phase that starts or ends shows within a quarter second (many
+        // short phases in a row are written together; the task's end, a
+        // wait and letting the task go are written at once); an agent's
+        // stream at most every two seconds.
+        let at_once = new.iter().any(|r| stops_here(&r.event));
+        let every = if new.iter().any(|r| moves_the_log(&r.event)) {
+            TRANSITIONS
+        } else {
+            EVERY
+        };
+        if at_once || self.written.is_none_or(|t| t.elapsed() >= every) {
             self.write(store, state, wf, dir, out)?;
         }
         Ok(())
@@ -99,33 +116,41 @@ impl LogWriter {
         let mut log =
             session_log::journal::with_children(log, &children_of(store, state), self.mode);
         log.front.model = model_of(&log, &self.models);
-        let path = dir.join(format!("{}.md", state.task_id));
-        out.file(path, session_log::render(&log).into_bytes())?;
-        let index = dir.parent().map(SessionIndex::of);
-        // The subagents' own logs, which the callouts link to or embed.
-        if self.mode != SubagentMode::Inline && !log.front.subagents.is_empty() {
-            for child in session_log::journal::subagent_logs(state, records) {
-                let path = dir.join(format!("{}.md", child.front.session_id));
-                out.file(path, session_log::render(&child).into_bytes())?;
-                if let Some(i) = &index {
-                    let _ = i.upsert(session_log::index::row_of(&child, 0));
-                }
-            }
-        }
         let open = items
             .iter()
             .filter(|i| i.is_open() && i.session.as_deref() == Some(state.task_id.as_str()))
             .count()
             + usize::from(waits_on_a_person(state, wf));
         let row = session_log::index::row_of(&log, open as u64);
-        if self.indexed.as_ref() != Some(&row) {
-            if let Some(i) = index
-                && let Err(e) = i.upsert(row.clone())
-            {
-                tracing::warn!(task = %state.task_id, error = %e, "session index not updated");
+        let new_row = (self.indexed.as_ref() != Some(&row)).then(|| row.clone());
+        self.indexed = Some(row);
+        // The subagents' own logs, which the callouts link to or embed.
+        let children = if self.mode != SubagentMode::Inline && !log.front.subagents.is_empty() {
+            session_log::journal::subagent_logs(state, records)
+        } else {
+            Vec::new()
+        };
+        let path = dir.join(format!("{}.md", state.task_id));
+        let index = dir.parent().map(SessionIndex::of);
+        let task = state.task_id.clone();
+        // Rendered and written off the phase loop: derived files, so
+        // without waiting for the disk (the journal is what is durable).
+        out.job(path.clone(), move || {
+            render::derived_write(&path, session_log::render(&log).as_bytes())?;
+            let mut rows: Vec<_> = new_row.into_iter().collect();
+            for child in children {
+                let p = path.with_file_name(format!("{}.md", child.front.session_id));
+                render::derived_write(&p, session_log::render(&child).as_bytes())?;
+                rows.push(session_log::index::row_of(&child, 0));
             }
-            self.indexed = Some(row);
-        }
+            if let Some(i) = index
+                && !rows.is_empty()
+                && let Err(e) = i.upsert_all(rows)
+            {
+                tracing::warn!(task = %task, error = %e, "session index not updated");
+            }
+            Ok(())
+        })?;
         self.written = Some(Instant::now());
         self.dirty = false;
         Ok(())
@@ -192,7 +217,21 @@ fn waits_on_a_person(state: &TaskState, wf: &Workflow) -> bool {
     })
 }
 
-/// Events a reader should see at once: everything but an agent's
+/// Events after which the task stops for a while: written at once.
+fn stops_here(e: &Event) -> bool {
+    matches!(
+        e,
+        Event::PhaseWaiting { .. }
+            | Event::PhaseFailed { .. }
+            | Event::PhaseInterrupted { .. }
+            | Event::TaskCompleted
+            | Event::TaskFailed { .. }
+            | Event::TaskCancelled { .. }
+            | Event::RestartsExhausted { .. }
+    )
+}
+
+/// Events a reader should see soon: everything but an agent's
 /// streaming and the bookkeeping.
 fn moves_the_log(e: &Event) -> bool {
     !matches!(
