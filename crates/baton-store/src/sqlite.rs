@@ -185,6 +185,14 @@ CREATE INDEX inbox_open ON inbox (open, created_at);
 "#,
 ];
 
+/// SQLite's "busy" or "locked".
+fn is_locked(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
 pub struct SqliteStore {
     conn: Mutex<Connection>,
     path: String,
@@ -198,11 +206,22 @@ impl SqliteStore {
             path: path.display().to_string(),
             reason,
         };
-        let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
-        Self::setup(conn, sync).map_err(|e| match e {
-            Error::Sqlite(e) => open_err(e.to_string()),
-            other => other,
-        })
+        // A store being created by another process at this moment (its
+        // switch to WAL, its migrations) can answer "locked" without
+        // waiting for the busy timeout: try again for a while.
+        let started = std::time::Instant::now();
+        loop {
+            let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
+            match Self::setup(conn, sync) {
+                Err(Error::Sqlite(e))
+                    if is_locked(&e) && started.elapsed() < std::time::Duration::from_secs(30) =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(Error::Sqlite(e)) => return Err(open_err(e.to_string())),
+                other => return other,
+            }
+        }
     }
 
     /// An in-memory store, for tests.

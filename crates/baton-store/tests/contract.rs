@@ -1777,7 +1777,13 @@ fn sqlite_stores_opened_at_once_are_migrated_once() {
     let path = dir.path().join("baton.db");
     let opened: Vec<_> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..8)
-            .map(|_| s.spawn(|| SqliteStore::open(&path, baton_store::Synchronous::Full)))
+            .map(|_| {
+                s.spawn(|| {
+                    // Opened and used at once, as two commands would.
+                    let store = SqliteStore::open(&path, baton_store::Synchronous::Full)?;
+                    baton_store::InboxStore::inbox_items(&store, true).map(|_| store)
+                })
+            })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
