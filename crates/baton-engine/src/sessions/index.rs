@@ -51,11 +51,12 @@ impl SessionIndex {
     /// Puts `rows` in, each replacing the row of its id, under the lock.
     pub fn upsert_all(&self, new: Vec<IndexRow>) -> std::io::Result<()> {
         let _lock = self.lock()?;
-        let mut rows = match self.read() {
-            Some(r) => r,
-            None => self.scan()?,
+        // No index (or one that does not read): built from the logs, and
+        // written whatever the rows.
+        let (mut rows, mut changed) = match self.read() {
+            Some(r) => (r, false),
+            None => (self.scan()?, true),
         };
-        let mut changed = false;
         for row in new {
             match rows.iter_mut().find(|r| r.id == row.id) {
                 Some(r) if *r == row => {}
