@@ -98,13 +98,15 @@ fn main() {
         / 100.0;
     let count = (50.0 * 1024.0 * 1024.0 / per).ceil() as usize;
     log.sections = (0..count).map(section).collect();
-    let t = Instant::now();
     let text = render(&log);
-    let render_s = t.elapsed().as_secs_f64();
     let mb = text.len() as f64 / (1024.0 * 1024.0);
+    let mut render_s = Vec::new();
     let mut parse_s = Vec::new();
     let mut cmark_s = Vec::new();
     for _ in 0..3 {
+        let t = Instant::now();
+        assert_eq!(render(&log).len(), text.len());
+        render_s.push(t.elapsed().as_secs_f64());
         let t = Instant::now();
         let parsed = parse(&text).expect("the log parses");
         parse_s.push(t.elapsed().as_secs_f64());
@@ -114,8 +116,8 @@ fn main() {
         cmark_s.push(t.elapsed().as_secs_f64());
         assert!(events > count);
     }
-    let (parse_s, cmark_s) = (median(parse_s), median(cmark_s));
-    println!("session log of {mb:.1} MB ({count} sections):");
+    let (render_s, parse_s, cmark_s) = (median(render_s), median(parse_s), median(cmark_s));
+    println!("session log of {mb:.1} MB ({count} sections; medians of 3):");
     println!("  render                 {:>8.1} MB/s", mb / render_s);
     println!("  parse (baton)          {:>8.1} MB/s", mb / parse_s);
     println!("  pulldown-cmark alone   {:>8.1} MB/s", mb / cmark_s);
