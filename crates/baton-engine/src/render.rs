@@ -1,6 +1,8 @@
 //! Files rendered from the store: `state.json`, `NN-phase.md` outputs and
 //! the `current` pointer. Every write is atomic (temp file, fsync, rename,
-//! fsync of the folder), so a crash leaves the old file or the new one.
+//! fsync of the folder), so a crash leaves the old file or the new one;
+//! files derived for reading only (session logs, their index) skip the
+//! fsyncs (`derived_write`).
 
 use baton_core::document;
 use baton_core::state::{PhaseStatus, TaskState};
@@ -12,19 +14,17 @@ use std::path::Path;
 /// it may be the old file, which the next render (or `doctor --fix`)
 /// replaces; the journal it comes from is what is durable.
 pub fn derived_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    fs_err::create_dir_all(dir)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    fs_err::write(&tmp, bytes)?;
-    fs_err::rename(&tmp, path)
+    replace(path, bytes, false)
 }
 
 /// Writes `bytes` to `path` atomically.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    replace(path, bytes, true)
+}
+
+/// `path` replaced by a temporary file renamed over it; with `sync`, the
+/// file and its folder reach the disk before this returns.
+fn replace(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs_err::create_dir_all(dir)?;
     let name = path
@@ -35,10 +35,12 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     {
         let mut f = fs_err::File::create(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        if sync {
+            f.sync_all()?;
+        }
     }
     fs_err::rename(&tmp, path)?;
-    if let Ok(d) = std::fs::File::open(dir) {
+    if sync && let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
     }
     Ok(())
