@@ -48,7 +48,7 @@ mod tests;
 
 pub use extract::{Correction, LogPhase, corrections, phases, summary_of};
 pub use parse::{ParseError, parse};
-pub use render::render;
+pub use render::{render, section as render_section};
 
 /// How an `Adopted` event's source begins when a task continues a session
 /// log (`baton session resume`): its next agent gets the brief.

@@ -125,6 +125,7 @@ impl Engine {
         let children = super::writer::children_of(self.store.as_ref(), &snap.state);
         let mut log = session_log::journal::with_children(log, &children, mode);
         log.front.model = super::writer::model_of(&log, &self.project.config.agent_models());
+        super::writer::subagents_counted(&mut log, &snap.state, &records);
         Ok(log)
     }
 

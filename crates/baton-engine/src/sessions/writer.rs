@@ -124,12 +124,13 @@ impl LogWriter {
         let row = session_log::index::row_of(&log, open as u64);
         let new_row = (self.indexed.as_ref() != Some(&row)).then(|| row.clone());
         self.indexed = Some(row);
-        // The subagents' own logs, which the callouts link to or embed.
-        let children = if self.mode != SubagentMode::Inline && !log.front.subagents.is_empty() {
-            session_log::journal::subagent_logs(state, records)
-        } else {
-            Vec::new()
-        };
+        // The subagents' own logs, which the callouts link to or embed, and
+        // their tokens (the CLI reports usage for the whole session only):
+        // what their sections hold, counted by the tokenizer.
+        let mut children = subagents_counted(&mut log, state, records);
+        if self.mode == SubagentMode::Inline {
+            children.clear();
+        }
         let path = dir.join(format!("{}.md", state.task_id));
         let index = dir.parent().map(SessionIndex::of);
         let task = state.task_id.clone();
@@ -155,6 +156,37 @@ impl LogWriter {
         self.dirty = false;
         Ok(())
     }
+}
+
+/// The own logs of `log`'s subagents, with their tokens (the CLI reports
+/// usage for the whole session only): what their sections hold, counted
+/// by the tokenizer, also put in `log`'s frontmatter.
+pub(crate) fn subagents_counted(
+    log: &mut session_log::SessionLog,
+    state: &TaskState,
+    records: &[EventRecord],
+) -> Vec<session_log::SessionLog> {
+    if log.front.subagents.is_empty() {
+        return Vec::new();
+    }
+    let mut children = session_log::journal::subagent_logs(state, records);
+    for child in &mut children {
+        let text: String = child
+            .sections
+            .iter()
+            .map(session_log::render_section)
+            .collect();
+        child.front.tokens_used = super::tokens::count(&text);
+        if let Some(s) = log
+            .front
+            .subagents
+            .iter_mut()
+            .find(|s| s.session == child.front.session_id)
+        {
+            s.tokens = child.front.tokens_used;
+        }
+    }
+    children
 }
 
 /// The model the log's last agent asks for, as configured.
