@@ -296,7 +296,7 @@ fn an_agent_sessions_log_codifies_into_a_workflow_that_runs() {
         err.contains("\"Design It\" is not a phase id ([a-z0-9-]); say r design-it"),
         "{err}"
     );
-    assert!(err.contains("with 1 phases: design"), "{err}");
+    assert!(err.contains("with 1 phase: design"), "{err}");
     // --refine: the agent's workflow when it loads, else the draft.
     let (code, _, err) = p.run(&[
         "session",
@@ -309,7 +309,7 @@ fn an_agent_sessions_log_codifies_into_a_workflow_that_runs() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        err.contains("cc refined it") && err.contains("with 1 phases: make"),
+        err.contains("cc refined it") && err.contains("with 1 phase: make"),
         "{err}"
     );
     let (code, _, err) = p.run(&[

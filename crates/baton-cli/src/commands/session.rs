@@ -233,9 +233,10 @@ pub fn run(project: &Project, cmd: SessionCommand, printer: &Arc<Printer>) -> Re
                 None => draft.phases.iter().map(|p| p.id.clone()).collect(),
             };
             printer.info(&format!(
-                "wrote {} with {} phases: {}",
+                "wrote {} with {} phase{}: {}",
                 path.display(),
                 phases.len(),
+                if phases.len() == 1 { "" } else { "s" },
                 phases.join(", ")
             ));
             printer.hint(&format!("run it with `baton run {name} \"…\"`"));
