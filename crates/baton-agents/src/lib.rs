@@ -12,7 +12,8 @@
 //! growing stream), [`locate`] (finding a transcript on disk),
 //! [`memory`] (the brief section in a memory file), [`folder_mcp`] (an MCP
 //! servers file in the working folder), [`run_files`] (both, undone when a
-//! run ends) and [`version`].
+//! run ends), [`subagents`] (the files of subagents that run in sessions
+//! of their own) and [`version`].
 //!
 //! The engine and the CLI speak only [`AgentCli`]; adding a CLI is one new
 //! file in `src/clis/` and one line in [`clis::ALL`] (see ARCHITECTURE.md).
@@ -27,6 +28,7 @@ pub mod memory;
 pub mod native;
 pub mod run_files;
 pub mod stream;
+pub mod subagents;
 pub mod tail;
 pub mod version;
 
@@ -171,6 +173,15 @@ pub trait AgentCli: Send + Sync {
     }
     /// Reads its session file into `t` (pure).
     fn parse_native(&self, text: &str, t: &mut NativeTranscript) -> Result<(), String>;
+    /// For a CLI whose own subagents run in sessions of their own (its
+    /// stream says only that one started, with an
+    /// [`AgentEvent::Subagent`] holding a `SessionStarted`): one such
+    /// session file's text read into the model it ran and what it did,
+    /// without what it inherited from its parent (pure). `None`: its
+    /// subagents are in its stream, or it has none.
+    fn parse_subagent(&self, _text: &str) -> Option<(Option<String>, Vec<AgentEvent>)> {
+        None
+    }
     /// The session file of the session with exactly the id `id`, searched
     /// in the CLI's own folders (IO).
     fn locate_native(&self, id: &str, env: Env<'_>) -> Result<PathBuf, String>;

@@ -1,5 +1,6 @@
 //! A CLI's JSON stream read while it is written: complete lines only,
-//! the last partial line once the CLI has ended.
+//! the last partial line once the CLI has ended; with what the subagents
+//! it started in sessions of their own did ([`crate::subagents`]).
 
 use crate::Cli;
 use std::path::Path;
@@ -11,20 +12,30 @@ pub struct Tail {
     offset: u64,
     partial: Vec<u8>,
     parser: crate::StreamParser,
+    subagents: crate::subagents::Subagents,
 }
 
 impl Tail {
-    pub fn new(cli: Cli, path: &Path) -> Tail {
+    /// `env`: the run's environment (where the CLI keeps its sessions).
+    pub fn new(cli: Cli, path: &Path, env: Vec<(String, String)>) -> Tail {
         Tail {
             path: path.to_path_buf(),
             offset: 0,
             partial: Vec::new(),
             parser: crate::StreamParser::new(cli),
+            subagents: crate::subagents::Subagents::new(cli, env),
         }
     }
 
     /// The events of the lines written since the last call.
     pub fn poll(&mut self) -> Vec<crate::AgentEvent> {
+        let mut out = self.lines();
+        self.subagents.saw(&out);
+        out.extend(self.subagents.poll(false));
+        out
+    }
+
+    fn lines(&mut self) -> Vec<crate::AgentEvent> {
         use std::io::{Read, Seek, SeekFrom};
         let Ok(mut f) = std::fs::File::open(&self.path) else {
             return Vec::new();
@@ -48,11 +59,13 @@ impl Tail {
 
     /// The rest, the CLI having ended: a last line without its newline too.
     pub fn finish(&mut self) -> Vec<crate::AgentEvent> {
-        let mut out = self.poll();
+        let mut out = self.lines();
         if !self.partial.is_empty() {
             let line = std::mem::take(&mut self.partial);
             out.extend(self.parser.line(&String::from_utf8_lossy(&line)));
         }
+        self.subagents.saw(&out);
+        out.extend(self.subagents.poll(true));
         out
     }
 }
@@ -66,7 +79,7 @@ mod tests {
         use crate::AgentEvent;
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("out");
-        let mut t = Tail::new(&crate::clis::Codex, &f);
+        let mut t = Tail::new(&crate::clis::Codex, &f, Vec::new());
         assert!(t.poll().is_empty(), "no file yet");
         std::fs::write(
             &f,

@@ -33,6 +33,9 @@ fn fixture(file: &str) -> &'static str {
             include_str!("fixtures/streams/codex-0.169.0-apply-patch.jsonl")
         }
         "codex-0.169.0-write.jsonl" => include_str!("fixtures/streams/codex-0.169.0-write.jsonl"),
+        "codex-0.169.0-subagent.jsonl" => {
+            include_str!("fixtures/streams/codex-0.169.0-subagent.jsonl")
+        }
         "gemini-0.61.0-401.jsonl" => include_str!("fixtures/streams/gemini-0.61.0-401.jsonl"),
         "gemini-0.61.0-write.jsonl" => include_str!("fixtures/streams/gemini-0.61.0-write.jsonl"),
         "opencode-1.18.33-401.jsonl" => include_str!("fixtures/streams/opencode-1.18.33-401.jsonl"),
@@ -540,4 +543,71 @@ fn a_cut_off_tool_call_never_reaches_a_transcript() {
         summary: String::new(),
     }];
     assert!(without_dangling_calls(&orphan).is_empty());
+}
+
+/// Codex's own agents (`spawn_agent`, on by default in 0.169): the stream
+/// says the agent was started, in which session, and what the wait for it
+/// returned; what the agent did is in its own rollout, read without the
+/// context Codex gave it.
+#[test]
+fn codex_spawned_agents() {
+    let ev = parse(CODEX_, "codex-0.169.0-subagent.jsonl");
+    let calls = calls_and_results(&ev);
+    let names: Vec<&str> = calls
+        .iter()
+        .map(|(c, _, _)| c.split(' ').next().unwrap())
+        .collect();
+    assert_eq!(names, ["spawn_agent", "wait_agent"], "{ev:?}");
+    assert_eq!(
+        calls[0].0,
+        "spawn_agent default: List the files and say what you see."
+    );
+    let child = ev
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::Subagent { parent, event, .. } => match event.as_ref() {
+                AgentEvent::SessionStarted { native_id } => Some((parent, native_id)),
+                _ => None,
+            },
+            _ => None,
+        })
+        .expect("the spawned agent's session");
+    assert_eq!(child.0, &calls[0].1, "tied to the spawn_agent call");
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, AgentEvent::ToolResult { summary, .. }
+        if summary == "completed: Seen: a git repository."))
+    );
+    assert!(
+        matches!(ev.last(), Some(AgentEvent::Final { ok: true, text })
+        if text == "The subagent saw the repository.")
+    );
+
+    let rollout = include_str!("fixtures/native/codex-0.169.0-subagent.jsonl");
+    assert!(rollout.contains(child.1.as_str()), "the same run's rollout");
+    let (model, events) = CODEX_
+        .parse_subagent(rollout)
+        .expect("Codex reads its subagents");
+    assert_eq!(model.as_deref(), Some("gpt-5-codex"));
+    let said: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolCall { name, summary, .. } => Some(format!("{name} {summary}")),
+            AgentEvent::ToolResult { summary, .. } => Some(format!("→ {summary}")),
+            AgentEvent::AssistantText { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(said[0], "exec_command ls -a", "{said:?}");
+    assert!(
+        said[1].starts_with("→ .") && said[1].contains(".git"),
+        "{said:?}"
+    );
+    assert_eq!(said[2..], ["Seen: a git repository."]);
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Usage { input_tokens, .. } if *input_tokens > 0)),
+        "its tokens, which Codex counts per thread"
+    );
 }

@@ -532,6 +532,112 @@ fn a_real_agent_run_with_a_subagent_renders_as_the_golden_logs() {
     }
 }
 
+/// Codex's own agents: the model spawns one (`spawn_agent`, on by default
+/// in Codex 0.169) and waits for it; the spawned agent, a conversation of
+/// its own, runs a command and answers. Codex's stream says only that it
+/// started, in which session: what it did is read from its own rollout
+/// while it runs, into its own log linked from a `[!subagent]` callout,
+/// with the tokens Codex counted for it. Times, tokens, thread ids and the
+/// CLI's version are masked. `BATON_BLESS=1` rewrites the files.
+#[test]
+fn a_real_codex_run_with_a_spawned_agent_renders_as_the_golden_logs() {
+    use baton_testkit::agents::Agent;
+    use baton_testkit::model_server::{ModelServer, Reply};
+    const TASK: &str = "Say what the folder holds.";
+    let p = TestProject::new_private();
+    let server = ModelServer::start_with_branches(
+        vec![
+            Reply::tool(
+                "multi_agent_v1__spawn_agent",
+                serde_json::json!({"message": TASK}),
+            ),
+            Reply::tool(
+                "multi_agent_v1__wait_agent",
+                serde_json::json!({"targets": ["{{agent_id}}"], "timeout_ms": 60000}),
+            ),
+            Reply::text("The spawned agent looked."),
+        ],
+        vec![(
+            TASK,
+            vec![
+                Reply::tool("exec_command", serde_json::json!({"cmd": "echo looked"})),
+                Reply::text("It holds a project."),
+            ],
+        )],
+    );
+    let home = tempfile::tempdir().unwrap();
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str(&Agent::Codex.baton_config("cx", &server, home.path()));
+    fs_err::write(&cfg, text).unwrap();
+    p.workflow(
+        "look",
+        "name = \"look\"\n[defaults]\nagent = \"cx\"\n[[phase]]\nid = \"survey\"\nprompt = \"Survey the project with a spawned agent.\"\n",
+    );
+    let (code, _, err) = p.run(&["run", "look", "Survey the project", "--id", "survey"]);
+    assert_eq!(code, 0, "{err}");
+    let parent = log_of(&p, "survey");
+    let tokens = parent
+        .lines()
+        .find(|l| l.contains("{session: survey--1"))
+        .and_then(|l| l.split("tokens: ").nth(1))
+        .and_then(|t| t.trim_end_matches('}').parse::<u64>().ok());
+    assert!(
+        tokens.is_some_and(|t| t > 1000),
+        "the tokens Codex counted for its agent (its requests hold Codex's instructions): {parent}"
+    );
+    for (id, golden) in [
+        ("survey", "codex-spawned.md"),
+        ("survey--1", "codex-spawned-child.md"),
+    ] {
+        // The tokens Codex counts vary with the request (its dates, paths).
+        let got: String = masked(&log_of(&p, id))
+            .lines()
+            .map(|l| match l.split_once("tokens: ") {
+                Some((head, _)) if head.contains("{session: ") => format!("{head}tokens: …}}\n"),
+                _ => format!("{l}\n"),
+            })
+            .collect();
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/golden")
+            .join(golden);
+        if std::env::var_os("BATON_BLESS").is_some() {
+            fs_err::write(&path, &got).unwrap();
+        }
+        let want = fs_err::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{golden}: {e}; run with BATON_BLESS=1 to write it"));
+        assert_eq!(got, want, "{golden} differs; the log was:\n{got}");
+        let raw = log_of(&p, id);
+        let parsed = baton_core::session_log::parse(&raw).unwrap();
+        assert_eq!(baton_core::session_log::render(&parsed), raw);
+    }
+}
+
+/// `line` with every UUID-shaped id (Codex's thread ids) as `<id>`.
+fn without_thread_ids(line: &str) -> String {
+    let b = line.as_bytes();
+    let shape = |at: usize| {
+        b.len() >= at + 36
+            && b[at..at + 36].iter().enumerate().all(|(i, c)| match i {
+                8 | 13 | 18 | 23 => *c == b'-',
+                _ => c.is_ascii_hexdigit(),
+            })
+    };
+    let mut out = String::new();
+    let mut i = 0;
+    while i < line.len() {
+        if line.is_char_boundary(i) && shape(i) {
+            out.push_str("<id>");
+            i += 36;
+        } else {
+            let c = line[i..].chars().next().unwrap();
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
+
 /// A log with what changes from run to run masked: times, tokens, the
 /// CLI's version, the project's folder name.
 fn masked(log: &str) -> String {
@@ -542,16 +648,18 @@ fn masked(log: &str) -> String {
                     return format!("{key}…");
                 }
             }
-            if let Some(rest) = l.strip_prefix("participants: [cc@") {
-                return format!(
-                    "participants: [cc@…{}",
-                    &rest[rest.find(']').unwrap_or(rest.len())..]
-                );
+            for agent in ["cc", "cx"] {
+                if let Some(rest) = l.strip_prefix(&format!("participants: [{agent}@")) {
+                    return format!(
+                        "participants: [{agent}@…{}",
+                        &rest[rest.find(']').unwrap_or(rest.len())..]
+                    );
+                }
             }
             if l.starts_with("labels: ") {
                 return "labels: …".to_string();
             }
-            l.to_string()
+            without_thread_ids(l)
         })
         .collect::<Vec<_>>()
         .join("\n")

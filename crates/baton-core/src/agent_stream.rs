@@ -50,8 +50,9 @@ pub enum AgentEvent {
         message: String,
     },
     /// What a subagent the CLI ran itself did (Claude Code's Agent tool:
-    /// its messages carry the id of the tool call that started it).
-    /// Never the session's own text or failure.
+    /// its messages carry the id of the tool call that started it; Codex's
+    /// `spawn_agent`: a `SessionStarted` names the subagent's own session,
+    /// whose file holds the rest). Never the session's own text or failure.
     Subagent {
         /// The id of the tool call that started it.
         parent: String,
@@ -61,8 +62,9 @@ pub enum AgentEvent {
     },
 }
 
-/// The tool names with which a CLI starts a subagent of its own.
-pub const SUBAGENT_TOOLS: [&str; 2] = ["Agent", "Task"];
+/// The tool names with which a CLI starts a subagent of its own (Claude
+/// Code's `Agent`, formerly `Task`; Codex's `spawn_agent`).
+pub const SUBAGENT_TOOLS: [&str; 3] = ["Agent", "Task", "spawn_agent"];
 
 /// How long summaries (tool arguments, results) may be.
 pub const SUMMARY_CHARS: usize = 160;

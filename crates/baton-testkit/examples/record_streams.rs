@@ -1,22 +1,25 @@
 //! Records what the real agent CLIs print on stdout, as fixtures for the
-//! stream parsers (crates/baton-core/tests/fixtures/streams/): a `write`
-//! run (a write-file tool call, then "done") and a `401` run (every model
-//! request refused with HTTP 401), named `<cli>-<version>-<run>.jsonl`.
+//! stream parsers (crates/baton-agents/tests/fixtures/streams/): a `write`
+//! run (a write-file tool call, then "done"), a `401` run (every model
+//! request refused with HTTP 401) and, for Codex, a `subagent` run (the
+//! model spawns one of Codex's own agents, which answers, then the main
+//! agent answers), named `<cli>-<version>-<run>.jsonl`; the spawned
+//! agent's own rollout goes to `../native/codex-<version>-subagent.jsonl`.
 //!
 //! Each run is offline, against the scripted model server, in a fresh git
 //! repository with its own config home under a fixed folder
 //! (`/tmp/baton-stream-record`), so the paths in the streams are the same
 //! on every recording. The CLIs that take a session id up front get
 //! `11111111-2222-4333-8444-555555555555`. After recording again, update
-//! the ids expected in crates/baton-core/tests/agent_streams.rs.
+//! the ids expected in crates/baton-agents/tests/agent_streams.rs.
 //!
 //! ```sh
-//! BATON_AGENT_CLIS=… BATON_AGENT_CLIS_CACHE=… cargo run -p baton-testkit --example record_streams [CLI…]
+//! BATON_AGENT_CLIS=… BATON_AGENT_CLIS_CACHE=… cargo run -p baton-testkit --example record_streams [CLI[:RUN]…]
 //! ```
 //!
 //! Without arguments it records the CLIs whose fixtures were made this way
 //! (Copilot and droid; the others were recorded by hand, see
-//! docs/dev/agent-clis.md).
+//! docs/dev/agent-clis.md). `codex:subagent` records only that run.
 
 use baton_testkit::agents::{Agent, Run};
 use baton_testkit::model_server::{ModelServer, Reply};
@@ -27,22 +30,30 @@ use std::time::{Duration, Instant};
 const ROOT: &str = "/tmp/baton-stream-record";
 const SESSION: &str = "11111111-2222-4333-8444-555555555555";
 const PROMPT: &str = "write hello please";
+const SUBAGENT_TASK: &str = "List the files and say what you see.";
 
 fn main() {
     let only: Vec<String> = std::env::args().skip(1).collect();
     let out_dir =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../baton-core/tests/fixtures/streams");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../baton-agents/tests/fixtures/streams");
     std::fs::create_dir_all(&out_dir).expect("fixtures folder");
     for agent in Agent::ALL {
-        let wanted = if only.is_empty() {
-            matches!(agent, Agent::Copilot | Agent::Droid)
+        let labels: Vec<&str> = if only.is_empty() {
+            match agent {
+                Agent::Copilot | Agent::Droid => vec!["write", "401"],
+                _ => vec![],
+            }
         } else {
-            only.iter().any(|o| o == agent.program())
+            only.iter()
+                .filter_map(|o| match o.split_once(':') {
+                    Some((cli, run)) if cli == agent.program() => Some(vec![run]),
+                    None if o == agent.program() => Some(vec!["write", "401"]),
+                    _ => None,
+                })
+                .flatten()
+                .collect()
         };
-        if !wanted {
-            continue;
-        }
-        for label in ["write", "401"] {
+        for label in labels {
             let bytes = record(agent, label);
             let dest = out_dir.join(format!(
                 "{}-{}-{label}.jsonl",
@@ -51,6 +62,15 @@ fn main() {
             ));
             std::fs::write(&dest, bytes).expect("write fixture");
             println!("{}: {}", agent.program(), dest.display());
+            if label == "subagent" {
+                let dest = out_dir.join(format!(
+                    "../native/{}-{}-subagent.jsonl",
+                    agent.program(),
+                    agent.pinned_version()
+                ));
+                std::fs::write(&dest, spawned_rollout(agent)).expect("write fixture");
+                println!("{}: {}", agent.program(), dest.display());
+            }
         }
     }
 }
@@ -74,10 +94,36 @@ fn record(agent: Agent, label: &str) -> Vec<u8> {
             let (tool, args) = agent.write_tool(&work.join("hello.txt"), "hi there");
             vec![Reply::tool(tool, args), Reply::text("done")]
         }
+        // Codex's own agents (`spawn_agent`, on by default in 0.169 as
+        // `multi_agent`): the main agent spawns one and waits for it; the
+        // spawned agent (its own conversation) runs `ls` and answers.
+        "subagent" => vec![
+            Reply::tool(
+                "multi_agent_v1__spawn_agent",
+                serde_json::json!({"message": SUBAGENT_TASK}),
+            ),
+            Reply::tool(
+                "multi_agent_v1__wait_agent",
+                serde_json::json!({"targets": ["{{agent_id}}"], "timeout_ms": 60000}),
+            ),
+            Reply::text("The subagent saw the repository."),
+        ],
         // The CLIs retry: refuse every request.
         _ => vec![Reply::fail(401); 20],
     };
-    let server = ModelServer::start(script);
+    let server = match label {
+        "subagent" => ModelServer::start_with_branches(
+            script,
+            vec![(
+                SUBAGENT_TASK,
+                vec![
+                    Reply::tool("exec_command", serde_json::json!({"cmd": "ls -a"})),
+                    Reply::text("Seen: a git repository."),
+                ],
+            )],
+        ),
+        _ => ModelServer::start(script),
+    };
     let run = Run {
         agent,
         server: &server,
@@ -88,11 +134,38 @@ fn record(agent: Agent, label: &str) -> Vec<u8> {
     let (ok, stdout) = run_to_end(run.command(PROMPT, chosen, None), agent);
     assert_eq!(
         ok,
-        label == "write",
+        label != "401",
         "{} {label}: exit status not as expected",
         agent.program()
     );
     stdout
+}
+
+/// The rollout of the agent Codex spawned in the `subagent` run: the one
+/// whose session names a parent thread.
+fn spawned_rollout(agent: Agent) -> String {
+    let sessions =
+        PathBuf::from(ROOT).join(format!("{}-subagent/home/.codex/sessions", agent.program()));
+    let mut dirs = vec![sessions];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).expect("sessions folder").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).expect("rollout");
+            if text
+                .lines()
+                .next()
+                .unwrap_or("")
+                .contains("\"parent_thread_id\"")
+            {
+                return text;
+            }
+        }
+    }
+    panic!("no spawned agent's rollout under {ROOT}");
 }
 
 /// Runs `c` to its end (at most 300 s); whether it exited 0, and its stdout.

@@ -19,7 +19,14 @@
 //! `riskLevelReason`), and Copilot's `create`, which refuses a path that
 //! exists, becomes a `bash` write when the file is already there (a
 //! resumed phase writing it again). Factory's `/api/...` calls (droid
-//! outside airgap mode) get a stub answer.
+//! outside airgap mode) get a stub answer. `{{agent_id}}` in a scripted
+//! tool call's arguments becomes the `agent_id` the CLI's last tool result
+//! in the request gave (Codex's `spawn_agent` answers with one).
+//!
+//! A conversation the CLI starts itself (a subagent) can follow a script
+//! of its own ([`ModelServer::start_with_branches`]): a request whose
+//! latest user message holds a branch's words takes the next reply of
+//! that branch, so which agent asks first does not change who gets what.
 //!
 //! Plain `std` networking: one thread per connection, HTTP/1.1 with
 //! `Connection: close`, streamed bodies delimited by the close.
@@ -104,6 +111,12 @@ pub struct Recorded {
 
 struct Shared {
     script: Vec<Reply>,
+    /// The next reply of `script`.
+    cursor: AtomicUsize,
+    /// (words of the conversation's latest user message, its script, its
+    /// next reply).
+    branches: Vec<(String, Vec<Reply>, AtomicUsize)>,
+    /// Model requests so far (every script's turns).
     next: AtomicUsize,
     requests: Mutex<Vec<Recorded>>,
     stop: AtomicBool,
@@ -117,10 +130,25 @@ pub struct ModelServer {
 impl ModelServer {
     /// Starts serving `script` on a free port of 127.0.0.1.
     pub fn start(script: Vec<Reply>) -> ModelServer {
+        ModelServer::start_with_branches(script, Vec::new())
+    }
+
+    /// Starts serving `script`, except to the conversations whose latest
+    /// user message holds the words of one of `branches`: those take the
+    /// replies of that branch's script, in order.
+    pub fn start_with_branches(
+        script: Vec<Reply>,
+        branches: Vec<(&str, Vec<Reply>)>,
+    ) -> ModelServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
         let port = listener.local_addr().expect("addr").port();
         let shared = Arc::new(Shared {
             script,
+            cursor: AtomicUsize::new(0),
+            branches: branches
+                .into_iter()
+                .map(|(words, replies)| (words.to_string(), replies, AtomicUsize::new(0)))
+                .collect(),
             next: AtomicUsize::new(0),
             requests: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
@@ -271,9 +299,16 @@ fn serve(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
     let mut out = conn;
     let (wire, reply, turn) = match (wire, turn, chore) {
         (Some(wire), Some(turn), _) => {
-            let reply = s
-                .script
-                .get(turn)
+            let latest = last_user_text(&body);
+            let (script, cursor) = s
+                .branches
+                .iter()
+                .find(|(words, _, _)| latest.contains(words.as_str()))
+                .map_or((&s.script, &s.cursor), |(_, script, cursor)| {
+                    (script, cursor)
+                });
+            let reply = script
+                .get(cursor.fetch_add(1, Ordering::SeqCst))
                 .cloned()
                 .unwrap_or_else(|| Reply::text("done"));
             (wire, fitted(reply, &body), turn)
@@ -329,16 +364,34 @@ fn serve(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
 /// terminal UIs of Codex, OpenCode and droid ask for a title for each new
 /// session.
 fn is_housekeeping(body: &Value) -> bool {
-    let last_user_text = body["input"]
+    let system = body["messages"][0]["content"].as_str().unwrap_or("");
+    last_user_text(body).starts_with("Generate a concise, single-line task title")
+        || system.starts_with("You are a title generator")
+        || system.contains("a helper that generates concise session titles")
+}
+
+/// The text of a Responses API request's latest user message ("" for the
+/// other protocols).
+fn last_user_text(body: &Value) -> &str {
+    body["input"]
         .as_array()
         .and_then(|items| items.iter().rev().find(|i| i["role"] == "user"))
         .and_then(|m| m["content"].as_array())
         .and_then(|c| c.iter().find_map(|p| p["text"].as_str()))
-        .unwrap_or("");
-    let system = body["messages"][0]["content"].as_str().unwrap_or("");
-    last_user_text.starts_with("Generate a concise, single-line task title")
-        || system.starts_with("You are a title generator")
-        || system.contains("a helper that generates concise session titles")
+        .unwrap_or("")
+}
+
+/// The `agent_id` in the latest tool result of a Responses API request.
+fn last_agent_id(body: &Value) -> Option<String> {
+    body["input"]
+        .as_array()?
+        .iter()
+        .rev()
+        .filter(|i| i["type"] == "function_call_output")
+        .find_map(|i| {
+            let out: Value = serde_json::from_str(i["output"].as_str()?).ok()?;
+            out["agent_id"].as_str().map(str::to_string)
+        })
 }
 
 /// The folder the CLI works in, as it tells the model: droid's `% pwd`
@@ -394,6 +447,12 @@ fn fitted(mut reply: Reply, body: &Value) -> Reply {
     let Some(tool) = reply.tool.as_mut() else {
         return reply;
     };
+    if tool.args.to_string().contains("{{agent_id}}")
+        && let Some(id) = last_agent_id(body)
+    {
+        let text = tool.args.to_string().replace("{{agent_id}}", &id);
+        tool.args = serde_json::from_str(&text).expect("still JSON");
+    }
     let tools = offered_tools(body);
     // Copilot's `create` refuses an existing file: write it through the shell.
     if tool.name == "create" && tools.iter().any(|(n, _)| n == "bash") {
@@ -615,10 +674,11 @@ fn responses(r: &Reply, u: &Usage, model: &str, id: &str) -> Body {
     if let Some(t) = &r.tool {
         let mut call = json!({ "type": "function_call", "id": format!("fc_{id}"), "call_id": format!("call_{id}"),
             "name": t.name, "arguments": t.args.to_string(), "status": "completed" });
-        // An MCP tool Codex offers in a namespace (`mcp__SERVER`) is called
-        // as that namespace's function.
+        // A tool Codex offers in a namespace (an MCP server's `mcp__SERVER`,
+        // its own agents' `multi_agent_v1` or `collaboration`) is scripted
+        // as `NAMESPACE__NAME` and called as that namespace's function.
         if let Some((ns, name)) = t.name.rsplit_once("__")
-            && ns.starts_with("mcp__")
+            && (ns.starts_with("mcp__") || ns == "multi_agent_v1" || ns == "collaboration")
         {
             call["namespace"] = json!(ns);
             call["name"] = json!(name);

@@ -138,6 +138,9 @@ impl AgentCli for Codex {
         parse_native(text, t);
         Ok(())
     }
+    fn parse_subagent(&self, text: &str) -> Option<(Option<String>, Vec<AgentEvent>)> {
+        Some(parse_subagent(text))
+    }
     fn locate_native(&self, id: &str, env: Env<'_>) -> Result<PathBuf, String> {
         let root = dir_from(env, "CODEX_HOME", ".codex")?;
         let suffix = format!("-{id}.jsonl");
@@ -182,6 +185,7 @@ pub(crate) fn parse_line(v: &Value, last_text: &str) -> Vec<AgentEvent> {
                 name: format!("{}.{}", str_of(item, "server"), str_of(item, "tool")),
                 summary: summarize_args(&item["arguments"]),
             }),
+            "collab_tool_call" => out.push(collab_call(item)),
             _ => {}
         },
         "item.completed" => match str_of(item, "type") {
@@ -198,6 +202,7 @@ pub(crate) fn parse_line(v: &Value, last_text: &str) -> Vec<AgentEvent> {
                 ok: str_of(item, "status") != "failed" && item["error"].is_null(),
                 summary: shorten(&content_text(&item["result"]), SUMMARY_CHARS),
             }),
+            "collab_tool_call" => out.extend(collab_result(item)),
             "file_change" => {
                 let files: Vec<String> = item["changes"]
                     .as_array()
@@ -250,6 +255,99 @@ pub(crate) fn parse_line(v: &Value, last_text: &str) -> Vec<AgentEvent> {
         _ => {}
     }
     out
+}
+
+/// One of Codex's own agent tools (`spawn_agent`, `wait`, `send_input`,
+/// `close_agent`, …) called: the stream names them without the namespace.
+fn collab_call(item: &Value) -> AgentEvent {
+    let tool = match str_of(item, "tool") {
+        "wait" => "wait_agent",
+        t => t,
+    };
+    let agents = thread_ids(item).join(", ");
+    let summary = match tool {
+        // `default: what for` (the role Codex gives a spawned agent when
+        // the model names none, then its task), as for Claude's Agent tool.
+        "spawn_agent" => format!("default: {}", str_of(item, "prompt")),
+        _ if item["prompt"].is_string() => format!("{agents}: {}", str_of(item, "prompt")),
+        _ => agents,
+    };
+    AgentEvent::ToolCall {
+        id: str_of(item, "id").into(),
+        name: tool.into(),
+        summary: shorten(&summary, SUMMARY_CHARS),
+    }
+}
+
+/// Its result; for `spawn_agent`, also the session each new agent runs
+/// in, whose file holds what it does (see [`parse_subagent`]).
+fn collab_result(item: &Value) -> Vec<AgentEvent> {
+    let id = str_of(item, "id").to_string();
+    let ids = thread_ids(item);
+    let states: Vec<String> = ids
+        .iter()
+        .filter_map(|t| {
+            let s = &item["agents_states"][t.as_str()];
+            let status = s["status"].as_str()?;
+            Some(match s["message"].as_str() {
+                Some(m) => format!("{status}: {m}"),
+                None => status.to_string(),
+            })
+        })
+        .collect();
+    let spawn = str_of(item, "tool") == "spawn_agent";
+    let summary = match spawn {
+        true => format!("started {}", ids.join(", ")),
+        false => states.join("; "),
+    };
+    let mut out = vec![AgentEvent::ToolResult {
+        id: id.clone(),
+        ok: str_of(item, "status") != "failed",
+        summary: shorten(&summary, SUMMARY_CHARS),
+    }];
+    if spawn {
+        out.extend(ids.into_iter().map(|native_id| AgentEvent::Subagent {
+            parent: id.clone(),
+            model: None,
+            event: Box::new(AgentEvent::SessionStarted { native_id }),
+        }));
+    }
+    out
+}
+
+fn thread_ids(item: &Value) -> Vec<String> {
+    item["receiver_thread_ids"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.as_str().map(str::to_string))
+        .collect()
+}
+
+/// A spawned agent's own rollout: the model it ran and what it did, from
+/// its first own turn on (what comes before is the parent's history it was
+/// given: a turn without a `parent_turn_id`).
+pub(crate) fn parse_subagent(text: &str) -> (Option<String>, Vec<AgentEvent>) {
+    let own = text
+        .lines()
+        .position(|l| {
+            l.contains("\"task_started\"")
+                && serde_json::from_str::<Value>(l).is_ok_and(|v| {
+                    v["payload"]["type"] == "task_started"
+                        && v["payload"]["turn_attribution"]["parent_turn_id"].is_string()
+                })
+        })
+        .unwrap_or(0);
+    let rest: Vec<&str> = text.lines().skip(own).collect();
+    let mut t = NativeTranscript::new();
+    parse_native(&rest.join("\n"), &mut t);
+    let model = rest.iter().find_map(|l| {
+        let v: Value = serde_json::from_str(l).ok()?;
+        (v["type"] == "turn_context")
+            .then(|| v["payload"]["model"].as_str().map(str::to_string))
+            .flatten()
+    });
+    (model, t.events)
 }
 
 /// The user messages Codex adds itself (instructions, environment).
@@ -340,7 +438,7 @@ fn codex_item(p: &Value, t: &mut NativeTranscript) {
             t.events.push(AgentEvent::ToolResult {
                 id: call_id(),
                 ok: out["success"].as_bool().unwrap_or(true) && codex_exit_ok(&text),
-                summary: shorten(&text, SUMMARY_CHARS),
+                summary: shorten(command_output(&text).trim(), SUMMARY_CHARS),
             });
         }
         _ => {}
@@ -367,6 +465,15 @@ fn patch_files(input: &str) -> String {
         input.to_string()
     } else {
         files.join(", ")
+    }
+}
+
+/// What a command printed, without the lines Codex puts before it (`Chunk
+/// ID`, `Wall time`, the exit code, `Output:`).
+fn command_output(text: &str) -> &str {
+    match text.split_once("\nOutput:\n") {
+        Some((head, out)) if head.contains("exited with code") => out,
+        _ => text,
     }
 }
 
@@ -399,6 +506,13 @@ mod tests {
         assert!(codex_exit_ok("Process exited with code 0\nOutput:\n"));
         assert!(!codex_exit_ok("Exit code: 2\nOutput:\nno such file"));
         assert!(codex_exit_ok("Success. Updated the following files"));
+    }
+
+    #[test]
+    fn a_commands_output_is_summarized_without_codexs_header() {
+        let out = "Chunk ID: 8d5c06\nWall time: 0.0000 seconds\nProcess exited with code 0\nOriginal token count: 8\nOutput:\n.\n..\n.git\n";
+        assert_eq!(command_output(out), ".\n..\n.git\n");
+        assert_eq!(command_output("Output:\nplain"), "Output:\nplain");
     }
 
     #[test]

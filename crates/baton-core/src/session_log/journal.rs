@@ -151,6 +151,7 @@ pub fn subagent_logs(state: &TaskState, records: &[EventRecord]) -> Vec<SessionL
                     },
                     participants: vec![sub.kind.clone()],
                     model: sub.model.clone(),
+                    tokens_used: sub.tokens,
                     extra: vec![(
                         "parent".into(),
                         super::frontmatter::scalar(state.task_id.as_str()),
@@ -216,6 +217,9 @@ struct Sub {
     blocks: Vec<Block>,
     /// Its tool call has its result: it ended.
     done: bool,
+    /// The tokens its CLI reported for it (Codex counts per thread; 0:
+    /// none reported, Claude Code counts per session).
+    tokens: u64,
 }
 
 impl Builder {
@@ -247,7 +251,7 @@ impl Builder {
                 session: id.clone(),
                 agent: sub.kind.clone(),
                 model: sub.model.clone(),
-                tokens: 0,
+                tokens: sub.tokens,
             });
             let Some((si, bi)) = sub.at else { continue };
             let mut body: Vec<String> = Vec::new();
@@ -656,6 +660,7 @@ impl Builder {
                         at,
                         blocks: Vec::new(),
                         done: false,
+                        tokens: 0,
                     });
                 }
             }
@@ -677,6 +682,7 @@ impl Builder {
                             at: None,
                             blocks: Vec::new(),
                             done: false,
+                            tokens: 0,
                         });
                         self.subs.len() - 1
                     }
@@ -684,6 +690,14 @@ impl Builder {
                 let sub = &mut self.subs[i];
                 if sub.model.is_none() {
                     sub.model = model.clone();
+                }
+                if let AgentEvent::Usage {
+                    input_tokens,
+                    output_tokens,
+                    ..
+                } = event.as_ref()
+                {
+                    sub.tokens += input_tokens + output_tokens;
                 }
                 sub_event(&mut sub.blocks, event);
             }

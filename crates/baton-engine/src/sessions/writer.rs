@@ -125,8 +125,7 @@ impl LogWriter {
         let new_row = (self.indexed.as_ref() != Some(&row)).then(|| row.clone());
         self.indexed = Some(row);
         // The subagents' own logs, which the callouts link to or embed, and
-        // their tokens (the CLI reports usage for the whole session only):
-        // what their sections hold, counted by the tokenizer.
+        // their tokens (see `subagents_counted`).
         let mut children = subagents_counted(&mut log, state, records);
         if self.mode == SubagentMode::Inline {
             children.clear();
@@ -158,9 +157,10 @@ impl LogWriter {
     }
 }
 
-/// The own logs of `log`'s subagents, with their tokens (the CLI reports
-/// usage for the whole session only): what their sections hold, counted
-/// by the tokenizer, also put in `log`'s frontmatter.
+/// The own logs of `log`'s subagents, with their tokens, also put in
+/// `log`'s frontmatter: what their CLI reported for them (Codex), else
+/// (Claude Code reports usage for the whole session only) what their
+/// sections hold, counted by the tokenizer.
 pub(crate) fn subagents_counted(
     log: &mut session_log::SessionLog,
     state: &TaskState,
@@ -171,12 +171,14 @@ pub(crate) fn subagents_counted(
     }
     let mut children = session_log::journal::subagent_logs(state, records);
     for child in &mut children {
-        let text: String = child
-            .sections
-            .iter()
-            .map(session_log::render_section)
-            .collect();
-        child.front.tokens_used = super::tokens::count(&text);
+        if child.front.tokens_used == 0 {
+            let text: String = child
+                .sections
+                .iter()
+                .map(session_log::render_section)
+                .collect();
+            child.front.tokens_used = super::tokens::count(&text);
+        }
         if let Some(s) = log
             .front
             .subagents

@@ -163,7 +163,7 @@ impl Engine {
         let lost = held.hb.lost.clone();
         let cancel = held.hb.cancel.clone();
         let mut stream = Stream {
-            tail: l.cli.map(|c| Tail::new(c, &l.stdout)),
+            tail: l.cli.map(|c| Tail::new(c, &l.stdout, l.env.clone())),
             session_known: l.session.is_some(),
             pending: Vec::new(),
             all: Vec::new(),
