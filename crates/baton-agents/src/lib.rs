@@ -182,6 +182,13 @@ pub trait AgentCli: Send + Sync {
     fn parse_subagent(&self, _text: &str) -> Option<(Option<String>, Vec<AgentEvent>)> {
         None
     }
+    /// For a CLI whose stream leaves out the subagents it starts (Codex
+    /// with `multi_agent_v2`): the events that start them (the call, its
+    /// result, the [`AgentEvent::Subagent`] naming the session), read from
+    /// its own session file's text (pure).
+    fn spawns_in_session(&self, _text: &str) -> Vec<AgentEvent> {
+        Vec::new()
+    }
     /// The session file of the session with exactly the id `id`, searched
     /// in the CLI's own folders (IO).
     fn locate_native(&self, id: &str, env: Env<'_>) -> Result<PathBuf, String>;

@@ -3,8 +3,17 @@
 //! read from their session files while they are written, as
 //! [`AgentEvent::Subagent`]s tied to the tool call that started each.
 //!
+//! Where the stream does not even say that (Codex's `multi_agent_v2`),
+//! the run's own session file does: it is read when the stream shows the
+//! model waiting for its agents, and when the run ends.
+//!
 //! IO at the edge: the files are found with [`AgentCli::locate_native`]
-//! and read with [`AgentCli::parse_subagent`] (pure).
+//! and read with [`AgentCli::parse_subagent`] and
+//! [`AgentCli::spawns_in_session`] (pure).
+//!
+//! [`AgentCli::locate_native`]: crate::AgentCli::locate_native
+//! [`AgentCli::parse_subagent`]: crate::AgentCli::parse_subagent
+//! [`AgentCli::spawns_in_session`]: crate::AgentCli::spawns_in_session
 
 use crate::{AgentEvent, Cli};
 use std::path::PathBuf;
@@ -20,6 +29,10 @@ pub struct Subagents {
     env: Vec<(String, String)>,
     children: Vec<Child>,
     read: Option<Instant>,
+    /// The run's own session, and whether to look in its file for agents
+    /// the stream did not show being started.
+    session: Option<String>,
+    look: bool,
 }
 
 struct Child {
@@ -38,6 +51,8 @@ impl Subagents {
             env,
             children: Vec::new(),
             read: None,
+            session: None,
+            look: false,
         }
     }
 
@@ -45,6 +60,11 @@ impl Subagents {
     /// own.
     pub fn saw(&mut self, events: &[AgentEvent]) {
         for e in events {
+            match e {
+                AgentEvent::SessionStarted { native_id } => self.session = Some(native_id.clone()),
+                AgentEvent::ToolCall { name, .. } if name == "wait_agent" => self.look = true,
+                _ => {}
+            }
             if let AgentEvent::Subagent { parent, event, .. } = e
                 && let AgentEvent::SessionStarted { native_id } = event.as_ref()
                 && !self.children.iter().any(|c| &c.native_id == native_id)
@@ -62,19 +82,19 @@ impl Subagents {
     /// What they did since the last call: read at most every
     /// [`READ_EVERY`], or now when `now` (the run ended).
     pub fn poll(&mut self, now: bool) -> Vec<AgentEvent> {
-        if self.children.is_empty() || (!now && self.read.is_some_and(|t| t.elapsed() < READ_EVERY))
+        let mut out = Vec::new();
+        if self.look || now {
+            self.look = false;
+            out = self.spawned_unseen();
+            self.saw(&out);
+        }
+        if self.children.is_empty()
+            || (!now && out.is_empty() && self.read.is_some_and(|t| t.elapsed() < READ_EVERY))
         {
-            return Vec::new();
+            return out;
         }
         self.read = Some(Instant::now());
-        let env = |k: &str| {
-            self.env
-                .iter()
-                .find(|(n, _)| n == k)
-                .map(|(_, v)| v.clone())
-                .or_else(|| std::env::var(k).ok())
-        };
-        let mut out = Vec::new();
+        let env = |k: &str| env_of(&self.env, k);
         for c in &mut self.children {
             if c.file.is_none() {
                 c.file = self.cli.locate_native(&c.native_id, &env).ok();
@@ -102,6 +122,45 @@ impl Subagents {
         }
         out
     }
+
+    /// The agents the run's session file says were started and the stream
+    /// did not.
+    fn spawned_unseen(&self) -> Vec<AgentEvent> {
+        let Some(session) = &self.session else {
+            return Vec::new();
+        };
+        let env = |k: &str| env_of(&self.env, k);
+        let Some(text) = self
+            .cli
+            .locate_native(session, &env)
+            .ok()
+            .and_then(|f| std::fs::read_to_string(f).ok())
+        else {
+            return Vec::new();
+        };
+        let spawns = self.cli.spawns_in_session(&text);
+        // Each start is three events, the last naming the agent's session.
+        spawns
+            .chunks(3)
+            .filter(|start| {
+                !start.iter().any(|e| {
+                    matches!(e, AgentEvent::Subagent { event, .. }
+                        if matches!(event.as_ref(), AgentEvent::SessionStarted { native_id }
+                            if self.children.iter().any(|c| &c.native_id == native_id)))
+                })
+            })
+            .flatten()
+            .cloned()
+            .collect()
+    }
+}
+
+/// `k` in the run's environment, else in baton's.
+fn env_of(env: &[(String, String)], k: &str) -> Option<String> {
+    env.iter()
+        .find(|(n, _)| n == k)
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var(k).ok())
 }
 
 #[cfg(test)]

@@ -29,10 +29,10 @@ impl Tail {
 
     /// The events of the lines written since the last call.
     pub fn poll(&mut self) -> Vec<crate::AgentEvent> {
-        let mut out = self.lines();
+        let out = self.lines();
         self.subagents.saw(&out);
-        out.extend(self.subagents.poll(false));
-        out
+        let subs = self.subagents.poll(false);
+        before_the_wait(out, subs)
     }
 
     fn lines(&mut self) -> Vec<crate::AgentEvent> {
@@ -65,9 +65,24 @@ impl Tail {
             out.extend(self.parser.line(&String::from_utf8_lossy(&line)));
         }
         self.subagents.saw(&out);
-        out.extend(self.subagents.poll(true));
-        out
+        let subs = self.subagents.poll(true);
+        before_the_wait(out, subs)
     }
+}
+
+/// `out` with `subs` (agents started, what they did) put before the model's
+/// first wait for its agents in it, which came after they started; else at
+/// the end.
+fn before_the_wait(
+    mut out: Vec<crate::AgentEvent>,
+    subs: Vec<crate::AgentEvent>,
+) -> Vec<crate::AgentEvent> {
+    let at = out
+        .iter()
+        .position(|e| matches!(e, crate::AgentEvent::ToolCall { name, .. } if name == "wait_agent"))
+        .unwrap_or(out.len());
+    out.splice(at..at, subs);
+    out
 }
 
 #[cfg(test)]

@@ -36,6 +36,9 @@ fn fixture(file: &str) -> &'static str {
         "codex-0.169.0-subagent.jsonl" => {
             include_str!("fixtures/streams/codex-0.169.0-subagent.jsonl")
         }
+        "codex-0.169.0-subagent-v2.jsonl" => {
+            include_str!("fixtures/streams/codex-0.169.0-subagent-v2.jsonl")
+        }
         "gemini-0.61.0-401.jsonl" => include_str!("fixtures/streams/gemini-0.61.0-401.jsonl"),
         "gemini-0.61.0-write.jsonl" => include_str!("fixtures/streams/gemini-0.61.0-write.jsonl"),
         "opencode-1.18.33-401.jsonl" => include_str!("fixtures/streams/opencode-1.18.33-401.jsonl"),
@@ -610,4 +613,34 @@ fn codex_spawned_agents() {
             .any(|e| matches!(e, AgentEvent::Usage { input_tokens, .. } if *input_tokens > 0)),
         "its tokens, which Codex counts per thread"
     );
+}
+
+/// With `--enable multi_agent_v2` Codex's stream does not say an agent was
+/// spawned at all (only the wait for it, naming none): the main agent's
+/// own rollout does, with the task name and message the model gave.
+#[test]
+fn codex_v2_spawned_agents_are_found_in_the_rollout() {
+    let ev = parse(CODEX_, "codex-0.169.0-subagent-v2.jsonl");
+    let calls = calls_and_results(&ev);
+    assert_eq!(calls.len(), 1, "{ev:?}");
+    assert_eq!(calls[0].0, "wait_agent ");
+    assert!(!ev.iter().any(|e| matches!(e, AgentEvent::Subagent { .. })));
+    let rollout = include_str!("fixtures/native/codex-0.169.0-subagent-v2-parent.jsonl");
+    let spawns = CODEX_.spawns_in_session(rollout);
+    assert!(
+        matches!(&spawns[..], [
+            AgentEvent::ToolCall { id, name, summary },
+            AgentEvent::ToolResult { id: rid, ok: true, summary: started },
+            AgentEvent::Subagent { parent, model: Some(model), event },
+        ] if name == "spawn_agent"
+            && summary == "look_around: List the files and say what you see."
+            && rid == id && parent == id
+            && started == "started /root/look_around"
+            && model == "gpt-5-codex"
+            && matches!(event.as_ref(), AgentEvent::SessionStarted { native_id } if !native_id.is_empty())),
+        "{spawns:?}"
+    );
+    // v1's rollout names none this way: its stream does.
+    let v1 = include_str!("fixtures/native/codex-0.169.0-subagent.jsonl");
+    assert!(CODEX_.spawns_in_session(v1).is_empty());
 }

@@ -541,24 +541,51 @@ fn a_real_agent_run_with_a_subagent_renders_as_the_golden_logs() {
 /// CLI's version are masked. `BATON_BLESS=1` rewrites the files.
 #[test]
 fn a_real_codex_run_with_a_spawned_agent_renders_as_the_golden_logs() {
+    use baton_testkit::model_server::Reply;
+    const TASK: &str = "Say what the folder holds.";
+    // Codex 0.169's default agents (v1), whose stream says one started,
+    // and `multi_agent_v2`, whose stream does not (its rollout does; the
+    // agent gets the main agent's history first, which its log leaves out).
+    for v2 in [false, true] {
+        let (spawn, wait) = match v2 {
+            false => (
+                Reply::tool(
+                    "multi_agent_v1__spawn_agent",
+                    serde_json::json!({"message": TASK}),
+                ),
+                Reply::tool(
+                    "multi_agent_v1__wait_agent",
+                    serde_json::json!({"targets": ["{{agent_id}}"], "timeout_ms": 60000}),
+                ),
+            ),
+            true => (
+                Reply::tool(
+                    "collaboration__spawn_agent",
+                    serde_json::json!({"task_name": "look_around", "message": TASK}),
+                ),
+                Reply::tool(
+                    "collaboration__wait_agent",
+                    serde_json::json!({"timeout_ms": 60000}),
+                ),
+            ),
+        };
+        spawned_agent_run(v2, spawn, wait, TASK);
+    }
+}
+
+fn spawned_agent_run(
+    v2: bool,
+    spawn: baton_testkit::model_server::Reply,
+    wait: baton_testkit::model_server::Reply,
+    task: &str,
+) {
     use baton_testkit::agents::Agent;
     use baton_testkit::model_server::{ModelServer, Reply};
-    const TASK: &str = "Say what the folder holds.";
     let p = TestProject::new_private();
     let server = ModelServer::start_with_branches(
-        vec![
-            Reply::tool(
-                "multi_agent_v1__spawn_agent",
-                serde_json::json!({"message": TASK}),
-            ),
-            Reply::tool(
-                "multi_agent_v1__wait_agent",
-                serde_json::json!({"targets": ["{{agent_id}}"], "timeout_ms": 60000}),
-            ),
-            Reply::text("The spawned agent looked."),
-        ],
+        vec![spawn, wait, Reply::text("The spawned agent looked.")],
         vec![(
-            TASK,
+            task,
             vec![
                 Reply::tool("exec_command", serde_json::json!({"cmd": "echo looked"})),
                 Reply::text("It holds a project."),
@@ -568,7 +595,13 @@ fn a_real_codex_run_with_a_spawned_agent_renders_as_the_golden_logs() {
     let home = tempfile::tempdir().unwrap();
     let cfg = p.root().join(".baton/config.toml");
     let mut text = fs_err::read_to_string(&cfg).unwrap();
-    text.push_str(&Agent::Codex.baton_config("cx", &server, home.path()));
+    let agent = Agent::Codex.baton_config("cx", &server, home.path());
+    let agent = match v2 {
+        true => agent.replacen("'plugins']", "'plugins', '--enable', 'multi_agent_v2']", 1),
+        false => agent,
+    };
+    assert!(!v2 || agent.contains("multi_agent_v2"), "{agent}");
+    text.push_str(&agent);
     fs_err::write(&cfg, text).unwrap();
     p.workflow(
         "look",
@@ -586,9 +619,10 @@ fn a_real_codex_run_with_a_spawned_agent_renders_as_the_golden_logs() {
         tokens.is_some_and(|t| t > 1000),
         "the tokens Codex counted for its agent (its requests hold Codex's instructions): {parent}"
     );
+    let v = if v2 { "-v2" } else { "" };
     for (id, golden) in [
-        ("survey", "codex-spawned.md"),
-        ("survey--1", "codex-spawned-child.md"),
+        ("survey", format!("codex-spawned{v}.md")),
+        ("survey--1", format!("codex-spawned{v}-child.md")),
     ] {
         // The tokens Codex counts vary with the request (its dates, paths).
         let got: String = masked(&log_of(&p, id))
@@ -600,7 +634,7 @@ fn a_real_codex_run_with_a_spawned_agent_renders_as_the_golden_logs() {
             .collect();
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/golden")
-            .join(golden);
+            .join(&golden);
         if std::env::var_os("BATON_BLESS").is_some() {
             fs_err::write(&path, &got).unwrap();
         }

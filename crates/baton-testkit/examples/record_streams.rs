@@ -3,8 +3,11 @@
 //! run (a write-file tool call, then "done"), a `401` run (every model
 //! request refused with HTTP 401) and, for Codex, a `subagent` run (the
 //! model spawns one of Codex's own agents, which answers, then the main
-//! agent answers), named `<cli>-<version>-<run>.jsonl`; the spawned
-//! agent's own rollout goes to `../native/codex-<version>-subagent.jsonl`.
+//! agent answers; `subagent-v2` the same with `--enable multi_agent_v2`),
+//! named `<cli>-<version>-<run>.jsonl`; the spawned agent's own rollout
+//! goes to `../native/codex-<version>-subagent.jsonl`, and for v2 the main
+//! agent's (the only place v2 says it spawned one) to
+//! `../native/codex-<version>-subagent-v2-parent.jsonl`.
 //!
 //! Each run is offline, against the scripted model server, in a fresh git
 //! repository with its own config home under a fixed folder
@@ -62,13 +65,19 @@ fn main() {
             ));
             std::fs::write(&dest, bytes).expect("write fixture");
             println!("{}: {}", agent.program(), dest.display());
-            if label == "subagent" {
+            // v1: the spawned agent's rollout; v2: the main agent's, which
+            // alone says that an agent was spawned.
+            if let Some((name, spawned)) = match label {
+                "subagent" => Some(("subagent", true)),
+                "subagent-v2" => Some(("subagent-v2-parent", false)),
+                _ => None,
+            } {
                 let dest = out_dir.join(format!(
-                    "../native/{}-{}-subagent.jsonl",
+                    "../native/{}-{}-{name}.jsonl",
                     agent.program(),
                     agent.pinned_version()
                 ));
-                std::fs::write(&dest, spawned_rollout(agent)).expect("write fixture");
+                std::fs::write(&dest, rollout(agent, label, spawned)).expect("write fixture");
                 println!("{}: {}", agent.program(), dest.display());
             }
         }
@@ -97,6 +106,17 @@ fn record(agent: Agent, label: &str) -> Vec<u8> {
         // Codex's own agents (`spawn_agent`, on by default in 0.169 as
         // `multi_agent`): the main agent spawns one and waits for it; the
         // spawned agent (its own conversation) runs `ls` and answers.
+        "subagent-v2" => vec![
+            Reply::tool(
+                "collaboration__spawn_agent",
+                serde_json::json!({"task_name": "look_around", "message": SUBAGENT_TASK, "fork_turns": "none"}),
+            ),
+            Reply::tool(
+                "collaboration__wait_agent",
+                serde_json::json!({"timeout_ms": 60000}),
+            ),
+            Reply::text("The subagent saw the repository."),
+        ],
         "subagent" => vec![
             Reply::tool(
                 "multi_agent_v1__spawn_agent",
@@ -112,7 +132,7 @@ fn record(agent: Agent, label: &str) -> Vec<u8> {
         _ => vec![Reply::fail(401); 20],
     };
     let server = match label {
-        "subagent" => ModelServer::start_with_branches(
+        "subagent" | "subagent-v2" => ModelServer::start_with_branches(
             script,
             vec![(
                 SUBAGENT_TASK,
@@ -131,7 +151,11 @@ fn record(agent: Agent, label: &str) -> Vec<u8> {
         home: &home,
     };
     let chosen = agent.takes_session_id().then_some(SESSION);
-    let (ok, stdout) = run_to_end(run.command(PROMPT, chosen, None), agent);
+    let mut command = run.command(PROMPT, chosen, None);
+    if label == "subagent-v2" {
+        command.args(["--enable", "multi_agent_v2"]);
+    }
+    let (ok, stdout) = run_to_end(command, agent);
     assert_eq!(
         ok,
         label != "401",
@@ -141,11 +165,11 @@ fn record(agent: Agent, label: &str) -> Vec<u8> {
     stdout
 }
 
-/// The rollout of the agent Codex spawned in the `subagent` run: the one
-/// whose session names a parent thread.
-fn spawned_rollout(agent: Agent) -> String {
+/// A rollout of Codex's `label` run: the spawned agent's (whose session
+/// names a parent thread) or the main agent's.
+fn rollout(agent: Agent, label: &str, spawned: bool) -> String {
     let sessions =
-        PathBuf::from(ROOT).join(format!("{}-subagent/home/.codex/sessions", agent.program()));
+        PathBuf::from(ROOT).join(format!("{}-{label}/home/.codex/sessions", agent.program()));
     let mut dirs = vec![sessions];
     while let Some(d) = dirs.pop() {
         for e in std::fs::read_dir(&d).expect("sessions folder").flatten() {
@@ -155,17 +179,13 @@ fn spawned_rollout(agent: Agent) -> String {
                 continue;
             }
             let text = std::fs::read_to_string(&p).expect("rollout");
-            if text
-                .lines()
-                .next()
-                .unwrap_or("")
-                .contains("\"parent_thread_id\"")
-            {
+            let first = text.lines().next().unwrap_or("");
+            if first.contains("\"parent_thread_id\"") == spawned {
                 return text;
             }
         }
     }
-    panic!("no spawned agent's rollout under {ROOT}");
+    panic!("no such rollout under {ROOT}");
 }
 
 /// Runs `c` to its end (at most 300 s); whether it exited 0, and its stdout.

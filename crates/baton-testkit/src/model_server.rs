@@ -25,8 +25,9 @@
 //!
 //! A conversation the CLI starts itself (a subagent) can follow a script
 //! of its own ([`ModelServer::start_with_branches`]): a request whose
-//! latest user message holds a branch's words takes the next reply of
-//! that branch, so which agent asks first does not change who gets what.
+//! latest user message (or message from another agent) holds a branch's
+//! words takes the next reply of that branch, so which agent asks first
+//! does not change who gets what.
 //!
 //! Plain `std` networking: one thread per connection, HTTP/1.1 with
 //! `Connection: close`, streamed bodies delimited by the close.
@@ -299,7 +300,7 @@ fn serve(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
     let mut out = conn;
     let (wire, reply, turn) = match (wire, turn, chore) {
         (Some(wire), Some(turn), _) => {
-            let latest = last_user_text(&body);
+            let latest = latest_ask(&body);
             let (script, cursor) = s
                 .branches
                 .iter()
@@ -379,6 +380,23 @@ fn last_user_text(body: &Value) -> &str {
         .and_then(|m| m["content"].as_array())
         .and_then(|c| c.iter().find_map(|p| p["text"].as_str()))
         .unwrap_or("")
+}
+
+/// The latest thing a Responses API request's conversation was asked, as
+/// JSON text: a user message, or a message from another agent (Codex's
+/// `agent_message`, which is how its `multi_agent_v2` hands a spawned
+/// agent its task).
+fn latest_ask(body: &Value) -> String {
+    body["input"]
+        .as_array()
+        .and_then(|items| {
+            items
+                .iter()
+                .rev()
+                .find(|i| i["role"] == "user" || i["type"] == "agent_message")
+        })
+        .map(Value::to_string)
+        .unwrap_or_default()
 }
 
 /// The `agent_id` in the latest tool result of a Responses API request.

@@ -141,6 +141,9 @@ impl AgentCli for Codex {
     fn parse_subagent(&self, text: &str) -> Option<(Option<String>, Vec<AgentEvent>)> {
         Some(parse_subagent(text))
     }
+    fn spawns_in_session(&self, text: &str) -> Vec<AgentEvent> {
+        spawns_in_rollout(text)
+    }
     fn locate_native(&self, id: &str, env: Env<'_>) -> Result<PathBuf, String> {
         let root = dir_from(env, "CODEX_HOME", ".codex")?;
         let suffix = format!("-{id}.jsonl");
@@ -322,6 +325,63 @@ fn thread_ids(item: &Value) -> Vec<String> {
         .flatten()
         .filter_map(|t| t.as_str().map(str::to_string))
         .collect()
+}
+
+/// The agents a rollout says were spawned (`SubAgentActivity` items, which
+/// `multi_agent_v2` keeps out of the `exec --json` stream): each as its
+/// `spawn_agent` call (`task_name: message`), its result and the session
+/// it runs in.
+pub(crate) fn spawns_in_rollout(text: &str) -> Vec<AgentEvent> {
+    let mut asked: Vec<(String, String)> = Vec::new();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if !(line.contains("\"spawn_agent\"") || line.contains("\"SubAgentActivity\"")) {
+            continue;
+        }
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let p = &v["payload"];
+        if p["type"] == "function_call" && p["name"] == "spawn_agent" {
+            let args: Value = serde_json::from_str(str_of(p, "arguments")).unwrap_or_default();
+            let what = format!(
+                "{}: {}",
+                str_of(&args, "task_name"),
+                str_of(&args, "message")
+            );
+            asked.push((str_of(p, "call_id").into(), what));
+        }
+        let item = &p["item"];
+        if p["type"] == "item_completed"
+            && item["type"] == "SubAgentActivity"
+            && item["kind"] == "started"
+            && let Some(thread) = item["agent_thread_id"].as_str()
+        {
+            let id = str_of(item, "id").to_string();
+            let what = asked.iter().find(|(c, _)| *c == id).map_or_else(
+                || str_of(item, "agent_path").to_string(),
+                |(_, w)| w.clone(),
+            );
+            out.push(AgentEvent::ToolCall {
+                id: id.clone(),
+                name: "spawn_agent".into(),
+                summary: shorten(&what, SUMMARY_CHARS),
+            });
+            out.push(AgentEvent::ToolResult {
+                id: id.clone(),
+                ok: true,
+                summary: format!("started {}", str_of(item, "agent_path")),
+            });
+            out.push(AgentEvent::Subagent {
+                parent: id,
+                model: item["model"].as_str().map(str::to_string),
+                event: Box::new(AgentEvent::SessionStarted {
+                    native_id: thread.into(),
+                }),
+            });
+        }
+    }
+    out
 }
 
 /// A spawned agent's own rollout: the model it ran and what it did, from
