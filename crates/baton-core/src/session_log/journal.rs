@@ -90,6 +90,8 @@ pub struct ChildSession {
     pub agent: String,
     /// What it is, in a few words: `review 1 of c1`.
     pub title: String,
+    /// The tokens its agent used (its own task's).
+    pub tokens: u64,
 }
 
 /// `log` with baton's child sessions: each in the frontmatter's
@@ -109,7 +111,7 @@ pub fn with_children(
             session: c.session.clone(),
             agent: c.agent.clone(),
             model: None,
-            tokens: 0,
+            tokens: c.tokens,
         });
         let link = match mode {
             SubagentMode::Embed => format!("![[{}]]", c.session),

@@ -345,3 +345,33 @@ fn odd_keys_by_hand_do_not_swallow_what_follows() {
     let once = render(&log);
     assert_eq!(render(&parse(&once).unwrap()), once);
 }
+
+/// baton's own child sessions (a review's turn) are listed with the tokens
+/// their agent used, and linked or embedded at the end of the log.
+#[test]
+fn child_sessions_are_listed_with_their_tokens() {
+    use journal::{ChildSession, SubagentMode, with_children};
+    let child = ChildSession {
+        session: "c1-r1-t1".into(),
+        agent: "review".into(),
+        title: "review 1 of c1".into(),
+        tokens: 4210,
+    };
+    let log = with_children(
+        parse(SAMPLE).unwrap(),
+        &[child.clone()],
+        SubagentMode::Embed,
+    );
+    let text = render(&log);
+    assert!(
+        text.contains("  - {session: c1-r1-t1, agent: review, tokens: 4210}"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("> [!subagent] @review (review 1 of c1)\n> ![[c1-r1-t1]]\n"),
+        "{text}"
+    );
+    // Listed once, however often the log is rendered with it.
+    let again = with_children(log, &[child], SubagentMode::Embed);
+    assert_eq!(render(&again), text);
+}

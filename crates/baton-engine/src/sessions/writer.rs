@@ -231,10 +231,12 @@ pub(crate) fn children_of(store: &dyn Store, state: &TaskState) -> Vec<ChildSess
         }
         let n = r.review().map_or(0, |x| x.iteration);
         for t in &r.turns {
+            let usage = store.load(t).ok().flatten().map(|s| s.state.usage());
             out.push(ChildSession {
                 session: t.to_string(),
                 agent: "review".into(),
                 title: format!("review {n} of {}", parent.id),
+                tokens: usage.map_or(0, |u| u.input_tokens + u.output_tokens),
             });
         }
     }
