@@ -359,7 +359,7 @@ fn child_sessions_are_listed_with_their_tokens() {
     };
     let log = with_children(
         parse(SAMPLE).unwrap(),
-        &[child.clone()],
+        std::slice::from_ref(&child),
         SubagentMode::Embed,
     );
     let text = render(&log);
