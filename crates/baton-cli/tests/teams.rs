@@ -461,6 +461,18 @@ on_both_backends! {
         let review = ok(&p, 2, &["review", "crew"]);
         assert_eq!(review["team"]["status"], "completed");
         assert!(review["journal"].as_array().unwrap().len() >= 2);
+        // Its log says so; gone, doctor says so and renders it again.
+        let log = p.root().join(".baton/sessions/team-crew.md");
+        let text = fs_err::read_to_string(&log).unwrap();
+        assert!(text.contains("status: completed\n"), "{text}");
+        assert!(text.contains("- t2 API: pending (after t1)"), "{text}");
+        fs_err::remove_file(&log).unwrap();
+        let (code, out, _) = p.run(&["doctor"]);
+        assert_ne!(code, 0);
+        assert!(out.contains("team crew: its session log"), "{out}");
+        let (code, out, err) = p.run(&["doctor", "--fix"]);
+        assert_eq!(code, 0, "{out}{err}");
+        assert_eq!(fs_err::read_to_string(&log).unwrap(), text);
     }
 }
 
@@ -670,4 +682,52 @@ fn a_real_agent_cli_teammate_works_through_the_mcp_tools() {
         first.contains("You are ana, the engineer of team crew"),
         "{first}"
     );
+    // The team's log: its teammate's part, its turn (the instance's first
+    // task, a log of its own) linked as a child session with the tokens it
+    // used once it ended, and the mailbox.
+    let team_log = p.root().join(".baton/sessions/team-crew.md");
+    let tokens_of = |text: &str| -> Option<u64> {
+        text.lines()
+            .find(|l| l.starts_with("  - {session: crew-ana, agent: ana, tokens: "))?
+            .rsplit("tokens: ")
+            .next()?
+            .trim_end_matches('}')
+            .parse()
+            .ok()
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let log = loop {
+        let text = fs_err::read_to_string(&team_log).unwrap_or_default();
+        if tokens_of(&text).is_some_and(|t| t > 0) {
+            break text;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "no team log with ana's turn and the tokens it used within 30 s:\n{text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let parsed = baton_core::session_log::parse(&log).unwrap();
+    assert_eq!(
+        baton_core::session_log::team::team_of(&parsed),
+        Some("crew")
+    );
+    assert_eq!(parsed.front.participants, ["lead", "ana"]);
+    for want in [
+        "## ana @ana",
+        "- t1 Schema: completed at ",
+        "> [!subagent] @ana (engineer, turn 1)",
+        "> [[crew-ana]]",
+        " ana → lead (question) t1: schema drafted: one table or two?",
+    ] {
+        assert!(log.contains(want), "{want:?} not in the team log:\n{log}");
+    }
+    assert!(p.root().join(".baton/sessions/crew-ana.md").exists());
+    let (code, out, _) = p.run(&["session", "ls", "--json"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("\"team-crew\""), "{out}");
+    // A team is re-attached, not resumed as a task.
+    let (code, _, err) = p.run(&["session", "resume", "team-crew"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("baton team resume crew"), "{err}");
 }

@@ -43,6 +43,7 @@ pub mod journal;
 mod parse;
 pub mod plan;
 mod render;
+pub mod team;
 #[cfg(test)]
 mod tests;
 

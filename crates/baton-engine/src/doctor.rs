@@ -355,8 +355,8 @@ fn check_tasks(eng: &Engine, fix: bool, shared: bool) -> Result<Vec<Finding>> {
 /// hold (a lost store, or a deleted `baton.db`), except those `clean`
 /// removed on purpose (they carry a `cleaned` marker). With `fix`, each is
 /// rebuilt from its `state.json`, its phase outputs and its checkpoint refs.
-/// Every task here has its session log, and `.baton/index.toon` says
-/// what the logs say.
+/// Every task here has its session log, so has every team, and
+/// `.baton/index.toon` says what the logs say.
 fn check_sessions(eng: &Engine, fix: bool, shared: bool) -> Result<Vec<Finding>> {
     let mut out = Vec::new();
     for t in eng.store.list()? {
@@ -378,6 +378,31 @@ fn check_sessions(eng: &Engine, fix: bool, shared: bool) -> Result<Vec<Finding>>
             out.push(Finding::problem(
                 format!(
                     "task {}: its session log {} is missing",
+                    t.id,
+                    log.display()
+                ),
+                "run `baton doctor --fix` to render it from the store",
+            ));
+        }
+    }
+    for t in eng.store.teams()? {
+        let id = baton_core::session_log::team::log_id(t.id.as_str());
+        let log = eng.project.sessions_dir().join(format!("{id}.md"));
+        let reads = std::fs::read_to_string(&log)
+            .is_ok_and(|text| baton_core::session_log::parse(&text).is_ok());
+        if reads {
+            continue;
+        }
+        if fix {
+            eng.render_team_log(&t)?;
+            out.push(Finding::fixed(format!(
+                "team {}: rendered its session log from the store",
+                t.id
+            )));
+        } else {
+            out.push(Finding::problem(
+                format!(
+                    "team {}: its session log {} is missing",
                     t.id,
                     log.display()
                 ),

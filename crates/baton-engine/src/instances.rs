@@ -126,18 +126,21 @@ impl Engine {
 
 /// After a task ran: if it was a turn of an agent instance, what waited
 /// for that turn to end happens now (a review's feedback delivered as the
-/// next turn, an ended instance's worktree given back).
+/// next turn, an ended instance's worktree given back), and the logs it is
+/// a child session of are rendered again with what it used.
 pub fn turn_ended(eng: &Engine, task: &TaskId) {
-    let is_turn = eng
+    let Some(instance) = eng
         .load(task)
-        .is_ok_and(|s| s.state.labels.contains_key(INSTANCE_LABEL));
-    if !is_turn {
+        .ok()
+        .and_then(|s| s.state.labels.get(INSTANCE_LABEL).cloned())
+    else {
         return;
-    }
+    };
     if let Err(e) = eng.agents().and_then(|a| a.tick()) {
         eng.observer()
             .info(&format!("after the turn {task}: {}", e.message));
     }
+    eng.parents_of_turn_changed(&instance);
 }
 
 /// Where a turn of instance `id` runs: the instance's worktree.

@@ -8,12 +8,16 @@
 //! log as a task (on a fresh clone too); `codify.rs` writes the workflow
 //! a log is drafted into; `index.rs` keeps `.baton/index.toon`, the
 //! compact index `baton session query` answers from; `tokens.rs` counts
-//! tokens for `baton session plan`.
+//! tokens for `baton session plan`; `team.rs` writes a team's log, which
+//! links its teammates' turns; `parents.rs` renders a parent's log again
+//! when a child session's turn starts or ends.
 
 mod codify;
 mod index;
+mod parents;
 mod read;
 mod resume;
+mod team;
 pub mod tokens;
 mod writer;
 

@@ -160,7 +160,10 @@ impl Teams<'_> {
                 .try_fold(team.clone(), |t, r| team::apply(Some(t), &team.id, r))
                 .expect("a team stays a team");
             match self.eng.store.commit_team(team.last_seq, &after, &records) {
-                Ok(()) => return Ok((after, records)),
+                Ok(()) => {
+                    self.eng.team_changed(&after);
+                    return Ok((after, records));
+                }
                 Err(baton_store::Error::TeamChanged { .. }) => {
                     std::thread::sleep(std::time::Duration::from_millis(5));
                 }
@@ -228,6 +231,7 @@ impl Teams<'_> {
         self.eng
             .store
             .heartbeat(id.as_str(), team::LEAD, None, Some(self.local_now()))?;
+        self.eng.team_changed(&t);
         Ok(t)
     }
 

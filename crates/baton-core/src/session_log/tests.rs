@@ -375,3 +375,125 @@ fn child_sessions_are_listed_with_their_tokens() {
     let again = with_children(log, &[child], SubagentMode::Embed);
     assert_eq!(render(&again), text);
 }
+
+/// A team's log: the lead's part, each teammate's tasks (a blocked one as
+/// an error), its turns linked with their tokens, and the newest messages
+/// with a pointer to the earlier ones; it reads back to itself.
+#[test]
+fn a_teams_log_links_its_teammates_turns() {
+    use crate::team::{
+        self, Event, Lead, Message, MessageType, NewTask, NewTeammate, Record, Role, TeamId,
+    };
+    use crate::time::Timestamp;
+    use journal::{ChildSession, SubagentMode};
+    let id = TeamId::parse("crew").unwrap();
+    let events = [
+        Event::Created {
+            lead: Lead {
+                session_id: "lead-1".into(),
+                owner: "pid 1 on vm".into(),
+                attached_at: Timestamp(0),
+            },
+            teammates: vec![
+                NewTeammate {
+                    name: "ana".into(),
+                    role: Role::Engineer,
+                    agent: Some("cc".into()),
+                },
+                NewTeammate {
+                    name: "bo".into(),
+                    role: Role::Tester,
+                    agent: None,
+                },
+            ],
+            tasks: ["Schema", "Tests", "Docs"]
+                .iter()
+                .enumerate()
+                .map(|(n, t)| NewTask {
+                    id: format!("t{}", n + 1),
+                    title: t.to_string(),
+                    dependencies: Vec::new(),
+                })
+                .collect(),
+            facts: Default::default(),
+        },
+        Event::TeammateStarted {
+            name: "ana".into(),
+            instance: "crew-ana".into(),
+        },
+        Event::TaskAssigned {
+            task: "t1".into(),
+            to: "ana".into(),
+        },
+        Event::TaskCompleted {
+            task: "t1".into(),
+            by: "ana".into(),
+        },
+        Event::TaskAssigned {
+            task: "t2".into(),
+            to: "bo".into(),
+        },
+        Event::TaskBlocked {
+            task: "t2".into(),
+            by: "bo".into(),
+            reason: "the schema has no index".into(),
+        },
+    ];
+    let records: Vec<Record> = events
+        .into_iter()
+        .enumerate()
+        .map(|(n, event)| Record {
+            seq: n as u64 + 1,
+            ts: Timestamp(n as i64 * 1000),
+            event,
+        })
+        .collect();
+    let t = team::replay(&id, &records).unwrap();
+    let turn = |session: &str, tokens| ChildSession {
+        session: session.into(),
+        agent: "ana".into(),
+        title: "You are ana".into(),
+        tokens,
+    };
+    let messages: Vec<Message> = (51..=60)
+        .map(|seq| Message {
+            msg_id: format!("m{seq}"),
+            seq,
+            from: "bo".into(),
+            to: "lead".into(),
+            ts_ms: 0,
+            kind: MessageType::Question,
+            subject: "t2".into(),
+            body: "one index\nor two?".into(),
+            acked_by: Vec::new(),
+        })
+        .collect();
+    let links = super::team::TeamLinks {
+        turns: vec![(
+            "ana".into(),
+            vec![turn("crew-ana", 1200), turn("crew-ana-t2", 300)],
+        )],
+        messages,
+        message_count: 60,
+    };
+    let log = super::team::of_team(&t, &links, SubagentMode::Link);
+    let text = render(&log);
+    assert_eq!(super::team::team_of(&log), Some("crew"));
+    assert_eq!(log.front.session_id, "team-crew");
+    assert_eq!(log.front.tokens_used, 1500);
+    let names: Vec<&str> = log.sections.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["lead", "ana", "bo", "mailbox"]);
+    for want in [
+        "  - {session: crew-ana-t2, agent: ana, tokens: 300}",
+        "Not assigned yet:\n- t3 Docs: pending",
+        "- t1 Schema: completed",
+        "> [!subagent] @ana (engineer, turn 2)\n> You are ana\n> [[crew-ana-t2]]",
+        "The tester, run by hand.\n\n- t2 Tests: blocked",
+        "> [!error] t2 is blocked\n> the schema has no index",
+        "50 earlier message(s) are in the mailbox: `baton team msg ls crew --limit 60`.",
+        "bo → lead (question) t2: one index or two?",
+    ] {
+        assert!(text.contains(want), "{want:?} not in:\n{text}");
+    }
+    assert_eq!(render(&parse(&text).unwrap()), text);
+}

@@ -37,20 +37,14 @@ impl Agents<'_> {
             }),
             ..Default::default()
         })?;
-        let all = self.step(Input::Turn {
+        self.step(Input::Turn {
             id: inst.id.clone(),
             task: task.clone(),
         })?;
-        // A review's turn is a child session of its parent's turn: that
-        // turn's log links to it (rendered again from the store now).
-        if let Some(parent) = inst
-            .review()
-            .and_then(|r| all.get(&r.parent_instance_id))
-            .and_then(|p| p.turns.last())
-            && let Err(e) = self.eng.render_session(parent)
-        {
-            tracing::warn!(task = %parent, error = %e, "session log not rendered");
-        }
+        // A review's turn is a child session of its parent's turn, a
+        // teammate's of its team: their logs link to it (rendered again
+        // from the store now).
+        self.eng.parents_of_turn_changed(inst.id.as_str());
         self.eng.detach(&task)?;
         Ok(task)
     }

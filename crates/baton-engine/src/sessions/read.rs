@@ -105,6 +105,11 @@ impl Engine {
         {
             return Ok((self.task_log(&id)?, None));
         }
+        if let Some(team) = arg.strip_prefix("team-")
+            && let Some(t) = self.store.team(team)?
+        {
+            return Ok((self.team_log(&t)?, None));
+        }
         Err(Error::bad_input(format!("no session log {arg}"))
             .hint("`baton session ls` lists them; a path to a log copied from elsewhere works too"))
     }

@@ -30,6 +30,14 @@ const OWN_LABELS: [&str; 3] = ["task-id", "workflow-type", "repository"];
 impl Engine {
     pub fn resume_session(&self, arg: &str, opts: SessionResume) -> Result<(TaskId, Outcome)> {
         let (log, path) = self.session_log(arg)?;
+        if let Some(team) = session_log::team::team_of(&log) {
+            return Err(Error::bad_input(format!(
+                "{arg} is team {team}'s log: a team is not resumed as a task"
+            ))
+            .hint(format!(
+                "re-attach to the team with `baton team resume {team}`; its teammates' turns are logs of their own, linked from it"
+            )));
+        }
         let sid = log.front.session_id.clone();
         if opts.id.is_none()
             && let Ok(id) = TaskId::parse(&sid)
