@@ -57,6 +57,20 @@ on_both_backends! {
         );
         assert!(log1.contains(&format!("  - {{session: {review_turn}, agent: review, tokens: 0}}")), "{log1}");
         assert!(p.root().join(format!(".baton/sessions/{review_turn}.md")).exists());
+        // Inline, what the review's log says is in the callout, before the link.
+        let cfg = p.root().join(".baton/config.toml");
+        let mut text = fs_err::read_to_string(&cfg).unwrap();
+        text.push_str("\n[sessions]\nsubagents = \"inline\"\n");
+        fs_err::write(&cfg, text).unwrap();
+        let review_log = fs_err::read_to_string(p.root().join(format!(".baton/sessions/{review_turn}.md"))).unwrap();
+        let review_said = review_log.lines().find_map(|l| l.strip_prefix("> [!summary] ")).map(|t| format!("> summary: {t}")).unwrap_or_else(|| panic!("{review_log}"));
+        fs_err::remove_file(p.root().join(format!(".baton/sessions/{turn1}.md"))).unwrap();
+        let (code, shown, err) = p.run(&["session", "show", &turn1]);
+        assert_eq!(code, 0, "{err}");
+        let callout = shown.split("> [!subagent] @review (review 1 of c1)\n").nth(1).unwrap_or_else(|| panic!("{shown}"));
+        let callout: Vec<&str> = callout.lines().take_while(|l| l.starts_with('>')).collect();
+        assert!(callout.contains(&review_said.as_str()), "{review_said:?} not in {callout:?}");
+        assert_eq!(callout.last(), Some(&format!("> [[{review_turn}]]").as_str()), "{callout:?}");
         // The review ended, decided, and gave its worktree and branch back.
         let r = show(&p, "c1-r1");
         assert_eq!(r["status"], "terminated");

@@ -92,12 +92,15 @@ pub struct ChildSession {
     pub title: String,
     /// The tokens its agent used (its own task's).
     pub tokens: u64,
+    /// What its log says (its sections' blocks), for `inline` mode; empty
+    /// in the others.
+    pub blocks: Vec<Block>,
 }
 
 /// `log` with baton's child sessions: each in the frontmatter's
 /// `subagents`, and a `[!subagent]` callout at the end of the log linking
-/// (or embedding) its own log (inline shows the link too: its text is in
-/// its own log, rendered from its own journal).
+/// (or embedding) its own log; inline, its text is in the callout too,
+/// and the link (it has a log of its own, rendered from its own journal).
 pub fn with_children(
     mut log: SessionLog,
     children: &[ChildSession],
@@ -113,14 +116,10 @@ pub fn with_children(
             model: None,
             tokens: c.tokens,
         });
-        let link = match mode {
-            SubagentMode::Embed => format!("![[{}]]", c.session),
-            _ => format!("[[{}]]", c.session),
-        };
         let callout = Block::Callout(Callout::new(
             kind::SUBAGENT,
             format!("@{} ({})", c.agent, c.title),
-            &link,
+            &child_body("", &c.blocks, mode, Some(&c.session)),
         ));
         match log.sections.last_mut() {
             Some(s) => s.blocks.push(callout),
@@ -128,6 +127,51 @@ pub fn with_children(
         }
     }
     log
+}
+
+/// A child session's `[!subagent]` callout body: what it was for, then as
+/// `mode` says its text (inline) or a link or embed of its own log
+/// (`link`: its id, when it has one; inline shows the link too).
+pub fn child_body(
+    description: &str,
+    blocks: &[Block],
+    mode: SubagentMode,
+    link: Option<&str>,
+) -> String {
+    let mut body: Vec<String> = Vec::new();
+    if !description.is_empty() {
+        body.push(description.to_string());
+    }
+    if mode == SubagentMode::Inline {
+        for b in blocks {
+            if !body.is_empty() {
+                body.push(String::new());
+            }
+            match b {
+                Block::Prose(p) => body.extend(p.lines().map(str::to_string)),
+                Block::ToolCalls(calls) => {
+                    for c in calls {
+                        let call = c.call.split('\u{0}').next().unwrap_or("");
+                        body.push(match &c.result {
+                            Some(r) => format!("- `{call}` → {r}"),
+                            None => format!("- `{call}`"),
+                        });
+                    }
+                }
+                Block::Callout(c) => body.push(format!("{}: {}", c.kind, c.title)),
+            }
+        }
+    }
+    if let Some(id) = link {
+        if mode == SubagentMode::Inline && !blocks.is_empty() {
+            body.push(String::new());
+        }
+        body.push(match mode {
+            SubagentMode::Embed => format!("![[{id}]]"),
+            _ => format!("[[{id}]]"),
+        });
+    }
+    body.join("\n")
 }
 
 /// The own logs of the subagents `state`'s CLIs ran (what `[[<task>--<n>]]`
@@ -256,32 +300,9 @@ impl Builder {
                 tokens: sub.tokens,
             });
             let Some((si, bi)) = sub.at else { continue };
-            let mut body: Vec<String> = Vec::new();
-            if !sub.description.is_empty() {
-                body.push(sub.description.clone());
-            }
-            match mode {
-                SubagentMode::Inline => {
-                    for b in &sub.blocks {
-                        body.push(String::new());
-                        match b {
-                            Block::Prose(p) => body.extend(p.lines().map(str::to_string)),
-                            Block::ToolCalls(calls) => {
-                                for c in calls {
-                                    let call = c.call.split('\u{0}').next().unwrap_or("");
-                                    body.push(match &c.result {
-                                        Some(r) => format!("- `{call}` → {r}"),
-                                        None => format!("- `{call}`"),
-                                    });
-                                }
-                            }
-                            Block::Callout(c) => body.push(format!("{}: {}", c.kind, c.title)),
-                        }
-                    }
-                }
-                SubagentMode::Link => body.push(format!("[[{id}]]")),
-                SubagentMode::Embed => body.push(format!("![[{id}]]")),
-            }
+            // Inline: no file of its own, its text in the callout.
+            let link = (mode != SubagentMode::Inline).then_some(id.as_str());
+            let body = child_body(&sub.description, &sub.blocks, mode, link);
             let title = format!(
                 "@{} ({})",
                 sub.kind,
@@ -293,7 +314,7 @@ impl Builder {
                 .get_mut(si)
                 .and_then(|s| s.blocks.get_mut(bi))
             {
-                *c = Callout::new(kind::SUBAGENT, title, &body.join("\n"));
+                *c = Callout::new(kind::SUBAGENT, title, &body);
             }
         }
         entries

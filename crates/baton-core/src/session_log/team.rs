@@ -7,7 +7,7 @@
 //! are children of something. Pure: the team and what it links in, the
 //! log out.
 
-use super::journal::{ChildSession, SubagentMode};
+use super::journal::{ChildSession, SubagentMode, child_body};
 use super::{Block, Callout, Front, LogStatus, Section, SessionLog, Subagent, kind};
 use crate::team::{LEAD, Message, TaskStatus, Team, TeamStatus, TeamTask, Teammate};
 use crate::time::Timestamp;
@@ -204,14 +204,10 @@ fn teammate_section(t: &Team, m: &Teammate, turns: &[ChildSession], mode: Subage
         )));
     }
     for (n, c) in turns.iter().enumerate() {
-        let link = match mode {
-            SubagentMode::Embed => format!("![[{}]]", c.session),
-            _ => format!("[[{}]]", c.session),
-        };
         blocks.push(Block::Callout(Callout::new(
             kind::SUBAGENT,
             format!("@{} ({}, turn {})", c.agent, m.role.as_str(), n + 1),
-            &format!("{}\n{link}", c.title),
+            &child_body(&c.title, &c.blocks, mode, Some(&c.session)),
         )));
     }
     Section {

@@ -356,6 +356,7 @@ fn child_sessions_are_listed_with_their_tokens() {
         agent: "review".into(),
         title: "review 1 of c1".into(),
         tokens: 4210,
+        blocks: Vec::new(),
     };
     let log = with_children(
         parse(SAMPLE).unwrap(),
@@ -372,8 +373,29 @@ fn child_sessions_are_listed_with_their_tokens() {
         "{text}"
     );
     // Listed once, however often the log is rendered with it.
-    let again = with_children(log, &[child], SubagentMode::Embed);
+    let again = with_children(log, std::slice::from_ref(&child), SubagentMode::Embed);
     assert_eq!(render(&again), text);
+    // Inline: what its log says is in the callout, with the link.
+    let said = ChildSession {
+        blocks: vec![
+            Block::Prose("The diff is fine.".into()),
+            Block::ToolCalls(vec![ToolLine {
+                call: "git diff".into(),
+                result: Some("2 files".into()),
+                ok: true,
+            }]),
+        ],
+        ..child
+    };
+    let text = render(&with_children(
+        parse(SAMPLE).unwrap(),
+        &[said],
+        SubagentMode::Inline,
+    ));
+    assert!(
+        text.ends_with("> [!subagent] @review (review 1 of c1)\n> The diff is fine.\n>\n> - `git diff` → 2 files\n>\n> [[c1-r1-t1]]\n"),
+        "{text}"
+    );
 }
 
 /// A team's log: the lead's part, each teammate's tasks (a blocked one as
@@ -454,6 +476,7 @@ fn a_teams_log_links_its_teammates_turns() {
         agent: "ana".into(),
         title: "You are ana".into(),
         tokens,
+        blocks: Vec::new(),
     };
     let messages: Vec<Message> = (51..=60)
         .map(|seq| Message {

@@ -127,7 +127,7 @@ impl Engine {
             .subagent_mode()
             .unwrap_or_default();
         let log = session_log::journal::of_task(&snap.state, &records, wf.as_ref(), &items, mode);
-        let children = super::writer::children_of(self.store.as_ref(), &snap.state);
+        let children = super::writer::children_of(self.store.as_ref(), &snap.state, mode);
         let mut log = session_log::journal::with_children(log, &children, mode);
         log.front.model = super::writer::model_of(&log, &self.project.config.agent_models());
         super::writer::subagents_counted(&mut log, &snap.state, &records);

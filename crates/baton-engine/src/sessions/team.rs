@@ -19,6 +19,12 @@ use baton_store::MessageQuery;
 impl Engine {
     /// Team `t`'s log, from the store.
     pub fn team_log(&self, t: &Team) -> Result<SessionLog> {
+        let mode = self
+            .project
+            .config
+            .sessions
+            .subagent_mode()
+            .unwrap_or_default();
         let instances = self.store.instances()?;
         let mut turns = Vec::new();
         for m in t.teammates.values() {
@@ -41,6 +47,7 @@ impl Engine {
                         |s| shorten(s.description.lines().next().unwrap_or(""), 100),
                     ),
                     tokens: usage.map_or(0, |u| u.input_tokens + u.output_tokens),
+                    blocks: super::writer::child_blocks(self.store.as_ref(), task, mode),
                 });
             }
             turns.push((m.name.clone(), mine));
@@ -55,12 +62,6 @@ impl Engine {
         )?;
         // A team's messages are numbered from 1 without gaps.
         let message_count = messages.last().map_or(0, |m| m.seq);
-        let mode = self
-            .project
-            .config
-            .sessions
-            .subagent_mode()
-            .unwrap_or_default();
         let links = TeamLinks {
             turns,
             messages,

@@ -113,8 +113,11 @@ impl LogWriter {
         // The items its agents raised are callouts in it too.
         let items = store.inbox_items(false).unwrap_or_default();
         let log = session_log::journal::of_task(state, records, Some(wf), &items, self.mode);
-        let mut log =
-            session_log::journal::with_children(log, &children_of(store, state), self.mode);
+        let mut log = session_log::journal::with_children(
+            log,
+            &children_of(store, state, self.mode),
+            self.mode,
+        );
         log.front.model = model_of(&log, &self.models);
         let open = items
             .iter()
@@ -206,7 +209,11 @@ pub(crate) fn model_of(
 /// baton's child sessions of a task that is a coding agent's turn: the
 /// turns of the reviews asked for while it ran (their own tasks, so their
 /// own logs).
-pub(crate) fn children_of(store: &dyn Store, state: &TaskState) -> Vec<ChildSession> {
+pub(crate) fn children_of(
+    store: &dyn Store,
+    state: &TaskState,
+    mode: SubagentMode,
+) -> Vec<ChildSession> {
     let Some(me) = state.labels.get(crate::instances::INSTANCE_LABEL) else {
         return Vec::new();
     };
@@ -237,10 +244,32 @@ pub(crate) fn children_of(store: &dyn Store, state: &TaskState) -> Vec<ChildSess
                 agent: "review".into(),
                 title: format!("review {n} of {}", parent.id),
                 tokens: usage.map_or(0, |u| u.input_tokens + u.output_tokens),
+                blocks: child_blocks(store, t, mode),
             });
         }
     }
     out
+}
+
+/// What child session `task`'s log says, for `inline` mode (nothing in
+/// the others): its sections' blocks, from its journal.
+pub(crate) fn child_blocks(
+    store: &dyn Store,
+    task: &baton_core::TaskId,
+    mode: SubagentMode,
+) -> Vec<session_log::Block> {
+    if mode != SubagentMode::Inline {
+        return Vec::new();
+    }
+    let (Ok(Some(snap)), Ok(records)) = (store.load(task), store.events(task, 0, usize::MAX))
+    else {
+        return Vec::new();
+    };
+    session_log::journal::of_task(&snap.state, &records, None, &[], mode)
+        .sections
+        .into_iter()
+        .flat_map(|s| s.blocks)
+        .collect()
 }
 
 /// The task waits in a `wait = { human }` phase (an inbox item).
