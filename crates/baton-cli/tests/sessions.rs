@@ -619,6 +619,24 @@ fn spawned_agent_run(
         tokens.is_some_and(|t| t > 1000),
         "the tokens Codex counted for its agent (its requests hold Codex's instructions): {parent}"
     );
+    // The task's tokens are its main agent's (Codex's `turn.completed`,
+    // in the stream it wrote) and its spawned agent's.
+    let stream: String = walk(&p.root().join(".baton/tasks/survey"))
+        .into_iter()
+        .filter_map(|f| fs_err::read_to_string(f).ok())
+        .collect();
+    let own: u64 = stream
+        .lines()
+        .filter(|l| l.starts_with("{\"type\":\"turn.completed\""))
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["usage"]["input_tokens"].as_u64().unwrap()
+                + v["usage"]["output_tokens"].as_u64().unwrap()
+        })
+        .sum();
+    assert!(own > 0, "no turn.completed in the stream");
+    let front = baton_core::session_log::parse(&parent).unwrap().front;
+    assert_eq!(front.tokens_used, own + tokens.unwrap(), "{parent}");
     let v = if v2 { "-v2" } else { "" };
     for (id, golden) in [
         ("survey", format!("codex-spawned{v}.md")),
@@ -698,4 +716,21 @@ fn masked(log: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n")
         + "\n"
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in fs_err::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
 }

@@ -272,13 +272,18 @@ fn apply_agent_session(
     }
 }
 
-/// The usage the agent reported is added to its latest run.
+/// The usage the agent reported is added to its latest run, its own
+/// subagents' included (Codex counts each of its agents apart).
 fn apply_agent_activity(state: &mut TaskState, phase: &PhaseId, events: &[AgentEvent]) {
     if let Some(run) = state
         .phase_mut(phase.as_str())
         .and_then(|p| p.agent_runs.last_mut())
     {
         for e in events {
+            let e = match e {
+                AgentEvent::Subagent { event, .. } => event.as_ref(),
+                e => e,
+            };
             if let AgentEvent::Usage {
                 input_tokens,
                 output_tokens,
