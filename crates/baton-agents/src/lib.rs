@@ -173,19 +173,22 @@ pub trait AgentCli: Send + Sync {
     }
     /// Reads its session file into `t` (pure).
     fn parse_native(&self, text: &str, t: &mut NativeTranscript) -> Result<(), String>;
-    /// For a CLI whose own subagents run in sessions of their own (its
-    /// stream says only that one started, with an
-    /// [`AgentEvent::Subagent`] holding a `SessionStarted`): one such
-    /// session file's text read into the model it ran and what it did,
-    /// without what it inherited from its parent (pure). `None`: its
-    /// subagents are in its stream, or it has none.
-    fn parse_subagent(&self, _text: &str) -> Option<(Option<String>, Vec<AgentEvent>)> {
-        None
+    /// Whether the subagents it starts run in sessions of their own (its
+    /// stream says at most that one started, with an
+    /// [`AgentEvent::Subagent`] holding a `SessionStarted`), read by baton
+    /// from their files ([`crate::subagents`]): Codex.
+    fn subagents_apart(&self) -> bool {
+        false
     }
-    /// For a CLI whose stream leaves out the subagents it starts (Codex
-    /// with `multi_agent_v2`): the events that start them (the call, its
-    /// result, the [`AgentEvent::Subagent`] naming the session), read from
-    /// its own session file's text (pure).
+    /// One such session file's text read into the model it ran and what
+    /// it did, without what it inherited from its parent (pure).
+    fn parse_subagent(&self, _text: &str) -> (Option<String>, Vec<AgentEvent>) {
+        (None, Vec::new())
+    }
+    /// The subagents its own session file (its text) says the latest run
+    /// started, where its stream leaves them out (Codex with
+    /// `multi_agent_v2`): the call, its result, the
+    /// [`AgentEvent::Subagent`] naming the session (pure).
     fn spawns_in_session(&self, _text: &str) -> Vec<AgentEvent> {
         Vec::new()
     }

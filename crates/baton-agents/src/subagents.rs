@@ -29,9 +29,10 @@ pub struct Subagents {
     env: Vec<(String, String)>,
     children: Vec<Child>,
     read: Option<Instant>,
-    /// The run's own session, and whether to look in its file for agents
-    /// the stream did not show being started.
+    /// The run's own session (and its file, once found), and whether to
+    /// look in it for agents the stream did not show being started.
     session: Option<String>,
+    session_file: Option<PathBuf>,
     look: bool,
 }
 
@@ -40,6 +41,8 @@ struct Child {
     parent: String,
     native_id: String,
     file: Option<PathBuf>,
+    /// The file's size when last read (unchanged: nothing new to read).
+    size: u64,
     /// Its events already returned.
     said: usize,
 }
@@ -52,6 +55,7 @@ impl Subagents {
             children: Vec::new(),
             read: None,
             session: None,
+            session_file: None,
             look: false,
         }
     }
@@ -59,6 +63,9 @@ impl Subagents {
     /// Notes the subagents `events` say were started in sessions of their
     /// own.
     pub fn saw(&mut self, events: &[AgentEvent]) {
+        if !self.cli.subagents_apart() {
+            return;
+        }
         for e in events {
             match e {
                 AgentEvent::SessionStarted { native_id } => self.session = Some(native_id.clone()),
@@ -73,6 +80,7 @@ impl Subagents {
                     parent: parent.clone(),
                     native_id: native_id.clone(),
                     file: None,
+                    size: 0,
                     said: 0,
                 });
             }
@@ -83,6 +91,9 @@ impl Subagents {
     /// [`READ_EVERY`], or now when `now` (the run ended).
     pub fn poll(&mut self, now: bool) -> Vec<AgentEvent> {
         let mut out = Vec::new();
+        if !self.cli.subagents_apart() {
+            return out;
+        }
         if self.look || now {
             self.look = false;
             out = self.spawned_unseen();
@@ -99,16 +110,16 @@ impl Subagents {
             if c.file.is_none() {
                 c.file = self.cli.locate_native(&c.native_id, &env).ok();
             }
-            let Some(text) = c
-                .file
-                .as_ref()
-                .and_then(|f| std::fs::read_to_string(f).ok())
-            else {
+            let Some(file) = &c.file else { continue };
+            let size = std::fs::metadata(file).map_or(0, |m| m.len());
+            if size == c.size {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(file) else {
                 continue;
             };
-            let Some((model, events)) = self.cli.parse_subagent(&text) else {
-                continue;
-            };
+            c.size = size;
+            let (model, events) = self.cli.parse_subagent(&text);
             // A line still being written is left out until it is whole, so
             // what was said is a prefix of what is said next time.
             let new = events.into_iter().skip(c.said);
@@ -125,31 +136,47 @@ impl Subagents {
 
     /// The agents the run's session file says were started and the stream
     /// did not.
-    fn spawned_unseen(&self) -> Vec<AgentEvent> {
+    fn spawned_unseen(&mut self) -> Vec<AgentEvent> {
         let Some(session) = &self.session else {
             return Vec::new();
         };
-        let env = |k: &str| env_of(&self.env, k);
+        if self.session_file.is_none() {
+            let env = |k: &str| env_of(&self.env, k);
+            self.session_file = self.cli.locate_native(session, &env).ok();
+        }
         let Some(text) = self
-            .cli
-            .locate_native(session, &env)
-            .ok()
+            .session_file
+            .as_ref()
             .and_then(|f| std::fs::read_to_string(f).ok())
         else {
             return Vec::new();
         };
         let spawns = self.cli.spawns_in_session(&text);
-        // Each start is three events, the last naming the agent's session.
-        spawns
-            .chunks(3)
-            .filter(|start| {
-                !start.iter().any(|e| {
-                    matches!(e, AgentEvent::Subagent { event, .. }
-                        if matches!(event.as_ref(), AgentEvent::SessionStarted { native_id }
-                            if self.children.iter().any(|c| &c.native_id == native_id)))
-                })
+        // The calls whose agent is followed already.
+        let known: Vec<&str> = spawns
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::Subagent { parent, event, .. } => match event.as_ref() {
+                    AgentEvent::SessionStarted { native_id }
+                        if self.children.iter().any(|c| &c.native_id == native_id) =>
+                    {
+                        Some(parent.as_str())
+                    }
+                    _ => None,
+                },
+                _ => None,
             })
-            .flatten()
+            .collect();
+        spawns
+            .iter()
+            .filter(|e| {
+                let id = match e {
+                    AgentEvent::ToolCall { id, .. } | AgentEvent::ToolResult { id, .. } => id,
+                    AgentEvent::Subagent { parent, .. } => parent,
+                    _ => return true,
+                };
+                !known.contains(&id.as_str())
+            })
             .cloned()
             .collect()
     }

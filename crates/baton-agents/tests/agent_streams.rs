@@ -588,9 +588,12 @@ fn codex_spawned_agents() {
 
     let rollout = include_str!("fixtures/native/codex-0.169.0-subagent.jsonl");
     assert!(rollout.contains(child.1.as_str()), "the same run's rollout");
-    let (model, events) = CODEX_
-        .parse_subagent(rollout)
-        .expect("Codex reads its subagents");
+    assert!(CODEX_.subagents_apart());
+    // Before its own turn starts it has done nothing (a forked agent's file
+    // first holds its parent's history).
+    let first_line = rollout.lines().next().unwrap();
+    assert_eq!(CODEX_.parse_subagent(first_line), (None, Vec::new()));
+    let (model, events) = CODEX_.parse_subagent(rollout);
     assert_eq!(model.as_deref(), Some("gpt-5-codex"));
     let said: Vec<String> = events
         .iter()
@@ -607,6 +610,10 @@ fn codex_spawned_agents() {
         "{said:?}"
     );
     assert_eq!(said[2..], ["Seen: a git repository."]);
+    assert!(
+        matches!(events.last(), Some(AgentEvent::Final { ok: true, text }) if text == "Seen: a git repository."),
+        "its turn's end: {events:?}"
+    );
     assert!(
         events
             .iter()
@@ -640,6 +647,12 @@ fn codex_v2_spawned_agents_are_found_in_the_rollout() {
             && matches!(event.as_ref(), AgentEvent::SessionStarted { native_id } if !native_id.is_empty())),
         "{spawns:?}"
     );
+    // A resumed session appends its own turn to the file: the agents of
+    // an earlier turn are not this run's.
+    let resumed = format!(
+        "{rollout}{{\"timestamp\":\"t\",\"type\":\"event_msg\",\"payload\":{{\"type\":\"task_started\",\"turn_attribution\":{{\"parent_turn_id\":null}}}}}}\n"
+    );
+    assert!(CODEX_.spawns_in_session(&resumed).is_empty());
     // v1's rollout names none this way: its stream does.
     let v1 = include_str!("fixtures/native/codex-0.169.0-subagent.jsonl");
     assert!(CODEX_.spawns_in_session(v1).is_empty());

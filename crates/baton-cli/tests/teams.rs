@@ -462,7 +462,7 @@ on_both_backends! {
         assert_eq!(review["team"]["status"], "completed");
         assert!(review["journal"].as_array().unwrap().len() >= 2);
         // Its log says so; gone, doctor says so and renders it again.
-        let log = p.root().join(".baton/sessions/team-crew.md");
+        let log = p.root().join(".baton/sessions/team@crew.md");
         let text = fs_err::read_to_string(&log).unwrap();
         assert!(text.contains("status: completed\n"), "{text}");
         assert!(text.contains("- t2 API: pending (after t1)"), "{text}");
@@ -685,7 +685,7 @@ fn a_real_agent_cli_teammate_works_through_the_mcp_tools() {
     // The team's log: its teammate's part, its turn (the instance's first
     // task, a log of its own) linked as a child session with the tokens it
     // used once it ended, and the mailbox.
-    let team_log = p.root().join(".baton/sessions/team-crew.md");
+    let team_log = p.root().join(".baton/sessions/team@crew.md");
     let tokens_of = |text: &str| -> Option<u64> {
         text.lines()
             .find(|l| l.starts_with("  - {session: crew-ana, agent: ana, tokens: "))?
@@ -725,9 +725,9 @@ fn a_real_agent_cli_teammate_works_through_the_mcp_tools() {
     assert!(p.root().join(".baton/sessions/crew-ana.md").exists());
     let (code, out, _) = p.run(&["session", "ls", "--json"]);
     assert_eq!(code, 0);
-    assert!(out.contains("\"team-crew\""), "{out}");
+    assert!(out.contains("\"team@crew\""), "{out}");
     // A team is re-attached, not resumed as a task.
-    let (code, _, err) = p.run(&["session", "resume", "team-crew"]);
+    let (code, _, err) = p.run(&["session", "resume", "team@crew"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("baton team resume crew"), "{err}");
 }

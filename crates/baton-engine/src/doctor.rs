@@ -394,11 +394,19 @@ fn check_sessions(eng: &Engine, fix: bool, shared: bool) -> Result<Vec<Finding>>
             continue;
         }
         if fix {
-            eng.render_team_log(&t)?;
-            out.push(Finding::fixed(format!(
-                "team {}: rendered its session log from the store",
-                t.id
-            )));
+            out.push(match eng.render_team_log(&t) {
+                Ok(_) => Finding::fixed(format!(
+                    "team {}: rendered its session log from the store",
+                    t.id
+                )),
+                Err(e) => Finding::problem(
+                    format!(
+                        "team {}: its session log cannot be rendered: {}",
+                        t.id, e.message
+                    ),
+                    "see `baton team show` for the team; the log is derived and can wait",
+                ),
+            });
         } else {
             out.push(Finding::problem(
                 format!(

@@ -138,8 +138,11 @@ impl AgentCli for Codex {
         parse_native(text, t);
         Ok(())
     }
-    fn parse_subagent(&self, text: &str) -> Option<(Option<String>, Vec<AgentEvent>)> {
-        Some(parse_subagent(text))
+    fn subagents_apart(&self) -> bool {
+        true
+    }
+    fn parse_subagent(&self, text: &str) -> (Option<String>, Vec<AgentEvent>) {
+        parse_subagent(text)
     }
     fn spawns_in_session(&self, text: &str) -> Vec<AgentEvent> {
         spawns_in_rollout(text)
@@ -327,21 +330,31 @@ fn thread_ids(item: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The agents a rollout says were spawned (`SubAgentActivity` items, which
-/// `multi_agent_v2` keeps out of the `exec --json` stream): each as its
+/// The agents a rollout says were spawned in its latest turn (the run
+/// reading it: `codex exec` runs one turn, a resumed session appends its
+/// turn to the same file) — `SubAgentActivity` items, which
+/// `multi_agent_v2` keeps out of the `exec --json` stream: each as its
 /// `spawn_agent` call (`task_name: message`), its result and the session
 /// it runs in.
 pub(crate) fn spawns_in_rollout(text: &str) -> Vec<AgentEvent> {
     let mut asked: Vec<(String, String)> = Vec::new();
     let mut out = Vec::new();
     for line in text.lines() {
-        if !(line.contains("\"spawn_agent\"") || line.contains("\"SubAgentActivity\"")) {
+        let turn = line.contains("\"task_started\"");
+        if !(turn || line.contains("\"spawn_agent\"") || line.contains("\"SubAgentActivity\"")) {
             continue;
         }
         let Ok(v) = serde_json::from_str::<Value>(line) else {
             continue;
         };
         let p = &v["payload"];
+        // A turn of its own (not one a parent's turn started): a new run.
+        if turn && p["type"] == "task_started" && p["turn_attribution"]["parent_turn_id"].is_null()
+        {
+            asked.clear();
+            out.clear();
+            continue;
+        }
         if p["type"] == "function_call" && p["name"] == "spawn_agent" {
             let args: Value = serde_json::from_str(str_of(p, "arguments")).unwrap_or_default();
             let what = format!(
@@ -386,21 +399,22 @@ pub(crate) fn spawns_in_rollout(text: &str) -> Vec<AgentEvent> {
 
 /// A spawned agent's own rollout: the model it ran and what it did, from
 /// its first own turn on (what comes before is the parent's history it was
-/// given: a turn without a `parent_turn_id`).
+/// given: a turn without a `parent_turn_id`); nothing until that turn
+/// starts, its own usage and, when its turn completes, its last message as
+/// a `Final`.
 pub(crate) fn parse_subagent(text: &str) -> (Option<String>, Vec<AgentEvent>) {
-    let own = text
-        .lines()
-        .position(|l| {
-            l.contains("\"task_started\"")
-                && serde_json::from_str::<Value>(l).is_ok_and(|v| {
-                    v["payload"]["type"] == "task_started"
-                        && v["payload"]["turn_attribution"]["parent_turn_id"].is_string()
-                })
-        })
-        .unwrap_or(0);
+    let Some(own) = text.lines().position(|l| {
+        l.contains("\"task_started\"")
+            && serde_json::from_str::<Value>(l).is_ok_and(|v| {
+                v["payload"]["type"] == "task_started"
+                    && v["payload"]["turn_attribution"]["parent_turn_id"].is_string()
+            })
+    }) else {
+        return (None, Vec::new());
+    };
     let rest: Vec<&str> = text.lines().skip(own).collect();
     let mut t = NativeTranscript::new();
-    parse_native(&rest.join("\n"), &mut t);
+    parse_rollout(&rest.join("\n"), &mut t, true);
     let model = rest.iter().find_map(|l| {
         let v: Value = serde_json::from_str(l).ok()?;
         (v["type"] == "turn_context")
@@ -424,6 +438,13 @@ const CODEX_INJECTED: [&str; 6] = [
 /// tool calls and outputs, as sent to the model), `event_msg`s (token
 /// counts among them).
 pub(crate) fn parse_native(text: &str, t: &mut NativeTranscript) {
+    parse_rollout(text, t, false)
+}
+
+/// A rollout into `t`; with `finals`, each completed turn as a `Final`
+/// with its last message, in its place.
+fn parse_rollout(text: &str, t: &mut NativeTranscript, finals: bool) {
+    let mut total = (0u64, 0u64);
     for o in objects(text, &mut t.warnings) {
         let v = Value::Object(o);
         let p = &v["payload"];
@@ -434,14 +455,28 @@ pub(crate) fn parse_native(text: &str, t: &mut NativeTranscript) {
             }
             "turn_context" => set_once(&mut t.cwd, &p["cwd"]),
             "response_item" => codex_item(p, t),
+            "event_msg" if finals && str_of(p, "type") == "task_complete" => {
+                t.events.push(AgentEvent::Final {
+                    ok: true,
+                    text: str_of(p, "last_agent_message").into(),
+                })
+            }
+            // The thread's running total: what grew since the last count
+            // (Codex counts again when only its rate limits changed).
             "event_msg" if str_of(p, "type") == "token_count" => {
-                let u = &p["info"]["last_token_usage"];
+                let u = &p["info"]["total_token_usage"];
                 if u.is_object() {
-                    t.events.push(AgentEvent::Usage {
-                        input_tokens: num(&u["input_tokens"]),
-                        output_tokens: num(&u["output_tokens"]),
-                        cost_usd: None,
-                    });
+                    let now = (num(&u["input_tokens"]), num(&u["output_tokens"]));
+                    let (input, output) =
+                        (now.0.saturating_sub(total.0), now.1.saturating_sub(total.1));
+                    total = now;
+                    if input + output > 0 {
+                        t.events.push(AgentEvent::Usage {
+                            input_tokens: input,
+                            output_tokens: output,
+                            cost_usd: None,
+                        });
+                    }
                 }
             }
             _ => {}

@@ -261,8 +261,11 @@ struct Sub {
     /// The section and block of its callout.
     at: Option<(usize, usize)>,
     blocks: Vec<Block>,
-    /// Its tool call has its result: it ended.
+    /// It ended: its tool call has its result, or (`runs_on`) it said
+    /// its last word.
     done: bool,
+    /// It runs on after its tool call returns (Codex's `spawn_agent`).
+    runs_on: bool,
     /// The tokens its CLI reported for it (Codex counts per thread; 0:
     /// none reported, Claude Code counts per session).
     tokens: u64,
@@ -683,6 +686,7 @@ impl Builder {
                         at,
                         blocks: Vec::new(),
                         done: false,
+                        runs_on: name == "spawn_agent",
                         tokens: 0,
                     });
                 }
@@ -693,7 +697,9 @@ impl Builder {
                 event,
             } => {
                 let now = self.now.clone();
-                let i = match self.subs.iter().position(|s| &s.parent == parent) {
+                // The latest with that call id: a CLI may number its calls
+                // anew in every run (Codex's `item_1`).
+                let i = match self.subs.iter().rposition(|s| &s.parent == parent) {
                     Some(i) => i,
                     None => {
                         self.subs.push(Sub {
@@ -705,6 +711,7 @@ impl Builder {
                             at: None,
                             blocks: Vec::new(),
                             done: false,
+                            runs_on: false,
                             tokens: 0,
                         });
                         self.subs.len() - 1
@@ -714,18 +721,21 @@ impl Builder {
                 if sub.model.is_none() {
                     sub.model = model.clone();
                 }
-                if let AgentEvent::Usage {
-                    input_tokens,
-                    output_tokens,
-                    ..
-                } = event.as_ref()
-                {
-                    sub.tokens += input_tokens + output_tokens;
+                match event.as_ref() {
+                    AgentEvent::Usage {
+                        input_tokens,
+                        output_tokens,
+                        ..
+                    } => sub.tokens += input_tokens + output_tokens,
+                    AgentEvent::Final { .. } => sub.done = true,
+                    _ => {}
                 }
                 sub_event(&mut sub.blocks, event);
             }
             AgentEvent::ToolResult { id, ok, summary } => {
-                if let Some(sub) = self.subs.iter_mut().find(|s| &s.parent == id) {
+                if let Some(sub) = self.subs.iter_mut().rev().find(|s| &s.parent == id)
+                    && !sub.runs_on
+                {
                     sub.done = true;
                 }
                 let tag = format!("\u{0}{id}");

@@ -1,4 +1,4 @@
-//! A team's session log, `team-<name>.md`: the team as it stands (its
+//! A team's session log, `team@<name>.md`: the team as it stands (its
 //! lead, each teammate's tasks with their checkpoints, what is blocked,
 //! the consolidation), the newest messages of its mailbox, and each
 //! teammate's turns (the tasks of the agent instance baton runs it as,
@@ -15,9 +15,10 @@ use crate::time::Timestamp;
 /// How many of the newest messages a team's log shows.
 pub const MESSAGES_SHOWN: usize = 50;
 
-/// The id of team `team`'s log (its file is `<id>.md`).
+/// The id of team `team`'s log (its file is `<id>.md`): `team@NAME`,
+/// which no task id can be (`@` is not allowed in them).
 pub fn log_id(team: &str) -> String {
-    format!("team-{team}")
+    format!("team@{team}")
 }
 
 /// The frontmatter key naming the team a log is of.

@@ -502,7 +502,7 @@ fn a_teams_log_links_its_teammates_turns() {
     let log = super::team::of_team(&t, &links, SubagentMode::Link);
     let text = render(&log);
     assert_eq!(super::team::team_of(&log), Some("crew"));
-    assert_eq!(log.front.session_id, "team-crew");
+    assert_eq!(log.front.session_id, "team@crew");
     assert_eq!(log.front.tokens_used, 1500);
     let names: Vec<&str> = log.sections.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["lead", "ana", "bo", "mailbox"]);

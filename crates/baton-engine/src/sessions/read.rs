@@ -105,7 +105,7 @@ impl Engine {
         {
             return Ok((self.task_log(&id)?, None));
         }
-        if let Some(team) = arg.strip_prefix("team-")
+        if let Some(team) = arg.strip_prefix("team@")
             && let Some(t) = self.store.team(team)?
         {
             return Ok((self.team_log(&t)?, None));

@@ -1,10 +1,11 @@
-//! A team's log, `.baton/sessions/team-<name>.md` (its model is
+//! A team's log, `.baton/sessions/team@<name>.md` (its model is
 //! `baton_core::session_log::team`): the team as it stands, the newest
 //! messages, and each teammate's turns (the tasks of the agent instance
 //! baton runs it as) linked as child sessions with the tokens they used.
-//! Written after every change to the team (a derived file: atomically,
-//! without fsync; a failure to write it never fails the change), and
-//! rendered on demand for `baton session show team-<name>`.
+//! Written after every change to the team and, for messages, at most
+//! every 2 s (a derived file: atomically, without fsync; a failure to
+//! write it never fails the change), and rendered on demand for `baton
+//! session show team@<name>`.
 
 use crate::engine::Engine;
 use crate::error::Result;
@@ -15,6 +16,10 @@ use baton_core::session_log::team::{self, MESSAGES_SHOWN, TeamLinks};
 use baton_core::session_log::{self, SessionLog};
 use baton_core::team::Team;
 use baton_store::MessageQuery;
+use std::time::Duration;
+
+/// How often messages alone write a team's log again.
+pub(crate) const MAIL_EVERY: Duration = Duration::from_secs(2);
 
 impl Engine {
     /// Team `t`'s log, from the store.
@@ -86,6 +91,22 @@ impl Engine {
         self.session_index()
             .upsert(session_log::index::row_of(&log, 0))?;
         Ok(true)
+    }
+
+    /// After a message to team `t`: its log shows the newest messages, but
+    /// is written again at most every [`MAIL_EVERY`] for them (a mailbox
+    /// takes thousands a second; any change to the team writes it too).
+    pub(crate) fn team_mail_sent(&self, t: &Team) {
+        let path = self
+            .project
+            .sessions_dir()
+            .join(format!("{}.md", team::log_id(t.id.as_str())));
+        let fresh = std::fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .is_ok_and(|at| at.elapsed().is_ok_and(|e| e < MAIL_EVERY));
+        if !fresh {
+            self.team_changed(t);
+        }
     }
 
     /// After a change to team `t`: its log, a failure only said.

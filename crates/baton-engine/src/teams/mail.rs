@@ -38,7 +38,9 @@ impl Teams<'_> {
         }
         self.touch(id, &m.from)?;
         let m = self.eng.redacted(m.clone());
-        Ok(self.eng.store.send_message(id, &m)?)
+        let sent = self.eng.store.send_message(id, &m)?;
+        self.eng.team_mail_sent(&t);
+        Ok(sent)
     }
 
     /// `name`'s inbox: what is addressed to it (or to everyone) that it has
