@@ -467,6 +467,17 @@ fn a_log_yields_learning_cases_and_a_token_plan() {
             .sum();
         assert!(sum <= 60 || part.as_array().unwrap().len() == 1, "{plan}");
     }
+    // A mistake in [sessions] is refused when the config is read, by any
+    // command, with what to write instead; the file is left as it was.
+    let good = fs_err::read_to_string(&cfg).unwrap();
+    fs_err::write(&cfg, format!("{good}subagents = \"sideways\"\n")).unwrap();
+    let (code, _, err) = p.run(&["ls"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("subagents = \"sideways\": not a way to show subagents"),
+        "{err}"
+    );
+    assert!(err.contains("\"inline\", \"link\" or \"embed\""), "{err}");
 }
 
 /// The log a real agent run renders, held against golden files: Claude

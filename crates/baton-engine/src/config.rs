@@ -246,6 +246,8 @@ impl Config {
         cfg.server.settings(Some(server::DEFAULT_ADDR), |_| None)?;
         cfg.supervisor.settings()?;
         cfg.teams.settings()?;
+        cfg.sessions.subagent_mode()?;
+        cfg.sessions.rules()?;
         if let Some(r) = &cfg.github.repository
             && crate::github::Repo::parse(r).is_none()
         {

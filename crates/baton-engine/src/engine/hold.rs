@@ -42,11 +42,7 @@ impl Engine {
             just_snapshotted: false,
             rendered: Default::default(),
             log: crate::sessions::LogWriter::new(
-                self.project
-                    .config
-                    .sessions
-                    .subagent_mode()
-                    .unwrap_or_default(),
+                self.subagent_mode(),
                 self.project.config.agent_models(),
             ),
         };

@@ -114,18 +114,23 @@ impl Engine {
             .hint("`baton session ls` lists them; a path to a log copied from elsewhere works too"))
     }
 
+    /// How subagents show in the logs (`[sessions] subagents`, checked
+    /// when the config was read).
+    pub(crate) fn subagent_mode(&self) -> session_log::journal::SubagentMode {
+        self.project
+            .config
+            .sessions
+            .subagent_mode()
+            .unwrap_or_default()
+    }
+
     /// Task `id`'s log, rendered from the store.
     pub fn task_log(&self, id: &TaskId) -> Result<SessionLog> {
         let snap = self.load(id)?;
         let wf = self.pinned(&snap.state.definition_hash).ok();
         let records = self.store.events(id, 0, usize::MAX)?;
         let items = self.store.inbox_items(false)?;
-        let mode = self
-            .project
-            .config
-            .sessions
-            .subagent_mode()
-            .unwrap_or_default();
+        let mode = self.subagent_mode();
         let log = session_log::journal::of_task(&snap.state, &records, wf.as_ref(), &items, mode);
         let children = super::writer::children_of(self.store.as_ref(), &snap.state, mode);
         let mut log = session_log::journal::with_children(log, &children, mode);

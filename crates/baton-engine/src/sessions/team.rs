@@ -24,12 +24,7 @@ pub(crate) const MAIL_EVERY: Duration = Duration::from_secs(2);
 impl Engine {
     /// Team `t`'s log, from the store.
     pub fn team_log(&self, t: &Team) -> Result<SessionLog> {
-        let mode = self
-            .project
-            .config
-            .sessions
-            .subagent_mode()
-            .unwrap_or_default();
+        let mode = self.subagent_mode();
         let instances = self.store.instances()?;
         let mut turns = Vec::new();
         for m in t.teammates.values() {
