@@ -524,21 +524,7 @@ fn a_real_agent_run_with_a_subagent_renders_as_the_golden_logs() {
             );
         }
         for (id, golden) in files {
-            let got = masked(&log_of(&p, id));
-            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/golden")
-                .join(&golden);
-            if std::env::var_os("BATON_BLESS").is_some() {
-                fs_err::create_dir_all(path.parent().unwrap()).unwrap();
-                fs_err::write(&path, &got).unwrap();
-            }
-            let want = fs_err::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("{golden}: {e}; run with BATON_BLESS=1 to write it"));
-            assert_eq!(got, want, "{golden} differs; the log was:\n{got}");
-            // What baton wrote reads back to itself.
-            let raw = log_of(&p, id);
-            let parsed = baton_core::session_log::parse(&raw).unwrap();
-            assert_eq!(baton_core::session_log::render(&parsed), raw);
+            assert_golden(&p, id, &golden, masked(&log_of(&p, id)));
         }
     }
 }
@@ -661,19 +647,26 @@ fn spawned_agent_run(
                 _ => format!("{l}\n"),
             })
             .collect();
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/golden")
-            .join(&golden);
-        if std::env::var_os("BATON_BLESS").is_some() {
-            fs_err::write(&path, &got).unwrap();
-        }
-        let want = fs_err::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{golden}: {e}; run with BATON_BLESS=1 to write it"));
-        assert_eq!(got, want, "{golden} differs; the log was:\n{got}");
-        let raw = log_of(&p, id);
-        let parsed = baton_core::session_log::parse(&raw).unwrap();
-        assert_eq!(baton_core::session_log::render(&parsed), raw);
+        assert_golden(&p, id, &golden, got);
     }
+}
+
+/// Log `id`, masked as `got`, is `tests/golden/<golden>` (`BATON_BLESS=1`
+/// writes it), and what baton wrote reads back to itself.
+fn assert_golden(p: &TestProject, id: &str, golden: &str, got: String) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(golden);
+    if std::env::var_os("BATON_BLESS").is_some() {
+        fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+        fs_err::write(&path, &got).unwrap();
+    }
+    let want = fs_err::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{golden}: {e}; run with BATON_BLESS=1 to write it"));
+    assert_eq!(got, want, "{golden} differs; the log was:\n{got}");
+    let raw = log_of(p, id);
+    let parsed = baton_core::session_log::parse(&raw).unwrap();
+    assert_eq!(baton_core::session_log::render(&parsed), raw);
 }
 
 /// `line` with every UUID-shaped id (Codex's thread ids) as `<id>`.
