@@ -25,6 +25,7 @@ pub mod state;
 pub mod supervisor;
 pub mod team;
 pub mod template;
+pub mod text;
 pub mod time;
 pub mod webhook;
 pub mod workflow;
