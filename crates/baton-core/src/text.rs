@@ -134,7 +134,10 @@ mod tests {
         assert_eq!(escape("\x1b[2J\x1b[H"), "\\x1b[2J\\x1b[H");
         assert_eq!(escape("x\u{9b}31m"), "x\\u{9b}31m");
         assert_eq!(escape("abc\u{202e}fed"), "abc\\u{202e}fed");
-        assert_eq!(escape("\u{2066}\u{61c}\u{200f}"), "\\u{2066}\\u{61c}\\u{200f}");
+        assert_eq!(
+            escape("\u{2066}\u{61c}\u{200f}"),
+            "\\u{2066}\\u{61c}\\u{200f}"
+        );
         assert_eq!(escape("del\x7f"), "del\\x7f");
         assert_eq!(escape("one\ntwo\tx\r\n"), "one\ntwo\tx\\r\n");
         assert_eq!(escape_line("one\ntwo\tx\r"), "one\\ntwo\\tx\\r");
