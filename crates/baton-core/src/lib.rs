@@ -27,6 +27,7 @@ pub mod team;
 pub mod template;
 pub mod text;
 pub mod time;
+pub mod token;
 pub mod webhook;
 pub mod workflow;
 pub mod workspace;

@@ -139,6 +139,7 @@ fn copy_records(from: &dyn Store, to: &dyn Store, report: &mut CopyReport) -> Re
             action: d.action,
             repository: d.repository,
             payload: String::new(),
+            body: None,
         })
         .chain(unsettled)
         .collect();

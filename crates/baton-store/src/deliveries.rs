@@ -27,6 +27,19 @@ pub struct NewDelivery {
     /// Already settled as it arrives (an event no task waits for): stored
     /// so, without its body.
     pub settled: Option<Settlement>,
+    /// The signed body's digest, for a delivery that came over the wire:
+    /// the same body recorded within the window, under any delivery id,
+    /// makes this one a redelivery (a captured delivery replayed).
+    pub body: Option<BodyDigest>,
+}
+
+/// A delivery's body as the replay check knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BodyDigest {
+    /// Hex SHA-256 of the body as received.
+    pub digest: String,
+    /// How long, in milliseconds, a body is remembered.
+    pub window_ms: i64,
 }
 
 /// What a delivery did to one task.
@@ -67,7 +80,8 @@ pub struct Settlement {
 pub trait DeliveryStore: Send + Sync {
     /// Stores `new` in one transaction (a group commit of concurrent
     /// deliveries) and answers, for each, whether it was new: `false` for
-    /// an id already stored, or earlier in `new`.
+    /// an id already stored, or earlier in `new`, and for a body (its
+    /// [`BodyDigest`]) recorded within its window, or earlier in `new`.
     fn record_deliveries(&self, new: &[NewDelivery]) -> Result<Vec<bool>>;
 
     /// Settles each delivery still unsettled, in one transaction; per
@@ -93,8 +107,17 @@ pub(crate) fn tasks_of(id: &str, json: &str) -> Result<Vec<TaskDecision>> {
         .map_err(|e| crate::Error::Corrupt(format!("delivery {id}'s decisions: {e}")))
 }
 
-/// Marks the later copies of an id within one batch as not new.
+/// Marks the later copies of an id, or of a body, within one batch as not
+/// new.
 pub(crate) fn first_in_batch(new: &[NewDelivery]) -> Vec<bool> {
-    let mut seen = std::collections::HashSet::new();
-    new.iter().map(|d| seen.insert(d.id.as_str())).collect()
+    let mut ids = std::collections::HashSet::new();
+    let mut bodies = std::collections::HashSet::new();
+    new.iter()
+        .map(|d| {
+            ids.insert(d.id.as_str())
+                && d.body
+                    .as_ref()
+                    .is_none_or(|b| bodies.insert(b.digest.as_str()))
+        })
+        .collect()
 }

@@ -7,6 +7,7 @@
 //! embedded backend; [`postgres::PgStore`] serves many workers on many
 //! machines. Both pass one contract suite (`tests/contract.rs`).
 
+pub mod capabilities;
 mod codec;
 pub mod deliveries;
 pub mod inbox;
@@ -22,7 +23,8 @@ use baton_core::lease::{Lease, LeaseOwner};
 use baton_core::state::{PhaseState, TaskStatus};
 use baton_core::{EventRecord, TaskId, TaskState, Timestamp};
 
-pub use deliveries::{DeliveryRow, DeliveryStore, NewDelivery, Settlement, TaskDecision};
+pub use capabilities::{CapabilityStore, Revoke};
+pub use deliveries::{BodyDigest, DeliveryRow, DeliveryStore, NewDelivery, Settlement, TaskDecision};
 pub use inbox::{Answered, InboxStore};
 pub use instances::InstanceStore;
 pub use plays::PlayStore;
@@ -164,9 +166,11 @@ pub struct StoredDefinition {
 /// [`DeliveryStore`], repositories' progress records through
 /// [`ProgressStore`], plays through [`PlayStore`], workspaces by agent role
 /// through [`WorkspaceStore`], teams through [`TeamStore`], the inbox
-/// through [`InboxStore`], in the same database.
+/// through [`InboxStore`], the agents' capabilities through
+/// [`CapabilityStore`], in the same database.
 pub trait Store:
     InstanceStore
+    + CapabilityStore
     + DeliveryStore
     + ProgressStore
     + PlayStore

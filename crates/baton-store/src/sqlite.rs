@@ -12,11 +12,13 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::Path;
 use std::sync::Mutex;
 
+mod capabilities;
 mod deliveries;
 mod inbox;
 mod instances;
 mod plays;
 mod progress;
+pub mod salvage;
 mod teams;
 mod workspaces;
 
@@ -182,6 +184,25 @@ CREATE TABLE inbox (
     data TEXT NOT NULL
 );
 CREATE INDEX inbox_open ON inbox (open, created_at);
+"#,
+    r#"
+-- The newest delivery of each signed body: a body seen again within the
+-- replay window is a redelivery, whatever its delivery id.
+CREATE TABLE delivery_bodies (
+    digest TEXT PRIMARY KEY,
+    delivery_id TEXT NOT NULL,
+    received_at INTEGER NOT NULL
+);
+CREATE TABLE capabilities (
+    digest TEXT PRIMARY KEY,
+    task_id TEXT,
+    phase TEXT,
+    instance_id TEXT,
+    created_at INTEGER NOT NULL,
+    scope TEXT NOT NULL
+);
+CREATE INDEX capabilities_task ON capabilities (task_id, phase);
+CREATE INDEX capabilities_instance ON capabilities (instance_id);
 "#,
 ];
 

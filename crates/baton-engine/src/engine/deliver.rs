@@ -41,6 +41,7 @@ pub fn new_delivery(
         received_at: at,
         event,
         settled: None,
+        body: None,
     }
 }
 

@@ -1,6 +1,9 @@
 //! [`DeliveryStore`] for PostgreSQL: a batch of new deliveries is one
 //! `INSERT … SELECT FROM unnest(…) ON CONFLICT DO NOTHING RETURNING id`, so
-//! one round trip and one commit for all of them; settlements likewise. A
+//! one round trip and one commit for all of them; settlements likewise.
+//! In the same statement each signed body claims its digest in
+//! `delivery_bodies` (an upsert that replaces a row only once its window
+//! passed, so of two servers racing with one replayed body one wins). A
 //! retry after a lost connection cannot tell its own insert from an
 //! earlier server's, so it counts the ids it finds with its own
 //! `received_at` stamp as its own.
@@ -14,8 +17,20 @@ use crate::deliveries::{
 use baton_core::Timestamp;
 use std::collections::HashSet;
 
-const INSERT: &str = "INSERT INTO deliveries (id, received_at, event, action, repository, payload, settled_at, decision, why, tasks)
-     SELECT d.* FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[], $10::text[]) AS d
+const INSERT: &str = "WITH d AS (
+        SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[])
+            AS d(id, received_at, event, action, repository, payload, settled_at, decision, why, tasks, digest)
+     ), b AS (
+        INSERT INTO delivery_bodies (digest, delivery_id, received_at)
+        SELECT d.digest, d.id, d.received_at FROM d
+        WHERE d.digest IS NOT NULL AND NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.id = d.id)
+        ON CONFLICT (digest) DO UPDATE SET delivery_id = excluded.delivery_id, received_at = excluded.received_at
+        WHERE delivery_bodies.received_at < excluded.received_at - $12
+        RETURNING delivery_id
+     )
+     INSERT INTO deliveries (id, received_at, event, action, repository, payload, settled_at, decision, why, tasks)
+     SELECT d.id, d.received_at, d.event, d.action, d.repository, d.payload, d.settled_at, d.decision, d.why, d.tasks FROM d
+     WHERE d.digest IS NULL OR d.id IN (SELECT delivery_id FROM b)
      ON CONFLICT (id) DO NOTHING RETURNING id";
 const MINE: &str = "SELECT id FROM deliveries WHERE id = ANY($1) AND received_at = ANY($2)";
 const SETTLE: &str = "WITH s AS (
@@ -67,9 +82,18 @@ impl DeliveryStore for PgStore {
                     .map_or_else(|| "[]".to_string(), |s| tasks_json(&s.tasks))
             })
             .collect();
+        let digests: Vec<Option<&str>> = batch
+            .iter()
+            .map(|d| d.body.as_ref().map(|b| b.digest.as_str()))
+            .collect();
+        let window: i64 = batch
+            .iter()
+            .filter_map(|d| d.body.as_ref().map(|b| b.window_ms))
+            .max()
+            .unwrap_or(0);
         let inserted: HashSet<String> = self.run(|conn, retrying| {
             let mut db = conn.db();
-            let params: [&(dyn postgres::types::ToSql + Sync); 10] = [
+            let params: [&(dyn postgres::types::ToSql + Sync); 12] = [
                 &ids,
                 &at,
                 &events,
@@ -80,6 +104,8 @@ impl DeliveryStore for PgStore {
                 &decisions,
                 &whys,
                 &tasks,
+                &digests,
+                &window,
             ];
             let rest: HashSet<String> = db
                 .query(INSERT, &params)?
@@ -159,6 +185,7 @@ impl DeliveryStore for PgStore {
                 repository: r.get(4),
                 payload: r.get::<_, Option<String>>(5).unwrap_or_default(),
                 settled: None,
+                body: None,
             })
             .collect())
     }

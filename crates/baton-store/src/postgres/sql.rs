@@ -154,6 +154,25 @@ CREATE TABLE inbox (
 );
 CREATE INDEX inbox_open ON inbox (open, created_at);
 "#,
+    r#"
+-- The newest delivery of each signed body: a body seen again within the
+-- replay window is a redelivery, whatever its delivery id.
+CREATE TABLE delivery_bodies (
+    digest TEXT PRIMARY KEY,
+    delivery_id TEXT NOT NULL,
+    received_at BIGINT NOT NULL
+);
+CREATE TABLE capabilities (
+    digest TEXT PRIMARY KEY,
+    task_id TEXT,
+    phase TEXT,
+    instance_id TEXT,
+    created_at BIGINT NOT NULL,
+    scope TEXT NOT NULL
+);
+CREATE INDEX capabilities_task ON capabilities (task_id, phase);
+CREATE INDEX capabilities_instance ON capabilities (instance_id);
+"#,
 ];
 
 /// The advisory lock migrations run under ("baton" in ASCII, then 1), so

@@ -1,5 +1,7 @@
 //! [`DeliveryStore`] for SQLite: the `deliveries` table, a batch of new
-//! deliveries inserted in one IMMEDIATE transaction (one fsync for all).
+//! deliveries inserted in one IMMEDIATE transaction (one fsync for all);
+//! a body seen within its window (`delivery_bodies`, one row per digest,
+//! replaced only once the window passed) makes a delivery not new.
 
 use super::SqliteStore;
 use crate::Result;
@@ -20,7 +22,24 @@ impl DeliveryStore for SqliteStore {
                 "INSERT INTO deliveries (id, received_at, event, action, repository, payload, settled_at, decision, why, tasks)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (id) DO NOTHING",
             )?;
+            let mut body = tx.prepare_cached(
+                "INSERT INTO delivery_bodies (digest, delivery_id, received_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (digest) DO UPDATE SET delivery_id = excluded.delivery_id, received_at = excluded.received_at
+                 WHERE delivery_bodies.received_at < excluded.received_at - ?4",
+            )?;
+            let mut known = tx.prepare_cached("SELECT 1 FROM deliveries WHERE id = ?1")?;
             for (d, fresh) in new.iter().zip(fresh.iter_mut()) {
+                if *fresh
+                    && let Some(b) = &d.body
+                    && !known.exists([&d.id])?
+                {
+                    *fresh = body.execute(params![
+                        b.digest,
+                        d.id,
+                        d.received_at.millis(),
+                        b.window_ms
+                    ])? == 1;
+                }
                 if *fresh {
                     let s = d.settled.as_ref();
                     *fresh = ins.execute(params![
@@ -112,6 +131,7 @@ impl DeliveryStore for SqliteStore {
                 repository: r.get(4)?,
                 payload: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
                 settled: None,
+                body: None,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
