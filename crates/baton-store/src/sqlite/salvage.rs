@@ -1,0 +1,900 @@
+//! Salvage: copying into this store what can still be read from a damaged
+//! one, row by row, so that a damaged page costs only the rows on it. One
+//! mechanism serves every table kept beside the tasks (deliveries, the
+//! inbox, teams and their journal and mailbox, agent instances, progress
+//! records, plays, workspace records, and any table a later migration
+//! adds): the columns both schemas have are copied, a row whose key this
+//! store already holds is kept as it is here, and every row that cannot be
+//! read or written is named, by its key when an index of the damaged store
+//! still holds it, else by its rowid. The tasks' own tables are not
+//! salvaged: `baton doctor` rebuilds the tasks from their rendered files.
+//!
+//! The damaged file is opened read-only, as `immutable` (nothing is
+//! written beside it either) unless a `-wal` holds data to be read.
+
+use super::{MIGRATIONS, SqliteStore};
+use crate::Result;
+use rusqlite::types::Value;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// The tasks' tables: rebuilt from the rendered files, never salvaged.
+pub const TASK_TABLES: [&str; 4] = ["tasks", "phases", "events", "definitions"];
+
+/// Rows that belong to a row of another table: (table, its column naming
+/// the owner, the owner's table). Such a row is copied only when its owner
+/// is in this store, so a team lost with the damage never leaves a
+/// journal or mailbox behind that would stand in the way of a team
+/// created again with its name.
+const OWNERS: &[(&str, &str, &str)] = &[
+    ("team_events", "team_id", "teams"),
+    ("team_messages", "team_id", "teams"),
+    ("team_acks", "team_id", "teams"),
+    ("team_presence", "team_id", "teams"),
+];
+
+/// What a salvage copied and what it could not keep.
+#[derive(Debug, Default)]
+pub struct Salvage {
+    /// Why nothing at all could be read (not a database, its schema
+    /// unreadable); then `tables` is empty.
+    pub unreadable: Option<String>,
+    /// `PRAGMA user_version` of the damaged store and of this one, when
+    /// they differ (the columns both have were copied).
+    pub schemas: Option<(i64, i64)>,
+    /// Every table salvaged, owners before the rows that belong to them.
+    pub tables: Vec<TableSalvage>,
+}
+
+/// One table's salvage.
+#[derive(Debug, Default)]
+pub struct TableSalvage {
+    pub table: String,
+    /// Rows copied into this store.
+    pub copied: usize,
+    /// Rows whose key this store holds already: kept as they are here.
+    pub present: usize,
+    /// Why the table was not salvaged at all (missing from the damaged
+    /// store, a schema this one cannot take, not readable row by row).
+    pub refused: Option<String>,
+    /// What could not be kept.
+    pub lost: Vec<Lost>,
+}
+
+/// Records a salvage could not keep, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lost {
+    pub rows: LostRows,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LostRows {
+    /// One row, by its key: (column, value as SQL) for each key column.
+    Key(Vec<(String, String)>),
+    /// Rows no index names: those with `column` (the rowid, or the column
+    /// that is the rowid) after `after` (`None`: from the first) up to
+    /// `to` (`None`: to the last).
+    Rowids {
+        column: String,
+        after: Option<i64>,
+        to: Option<i64>,
+    },
+    /// `rows` rows belonging to a row of `owner` that is not in this
+    /// store (lost with the damage): its key.
+    WithOwner {
+        owner: String,
+        key: Vec<(String, String)>,
+        rows: usize,
+    },
+}
+
+impl TableSalvage {
+    fn new(table: &str) -> Self {
+        TableSalvage {
+            table: table.to_string(),
+            ..Default::default()
+        }
+    }
+}
+
+fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// A value as SQL would write it: `'crew'`, `5`, `NULL`.
+fn sql_text(v: &Value) -> String {
+    match v {
+        Value::Null => "NULL".into(),
+        Value::Integer(i) => i.to_string(),
+        Value::Real(f) => f.to_string(),
+        Value::Text(s) => format!("'{}'", s.replace('\'', "''")),
+        Value::Blob(b) => format!(
+            "X'{}'",
+            b.iter().map(|x| format!("{x:02X}")).collect::<String>()
+        ),
+    }
+}
+
+/// Opens `path` read-only, writing nothing to it nor beside it.
+fn open_damaged(path: &Path) -> rusqlite::Result<Connection> {
+    let mut uri = String::from("file:");
+    for b in path.display().to_string().bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    let wal = std::path::PathBuf::from(format!("{}-wal", path.display()));
+    let wal_has_data = std::fs::metadata(wal).is_ok_and(|m| m.len() > 0);
+    // `immutable`: no locks, no -shm made; but it ignores a -wal, so a WAL
+    // with data is read through an ordinary read-only connection.
+    uri.push_str(if wal_has_data {
+        "?mode=ro"
+    } else {
+        "?immutable=1"
+    });
+    let conn = Connection::open_with_flags(
+        uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    // Check each page's cells as it is loaded: damage is an error on the
+    // rows it touches rather than garbage copied.
+    conn.execute_batch("PRAGMA cell_size_check = ON; PRAGMA query_only = ON;")?;
+    // The schema is read here: a file that is no database fails now.
+    conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+        r.get::<_, i64>(0)
+    })?;
+    Ok(conn)
+}
+
+/// A column of a table, as `PRAGMA table_info` gives it.
+struct Column {
+    name: String,
+    /// Its declared type.
+    ty: String,
+    required: bool,
+    /// Its position in the primary key (0: not in it).
+    pk: i64,
+}
+
+fn columns(conn: &Connection, schema: &str, table: &str) -> rusqlite::Result<Vec<Column>> {
+    let mut stmt = conn.prepare(&format!("PRAGMA {schema}.table_info({})", quote(table)))?;
+    let rows = stmt.query_map([], |r| {
+        let notnull: bool = r.get(3)?;
+        let default: Option<String> = r.get(4)?;
+        Ok(Column {
+            name: r.get(1)?,
+            ty: r.get(2)?,
+            required: notnull && default.is_none(),
+            pk: r.get(5)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// The index of the damaged store's `table` that holds `key` exactly (the
+/// primary key's, or a unique one), if any.
+fn key_index(conn: &Connection, table: &str, key: &[String]) -> Option<String> {
+    let mut stmt = conn
+        .prepare(&format!("PRAGMA main.index_list({})", quote(table)))
+        .ok()?;
+    let names: Vec<(String, bool)> = stmt
+        .query_map([], |r| Ok((r.get::<_, String>(1)?, r.get::<_, bool>(2)?)))
+        .ok()?
+        .filter_map(|r| r.ok())
+        .collect();
+    names
+        .into_iter()
+        .filter(|(_, unique)| *unique)
+        .find_map(|(name, _)| {
+            let mut info = conn
+                .prepare(&format!("PRAGMA main.index_info({})", quote(&name)))
+                .ok()?;
+            let cols: Vec<String> = info
+                .query_map([], |r| r.get::<_, Option<String>>(2))
+                .ok()?
+                .filter_map(|r| r.ok().flatten())
+                .collect();
+            (cols == key).then_some(name)
+        })
+}
+
+/// A stretch of rowids a table's b-tree could not list: after `after`
+/// (`None`: from the first) up to `to` (`None`: to the end), and the error.
+type Gap = (Option<i64>, Option<i64>, String);
+
+/// The rowids the damaged table's own b-tree still lists, and the
+/// stretches it cannot: a scan that stops at a damaged page goes on past
+/// it by seeking further and further ahead until a seek succeeds, then
+/// narrowing back to the first place after the damage that reads.
+fn list_rowids(conn: &Connection, table: &str) -> (Vec<i64>, Vec<Gap>) {
+    let t = quote(table);
+    let scan = format!("SELECT rowid FROM {t} NOT INDEXED WHERE rowid > ?1 ORDER BY rowid");
+    let seek = format!("{scan} LIMIT 1");
+    // Every row after `x`, until the end (Ok) or a damaged page (Err).
+    let scan_from = |x: i64, into: &mut Vec<i64>| -> std::result::Result<(), String> {
+        let mut stmt = conn.prepare(&scan).map_err(|e| e.to_string())?;
+        let mut rows = stmt.query([x]).map_err(|e| e.to_string())?;
+        loop {
+            match rows.next() {
+                Ok(Some(r)) => into.push(r.get(0).map_err(|e| e.to_string())?),
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    };
+    // The first row after `x`: Ok(None) at the end, Err on damage.
+    let next_after = |x: i64| -> std::result::Result<Option<i64>, ()> {
+        conn.query_row(&seek, [x], |r| r.get(0))
+            .optional()
+            .map_err(|_| ())
+    };
+    let mut found = Vec::new();
+    let mut gaps = Vec::new();
+    // Rows up to `cur` are listed (`None`: none yet).
+    let mut cur: Option<i64> = None;
+    while let Err(why) = scan_from(cur.unwrap_or(i64::MIN), &mut found) {
+        if let Some(&last) = found.last() {
+            cur = Some(cur.map_or(last, |c| c.max(last)));
+        }
+        let base = cur.unwrap_or(i64::MIN);
+        // Seek further and further ahead of the damage…
+        let (mut bad, mut step) = (base, 1i64);
+        let good = loop {
+            let x = match base.checked_add(step) {
+                Some(x) if x > bad => x,
+                _ => i64::MAX,
+            };
+            match next_after(x) {
+                Ok(next) => break Some((x, next)),
+                Err(()) if x == i64::MAX => break None,
+                Err(()) => {
+                    bad = x;
+                    step = step.saturating_mul(2);
+                }
+            }
+        };
+        let Some((mut x, mut next)) = good else {
+            gaps.push((cur, None, why));
+            break;
+        };
+        // …then back to the first place after it that reads.
+        while i128::from(x) - i128::from(bad) > 1 {
+            let mid = (i128::from(bad) + (i128::from(x) - i128::from(bad)) / 2) as i64;
+            match next_after(mid) {
+                Ok(n) => (x, next) = (mid, n),
+                Err(()) => bad = mid,
+            }
+        }
+        gaps.push((cur, Some(x), why));
+        match next {
+            Some(n) => cur = Some(n - 1),
+            None => break,
+        }
+    }
+    (found, gaps)
+}
+
+/// Each row's key, by rowid, as far as the key's index can be read: from
+/// its start until a damaged page, then from its end back to one.
+fn keys_by_rowid(
+    conn: &Connection,
+    table: &str,
+    index: &str,
+    key: &[String],
+) -> (BTreeMap<i64, Vec<Value>>, bool) {
+    let cols = key.iter().map(|c| quote(c)).collect::<Vec<_>>();
+    let mut out = BTreeMap::new();
+    let mut complete = true;
+    for dir in ["ASC", "DESC"] {
+        let order = cols
+            .iter()
+            .map(|c| format!("{c} {dir}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "SELECT rowid, {} FROM {} INDEXED BY {} ORDER BY {order}",
+            cols.join(", "),
+            quote(table),
+            quote(index)
+        );
+        let Ok(mut stmt) = conn.prepare(&sql) else {
+            return (out, false);
+        };
+        let Ok(mut rows) = stmt.query([]) else {
+            return (out, false);
+        };
+        let whole = loop {
+            match rows.next() {
+                Ok(Some(r)) => {
+                    let read = (0..=key.len())
+                        .map(|i| r.get::<_, Value>(i))
+                        .collect::<rusqlite::Result<Vec<_>>>();
+                    let Ok(mut v) = read else { break false };
+                    let Value::Integer(rowid) = v.remove(0) else {
+                        break false;
+                    };
+                    out.insert(rowid, v);
+                }
+                Ok(None) => break true,
+                Err(_) => break false,
+            }
+        };
+        if whole {
+            break;
+        }
+        complete = false;
+    }
+    (out, complete)
+}
+
+impl SqliteStore {
+    /// Copies into this store every row of the damaged store at `damaged`
+    /// it can read, of every table but [`TASK_TABLES`], in one
+    /// transaction. Rows this store already has (same key) are kept as
+    /// they are. Errors only when this store cannot be written; what the
+    /// damaged file denies is in the report.
+    pub fn salvage(&self, damaged: &Path) -> Result<Salvage> {
+        let mut out = Salvage::default();
+        let old = match open_damaged(damaged) {
+            Ok(c) => c,
+            Err(e) => {
+                out.unreadable = Some(e.to_string());
+                return Ok(out);
+            }
+        };
+        let theirs: i64 = match old.query_row("PRAGMA user_version", [], |r| r.get(0)) {
+            Ok(v) => v,
+            Err(e) => {
+                out.unreadable = Some(e.to_string());
+                return Ok(out);
+            }
+        };
+        let ours = MIGRATIONS.len() as i64;
+        if theirs != ours {
+            out.schemas = Some((theirs, ours));
+        }
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut tables: Vec<String> = {
+            let mut stmt = tx.prepare(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid",
+            )?;
+            stmt.query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        tables.retain(|t| !TASK_TABLES.contains(&t.as_str()));
+        // Owners first.
+        tables.sort_by_key(|t| OWNERS.iter().any(|(child, _, _)| child == t));
+        for table in &tables {
+            out.tables
+                .push(salvage_table(&old, &tx, table, theirs >= ours)?);
+        }
+        tx.commit()?;
+        Ok(out)
+    }
+}
+
+/// One table: `current`: the damaged store is at this store's schema, so
+/// a table missing from it was lost, not yet to come.
+fn salvage_table(
+    old: &Connection,
+    tx: &Transaction<'_>,
+    table: &str,
+    current: bool,
+) -> Result<TableSalvage> {
+    let mut out = TableSalvage::new(table);
+    let here = columns(tx, "main", table)?;
+    let there = match columns(old, "main", table) {
+        Ok(c) => c,
+        Err(e) => {
+            out.refused = Some(format!("its columns cannot be read: {e}"));
+            return Ok(out);
+        }
+    };
+    if there.is_empty() {
+        if current {
+            out.refused = Some("the damaged store has no such table".into());
+        }
+        return Ok(out);
+    }
+    let common: Vec<&str> = here
+        .iter()
+        .filter(|c| there.iter().any(|t| t.name == c.name))
+        .map(|c| c.name.as_str())
+        .collect();
+    let wanting: Vec<&str> = here
+        .iter()
+        .filter(|c| c.required && !common.contains(&c.name.as_str()))
+        .map(|c| c.name.as_str())
+        .collect();
+    if !wanting.is_empty() {
+        out.refused = Some(format!(
+            "its rows lack the column(s) {} this store requires (an older schema)",
+            wanting.join(", ")
+        ));
+        return Ok(out);
+    }
+    if old
+        .prepare(&format!("SELECT rowid FROM {} LIMIT 0", quote(table)))
+        .is_err()
+    {
+        out.refused = Some("it has no rowid, so it cannot be read row by row".into());
+        return Ok(out);
+    }
+    let mut key: Vec<(i64, String)> = here
+        .iter()
+        .filter(|c| c.pk > 0)
+        .map(|c| (c.pk, c.name.clone()))
+        .collect();
+    key.sort();
+    let key: Vec<String> = key.into_iter().map(|(_, n)| n).collect();
+    // A lone INTEGER PRIMARY KEY is the rowid itself (in the damaged
+    // store's schema, which is the one read).
+    let rowid_is_key = key.len() == 1
+        && there
+            .iter()
+            .any(|c| c.name == key[0] && c.pk == 1 && c.ty.eq_ignore_ascii_case("INTEGER"))
+        && there.iter().filter(|c| c.pk > 0).count() == 1;
+    let (listed, gaps) = list_rowids(old, table);
+    let (keys, keys_whole) = match (rowid_is_key, key_index(old, table, &key)) {
+        (false, Some(index)) => keys_by_rowid(old, table, &index, &key),
+        _ => (BTreeMap::new(), false),
+    };
+    let rowids: BTreeSet<i64> = listed.iter().copied().chain(keys.keys().copied()).collect();
+    let owner = OWNERS
+        .iter()
+        .find(|(child, _, _)| *child == table)
+        .and_then(|(_, col, owner)| {
+            let at = common.iter().position(|c| c == col)?;
+            let pk = columns(tx, "main", owner)
+                .ok()?
+                .into_iter()
+                .find(|c| c.pk == 1)?
+                .name;
+            Some((at, *owner, pk))
+        });
+    let key_at: Vec<Option<usize>> = key
+        .iter()
+        .map(|k| common.iter().position(|c| c == k))
+        .collect();
+    let names = common
+        .iter()
+        .map(|c| quote(c))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let read_sql = format!(
+        "SELECT {names} FROM {} NOT INDEXED WHERE rowid = ?1",
+        quote(table)
+    );
+    let insert_sql = format!(
+        "INSERT INTO main.{} ({names}) VALUES ({}) ON CONFLICT DO NOTHING",
+        quote(table),
+        vec!["?"; common.len()].join(", ")
+    );
+    let named = |values: &[Value]| -> Vec<(String, String)> {
+        key.iter()
+            .zip(values)
+            .map(|(k, v)| (k.clone(), sql_text(v)))
+            .collect()
+    };
+    let by_rowid = |rowid: i64| -> Vec<(String, String)> {
+        if rowid_is_key {
+            vec![(key[0].clone(), rowid.to_string())]
+        } else {
+            keys.get(&rowid).map(|v| named(v)).unwrap_or_default()
+        }
+    };
+    let mut orphans: BTreeMap<String, (Vec<(String, String)>, usize)> = BTreeMap::new();
+    let mut insert = tx.prepare(&insert_sql)?;
+    for rowid in rowids {
+        let read = old.query_row(&read_sql, [rowid], |r| {
+            (0..common.len())
+                .map(|i| r.get::<_, Value>(i))
+                .collect::<rusqlite::Result<Vec<_>>>()
+        });
+        let values = match read.optional() {
+            Ok(Some(v)) => v,
+            other => {
+                let reason = match other {
+                    Err(e) => e.to_string(),
+                    _ => "its index names it, but the table does not hold it".into(),
+                };
+                let k = by_rowid(rowid);
+                out.lost.push(Lost {
+                    rows: if k.is_empty() {
+                        LostRows::Rowids {
+                            column: "rowid".into(),
+                            after: Some(rowid.saturating_sub(1)),
+                            to: Some(rowid),
+                        }
+                    } else {
+                        LostRows::Key(k)
+                    },
+                    reason,
+                });
+                continue;
+            }
+        };
+        let key_values: Vec<Value> = key_at
+            .iter()
+            .map(|at| at.map_or(Value::Null, |i| values[i].clone()))
+            .collect();
+        if let Some((at, owner, pk)) = &owner {
+            let held: Option<i64> = tx
+                .query_row(
+                    &format!(
+                        "SELECT 1 FROM main.{} WHERE {} = ?1",
+                        quote(owner),
+                        quote(pk)
+                    ),
+                    [&values[*at]],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            if held.is_none() {
+                let entry = orphans
+                    .entry(sql_text(&values[*at]))
+                    .or_insert_with(|| (vec![(pk.clone(), sql_text(&values[*at]))], 0));
+                entry.1 += 1;
+                continue;
+            }
+        }
+        match insert.execute(rusqlite::params_from_iter(values.iter())) {
+            Ok(1) => out.copied += 1,
+            Ok(_) => out.present += 1,
+            Err(e) => out.lost.push(Lost {
+                rows: LostRows::Key(named(&key_values)),
+                reason: format!("this store refused it: {e}"),
+            }),
+        }
+    }
+    for (key, rows) in orphans.into_values() {
+        let owner = owner.as_ref().map(|o| o.1).unwrap_or_default();
+        out.lost.push(Lost {
+            rows: LostRows::WithOwner {
+                owner: owner.to_string(),
+                key,
+                rows,
+            },
+            reason: format!("they belong to a row of {owner} that was not salvaged"),
+        });
+    }
+    // Stretches of the table its b-tree could not list, unless the key's
+    // index, read whole, named every row there is.
+    if !keys_whole {
+        let column = if rowid_is_key {
+            key[0].clone()
+        } else {
+            "rowid".into()
+        };
+        for (after, to, why) in gaps {
+            out.lost.push(Lost {
+                rows: LostRows::Rowids {
+                    column: column.clone(),
+                    after,
+                    to,
+                },
+                reason: why,
+            });
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Synchronous;
+    use std::path::PathBuf;
+
+    /// A store file at `dir/old.db` at this baton's schema, with `fill`
+    /// run on it, checkpointed so that the file holds everything.
+    fn old_store(dir: &Path, fill: &str) -> PathBuf {
+        let path = dir.join("old.db");
+        drop(SqliteStore::open(&path, Synchronous::Full).unwrap());
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(fill).unwrap();
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+        path
+    }
+
+    /// `n` deliveries `d-1`… with payloads of `size` bytes.
+    fn deliveries(n: usize, size: usize) -> String {
+        (1..=n)
+            .map(|i| {
+                format!(
+                    "INSERT INTO deliveries (id, received_at, event, payload, decision, why, tasks)
+                     VALUES ('d-{i}', {i}, 'issues', '{}', 'pending', '', '[]');",
+                    "x".repeat(size)
+                )
+            })
+            .collect()
+    }
+
+    /// The pages of `name` (a table or an index) of type `kind`, in order.
+    fn pages(path: &Path, name: &str, kind: &str) -> Vec<i64> {
+        let conn = Connection::open(path).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT pageno FROM dbstat WHERE name = ?1 AND pagetype = ?2 ORDER BY pageno")
+            .unwrap();
+        stmt.query_map([name, kind], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    /// Overwrites page `page` of the file with garbage.
+    fn damage(path: &Path, page: i64) {
+        use std::io::{Seek, SeekFrom, Write};
+        let size: i64 = Connection::open(path)
+            .unwrap()
+            .query_row("PRAGMA page_size", [], |r| r.get(0))
+            .unwrap();
+        let mut f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        f.seek(SeekFrom::Start(((page - 1) * size) as u64)).unwrap();
+        f.write_all(&vec![0xA5; size as usize]).unwrap();
+    }
+
+    fn table<'a>(s: &'a Salvage, name: &str) -> &'a TableSalvage {
+        s.tables.iter().find(|t| t.table == name).unwrap()
+    }
+
+    fn ids(store: &SqliteStore, sql: &str) -> BTreeSet<String> {
+        let conn = store.conn();
+        let mut stmt = conn.prepare(sql).unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_damaged_page_costs_only_its_rows_each_named_by_its_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = old_store(
+            dir.path(),
+            &format!(
+                "{}INSERT INTO plays (name, updated_at, data) VALUES ('p', 1, '{{}}');",
+                deliveries(200, 600)
+            ),
+        );
+        let leaves = pages(&path, "deliveries", "leaf");
+        assert!(leaves.len() > 10, "{leaves:?}");
+        damage(&path, leaves[leaves.len() / 2]);
+        let before = std::fs::read(&path).unwrap();
+        let new = SqliteStore::in_memory().unwrap();
+        let s = new.salvage(&path).unwrap();
+        assert_eq!(s.unreadable, None);
+        assert_eq!(s.schemas, None);
+        let d = table(&s, "deliveries");
+        assert_eq!(d.refused, None);
+        assert!(!d.lost.is_empty() && d.lost.len() < 20, "{:?}", d.lost);
+        let lost: BTreeSet<String> = d
+            .lost
+            .iter()
+            .map(|l| match &l.rows {
+                LostRows::Key(k) => {
+                    assert_eq!(k[0].0, "id");
+                    assert!(l.reason.contains("malformed"), "{}", l.reason);
+                    k[0].1.trim_matches('\'').to_string()
+                }
+                other => panic!("not named by its key: {other:?}"),
+            })
+            .collect();
+        let copied = ids(&new, "SELECT id FROM deliveries");
+        assert_eq!(d.copied, copied.len());
+        assert_eq!(copied.len() + lost.len(), 200);
+        assert!(copied.is_disjoint(&lost));
+        assert_eq!(table(&s, "plays").copied, 1);
+        // Nothing was written to the damaged file, nor beside it.
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        let beside: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(beside, vec![std::ffi::OsString::from("old.db")]);
+    }
+
+    #[test]
+    fn rows_no_index_names_are_named_by_the_stretch_of_rowids_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let fill: String = (1..=300)
+            .map(|i| {
+                format!(
+                    "INSERT INTO instance_events (seq, ts, kind, instance_id, payload) VALUES ({i}, 0, 'k', 'c1', '{}');",
+                    "y".repeat(500)
+                )
+            })
+            .collect();
+        let path = old_store(dir.path(), &fill);
+        let leaves = pages(&path, "instance_events", "leaf");
+        damage(&path, leaves[3]);
+        let new = SqliteStore::in_memory().unwrap();
+        let s = new.salvage(&path).unwrap();
+        let t = table(&s, "instance_events");
+        let [
+            Lost {
+                rows: LostRows::Rowids { column, after, to },
+                ..
+            },
+        ] = t.lost.as_slice()
+        else {
+            panic!("{:?}", t.lost);
+        };
+        assert_eq!(column, "seq");
+        let (after, to) = (after.unwrap(), to.unwrap());
+        assert!(after > 1 && to < 300 && after < to, "{after}..{to}");
+        // Every row outside the stretch is back; none inside it.
+        let back: BTreeSet<i64> = {
+            let conn = new.conn();
+            let mut stmt = conn.prepare("SELECT seq FROM instance_events").unwrap();
+            stmt.query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap()
+        };
+        let outside: BTreeSet<i64> = (1..=300).filter(|i| *i <= after || *i > to).collect();
+        assert_eq!(back, outside);
+        assert_eq!(t.copied, back.len());
+    }
+
+    #[test]
+    fn a_damaged_root_loses_its_table_named_as_far_as_can_be() {
+        let dir = tempfile::tempdir().unwrap();
+        let events: String = (1..=100)
+            .map(|i| {
+                format!(
+                    "INSERT INTO instance_events (seq, ts, kind, instance_id, payload) VALUES ({i}, 0, 'k', 'c1', '{}');",
+                    "y".repeat(500)
+                )
+            })
+            .collect();
+        let path = old_store(dir.path(), &format!("{events}{}", deliveries(200, 600)));
+        for name in ["instance_events", "deliveries"] {
+            let root = pages(&path, name, "internal");
+            damage(&path, root[0]);
+        }
+        let s = SqliteStore::in_memory().unwrap().salvage(&path).unwrap();
+        let e = table(&s, "instance_events");
+        assert_eq!(e.copied, 0);
+        assert_eq!(
+            e.lost.iter().map(|l| &l.rows).collect::<Vec<_>>(),
+            vec![&LostRows::Rowids {
+                column: "seq".into(),
+                after: None,
+                to: None
+            }]
+        );
+        // The key's index names every delivery lost.
+        let d = table(&s, "deliveries");
+        assert_eq!(d.lost.len(), 200);
+        assert!(d.lost.iter().all(|l| matches!(l.rows, LostRows::Key(_))));
+    }
+
+    #[test]
+    fn when_the_index_is_damaged_too_the_keys_it_still_holds_name_the_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = old_store(dir.path(), &deliveries(1500, 100));
+        let leaves = pages(&path, "deliveries", "leaf");
+        damage(&path, leaves[leaves.len() - 3]);
+        let index = pages(&path, "sqlite_autoindex_deliveries_1", "leaf");
+        assert!(index.len() > 2, "{index:?}");
+        damage(&path, index[0]);
+        let new = SqliteStore::in_memory().unwrap();
+        let s = new.salvage(&path).unwrap();
+        let d = table(&s, "deliveries");
+        // The index read from its end still names the rows lost near the
+        // end of the table; the stretch the table cannot list is named too,
+        // as the index cannot vouch for all of it.
+        let keyed = d
+            .lost
+            .iter()
+            .filter(|l| matches!(l.rows, LostRows::Key(_)))
+            .count();
+        let stretches = d
+            .lost
+            .iter()
+            .filter(|l| matches!(l.rows, LostRows::Rowids { .. }))
+            .count();
+        assert!(keyed > 0 && stretches == 1, "{:?}", d.lost);
+        assert_eq!(d.copied + keyed, 1500, "{:?}", d.lost);
+    }
+
+    #[test]
+    fn a_team_lost_takes_its_rows_with_it_and_rows_already_here_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = old_store(
+            dir.path(),
+            "INSERT INTO teams (id, status, last_seq, msg_seq, updated_at, data) VALUES ('crew', 'active', 1, 1, 0, '{}');
+             INSERT INTO team_messages VALUES ('crew', 1, 'm1', 'lead', 'ana', 0, 'info', '', 'hi');
+             INSERT INTO team_messages VALUES ('ghost', 1, 'm1', 'lead', 'bo', 0, 'info', '', 'boo');
+             INSERT INTO team_messages VALUES ('ghost', 2, 'm2', 'lead', 'bo', 0, 'info', '', 'boo');
+             INSERT INTO workspaces VALUES ('w', 5, 'old');
+             INSERT INTO workspaces VALUES ('v', 5, 'old');",
+        );
+        let new = SqliteStore::in_memory().unwrap();
+        new.conn()
+            .execute_batch("INSERT INTO workspaces VALUES ('w', 9, 'new')")
+            .unwrap();
+        let s = new.salvage(&path).unwrap();
+        assert_eq!(table(&s, "teams").copied, 1);
+        let m = table(&s, "team_messages");
+        assert_eq!(m.copied, 1);
+        assert_eq!(
+            m.lost,
+            vec![Lost {
+                rows: LostRows::WithOwner {
+                    owner: "teams".into(),
+                    key: vec![("id".into(), "'ghost'".into())],
+                    rows: 2
+                },
+                reason: "they belong to a row of teams that was not salvaged".into()
+            }]
+        );
+        let w = table(&s, "workspaces");
+        assert_eq!((w.copied, w.present), (1, 1));
+        assert_eq!(
+            ids(&new, "SELECT name || data FROM workspaces"),
+            BTreeSet::from(["wnew".to_string(), "vold".to_string()])
+        );
+    }
+
+    #[test]
+    fn an_older_schema_gives_the_columns_it_has_and_its_missing_tables_are_no_loss() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        let conn = Connection::open(&path).unwrap();
+        // The first four migrations (up to deliveries), and a plays table
+        // without a column this schema requires.
+        for m in &MIGRATIONS[..4] {
+            conn.execute_batch(m).unwrap();
+        }
+        conn.execute_batch(
+            "PRAGMA user_version = 4;
+             CREATE TABLE plays (name TEXT PRIMARY KEY, data TEXT NOT NULL);
+             INSERT INTO plays VALUES ('p', '{}');
+             INSERT INTO deliveries (id, received_at, event, decision, why, tasks) VALUES ('d-1', 1, 'issues', 'ignored', '', '[]');",
+        )
+        .unwrap();
+        drop(conn);
+        let new = SqliteStore::in_memory().unwrap();
+        let s = new.salvage(&path).unwrap();
+        assert_eq!(s.schemas, Some((4, MIGRATIONS.len() as i64)));
+        assert_eq!(table(&s, "deliveries").copied, 1);
+        assert!(
+            table(&s, "plays")
+                .refused
+                .as_deref()
+                .is_some_and(|r| r.contains("updated_at")),
+            "{:?}",
+            table(&s, "plays")
+        );
+        let teams = table(&s, "teams");
+        assert_eq!(
+            (teams.copied, &teams.refused, teams.lost.len()),
+            (0, &None, 0)
+        );
+        assert!(
+            s.tables
+                .iter()
+                .all(|t| !TASK_TABLES.contains(&t.table.as_str()))
+        );
+    }
+
+    #[test]
+    fn a_file_that_is_no_database_is_unreadable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        std::fs::write(&path, b"garbage, not a database ".repeat(200)).unwrap();
+        let s = SqliteStore::in_memory().unwrap().salvage(&path).unwrap();
+        assert!(s.unreadable.is_some_and(|r| r.contains("not a database")));
+        assert!(s.tables.is_empty());
+    }
+}
