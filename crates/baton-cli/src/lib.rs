@@ -14,11 +14,21 @@ pub fn run() -> ExitCode {
     let cli = match cli::Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let _ = e.print();
-            return ExitCode::from(match e.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => 0,
-                _ => Exit::BadInput.code(),
-            });
+            use clap::error::ErrorKind::{DisplayHelp, DisplayVersion};
+            if !matches!(e.kind(), DisplayHelp | DisplayVersion) {
+                let _ = e.print();
+                return ExitCode::from(Exit::BadInput.code());
+            }
+            if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                // clap paints it for the terminal.
+                let _ = e.print();
+                return ExitCode::from(Exit::Done.code());
+            }
+            // Into a pipe or a file: through the printer, so a full disk is
+            // an error and a closed pipe is not.
+            let printer = printer::Printer::new(false, false);
+            printer.bytes(e.render().to_string().as_bytes());
+            return ExitCode::from(finish(&printer, Exit::Done).code());
         }
     };
     let printer = std::sync::Arc::new(printer::Printer::new(cli.quiet, cli.verbose));
@@ -30,7 +40,24 @@ pub fn run() -> ExitCode {
             Exit::from(e.kind)
         }
     };
-    ExitCode::from(code.code())
+    ExitCode::from(finish(&printer, code).code())
+}
+
+/// Flushes stdout: output that could not be written is an error (exit 1,
+/// unless the command ended with another error already); a closed pipe is
+/// not.
+fn finish(printer: &printer::Printer, code: Exit) -> Exit {
+    match printer.finish() {
+        Some(e) => {
+            printer.error(&e);
+            if code == Exit::Done {
+                Exit::from(e.kind)
+            } else {
+                code
+            }
+        }
+        None => code,
+    }
 }
 
 fn init_tracing(verbose: bool) {

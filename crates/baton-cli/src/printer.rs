@@ -3,14 +3,66 @@
 //! and stderr separately (`baton show | cat` gets none even when stderr is
 //! a terminal); progress lines with a spinner on a terminal, plain lines
 //! otherwise.
+//!
+//! Text from outside baton (agents, webhook payloads, task descriptions)
+//! is escaped where it is put into a line ([`cell`], [`text`]), and every
+//! human-readable line is escaped again on its way out, keeping only the
+//! colour baton paints: no control sequence sent to baton reaches the
+//! terminal. `--json` output ([`Printer::json`]) is written as it is (JSON
+//! escapes control characters itself).
+//!
+//! Every write to stdout goes through here: a closed pipe (`baton log |
+//! head`) ends the output quietly and the command goes on to its normal
+//! end; any other write error (a full disk) is kept, and [`Printer::finish`]
+//! turns it into an error once the command is done.
 
 use baton_core::state::PhaseStatus;
+use baton_core::text;
 use baton_core::{TaskId, time::human_millis};
 use baton_engine::{Error, Observer};
 use indicatif::{ProgressBar, ProgressStyle};
+use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 use std::time::Duration;
+
+/// At most this many characters of one untrusted text are printed in a
+/// human-readable view; `--json` has the whole of it.
+pub const PREVIEW_CHARS: usize = 2000;
+
+/// Untrusted text put into one line or one table cell: clipped to
+/// [`PREVIEW_CHARS`], every control character (newline and tab too) and
+/// bidi control shown as an escape (`\x1b`, `\n`, `\u{202e}`).
+pub fn cell(s: &str) -> String {
+    text::escape_line(&clipped(s)).into_owned()
+}
+
+/// Untrusted text shown on lines of its own: as [`cell`], but newlines and
+/// tabs are kept.
+pub fn text(s: &str) -> String {
+    text::escape(&clipped(s)).into_owned()
+}
+
+/// `s`, or its first [`PREVIEW_CHARS`] characters and a note of how much
+/// more there is (nothing escaped).
+pub fn clipped(s: &str) -> Cow<'_, str> {
+    match text::clip(s, PREVIEW_CHARS) {
+        (_, 0) => Cow::Borrowed(s),
+        (head, more) => Cow::Owned(format!("{head}… ({more} more bytes; `--json` has all)")),
+    }
+}
+
+/// What became of stdout.
+#[derive(Default)]
+enum Stdout {
+    #[default]
+    Open,
+    /// The reader went away (EPIPE): nothing more is written, quietly.
+    Closed,
+    /// A write failed otherwise (ENOSPC, EIO): nothing more is written, and
+    /// the command ends with this error.
+    Failed(std::io::Error),
+}
 
 /// `eprintln!` that ignores a closed stderr (a pipe to `head`, a dropped
 /// terminal): losing a message must never abort a run.
@@ -46,6 +98,7 @@ pub struct Printer {
     /// Several tasks at once (`baton worker`): every progress line names
     /// its task, and there is no spinner.
     many_tasks: std::sync::atomic::AtomicBool,
+    stdout: Mutex<Stdout>,
 }
 
 impl Printer {
@@ -58,6 +111,7 @@ impl Printer {
             tty: std::io::stderr().is_terminal(),
             bar: Mutex::new(None),
             many_tasks: std::sync::atomic::AtomicBool::new(false),
+            stdout: Mutex::new(Stdout::Open),
         }
     }
 
@@ -88,10 +142,78 @@ impl Printer {
         Self::paint_if(self.color, code, s)
     }
 
-    /// Data for scripts: stdout.
+    /// Human-readable data: stdout, one or more lines. Anything in it that
+    /// could drive a terminal is escaped (baton's own colour is kept).
     pub fn data(&self, s: &str) {
+        let shown = if self.color_out {
+            text::escape_keeping_sgr(s)
+        } else {
+            text::escape(s)
+        };
+        self.write_out(&[shown.as_bytes(), b"\n"]);
+    }
+
+    /// JSON (a document or one JSON Lines record): stdout, as it is.
+    pub fn json(&self, s: &str) {
+        self.write_out(&[s.as_bytes(), b"\n"]);
+    }
+
+    /// Bytes rendered by a tool (completions, the man page): stdout, as
+    /// they are.
+    pub fn bytes(&self, b: &[u8]) {
+        self.write_out(&[b]);
+    }
+
+    /// Whether stdout is gone (its reader closed the pipe, or a write
+    /// failed): a command that only prints, like `log --follow`, may stop.
+    pub fn stdout_gone(&self) -> bool {
+        !matches!(*self.stdout_state(), Stdout::Open)
+    }
+
+    fn stdout_state(&self) -> std::sync::MutexGuard<'_, Stdout> {
+        self.stdout.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write_out(&self, parts: &[&[u8]]) {
+        let mut state = self.stdout_state();
+        if !matches!(*state, Stdout::Open) {
+            return;
+        }
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{s}");
+        let written = parts
+            .iter()
+            .try_for_each(|p| out.write_all(p))
+            .and_then(|()| out.flush());
+        if let Err(e) = written {
+            *state = Self::after(e);
+        }
+    }
+
+    fn after(e: std::io::Error) -> Stdout {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            Stdout::Closed
+        } else {
+            Stdout::Failed(e)
+        }
+    }
+
+    /// At the end of a command: flushes stdout, and returns the error if a
+    /// write to it failed (a closed pipe is no error).
+    pub fn finish(&self) -> Option<Error> {
+        let mut state = self.stdout_state();
+        if matches!(*state, Stdout::Open)
+            && let Err(e) = std::io::stdout().lock().flush()
+        {
+            *state = Self::after(e);
+        }
+        match &*state {
+            Stdout::Failed(e) => Some(
+                Error::op(format!("cannot write to standard output: {e}")).hint(
+                    "what the command printed is lost (its work is done); check the disk or file that stdout goes to (`df -h`), or send it elsewhere",
+                ),
+            ),
+            _ => None,
+        }
     }
 
     /// A message for people: stderr, unless --quiet.
@@ -111,7 +233,14 @@ impl Printer {
         self.line(&format!("{} {s}", self.paint("1;36", "hint:")));
     }
 
+    /// A line on stderr; anything in it that could drive a terminal is
+    /// escaped (baton's own colour is kept).
     fn line(&self, s: &str) {
+        let s = if self.color {
+            text::escape_keeping_sgr(s)
+        } else {
+            text::escape(s)
+        };
         let bar = self.bar.lock().unwrap_or_else(|p| p.into_inner());
         match bar.as_ref() {
             Some(b) => b.println(s),
@@ -119,10 +248,12 @@ impl Printer {
         }
     }
 
+    /// An error and its hints, which may quote untrusted text (a blocker,
+    /// a payload's field): escaped.
     pub fn error(&self, e: &Error) {
-        err_line!("{} {}", self.paint("1;31", "error:"), e.message);
+        err_line!("{} {}", self.paint("1;31", "error:"), text(&e.message));
         for h in &e.hints {
-            err_line!("{} {h}", self.paint("1;36", "hint:"));
+            err_line!("{} {}", self.paint("1;36", "hint:"), text(h));
         }
     }
 
@@ -161,6 +292,7 @@ impl Observer for Printer {
         } else {
             format!("{phase} ({kind})")
         };
+        let label = cell(&label);
         let prefix = self.task_prefix(task);
         if self.tty && prefix.is_empty() {
             let b = ProgressBar::new_spinner();
@@ -190,7 +322,7 @@ impl Observer for Printer {
             return;
         }
         let first = detail.lines().next().unwrap_or("").trim();
-        let first: String = first.chars().take(100).collect();
+        let first = cell(&first.chars().take(100).collect::<String>());
         let word = match status {
             PhaseStatus::Pending => "STOPPED",
             other => other.as_str(),
@@ -209,7 +341,8 @@ impl Observer for Printer {
         err_line!("{line}");
     }
 
+    /// The engine's messages may quote untrusted text: escaped.
     fn info(&self, message: &str) {
-        Printer::info(self, message);
+        Printer::info(self, &text(message));
     }
 }

@@ -6,7 +6,7 @@ use crate::cli::{
     AgentAttachArgs, AgentCommand, AgentIdArgs, AgentKillArgs, AgentLsArgs, AgentMergeBackArgs,
     AgentPhaseArgs, AgentPushArgs, AgentReviewArgs, AgentSpawnArgs,
 };
-use crate::printer::Printer;
+use crate::printer::{Printer, cell};
 use baton_core::Exit;
 use baton_core::instance::{Instance, Record};
 use baton_engine::instances::{Done, PushOptions, Removal, ReviewOptions, SpawnOptions, View};
@@ -61,7 +61,7 @@ fn spawn(agents: &Agents, a: AgentSpawnArgs, printer: &Printer) -> Result<Exit> 
     })?;
     let view = agents.show(&inst.id)?;
     if a.json {
-        printer.data(&view_json(&view).to_string());
+        printer.json(&view_json(&view).to_string());
     } else {
         printer.info(&format!(
             "agent {} works in {} on branch {}; follow it with `baton agent show {}`",
@@ -84,7 +84,7 @@ fn ls(agents: &Agents, a: AgentLsArgs, printer: &Printer) -> Result<Exit> {
         .collect();
     if a.json {
         let rows: Vec<Value> = shown.iter().map(|v| view_json(v)).collect();
-        printer.data(&Value::Array(rows).to_string());
+        printer.json(&Value::Array(rows).to_string());
         return Ok(Exit::Done);
     }
     if shown.is_empty() {
@@ -105,9 +105,9 @@ fn ls(agents: &Agents, a: AgentLsArgs, printer: &Printer) -> Result<Exit> {
                 i.id.as_str(),
                 kind(i),
                 i.status.as_str(),
-                turn_text(v),
+                cell(&turn_text(v)),
                 reviews(i),
-                i.resources.branch.as_deref().unwrap_or("-"),
+                cell(i.resources.branch.as_deref().unwrap_or("-")),
                 short_time(&i.updated_at.rfc3339()),
             ));
         }
@@ -126,25 +126,25 @@ fn show(agents: &Agents, a: AgentIdArgs, printer: &Printer) -> Result<Exit> {
     let id = agents.resolve(a.id.as_deref())?;
     let v = agents.show(&id)?;
     if a.json {
-        printer.data(&view_json(&v).to_string());
+        printer.json(&view_json(&v).to_string());
         return Ok(Exit::Done);
     }
     let i = &v.instance;
     let mut lines = vec![
         format!("instance:   {} ({})", i.id, kind(i)),
         format!("status:     {}", i.status.as_str()),
-        format!("agent:      {}", turn_text(&v)),
+        format!("agent:      {}", cell(&turn_text(&v))),
         format!(
             "worktree:   {}",
-            i.resources.worktree_path.as_deref().unwrap_or("-")
+            cell(i.resources.worktree_path.as_deref().unwrap_or("-"))
         ),
         format!(
             "branch:     {}",
-            i.resources.branch.as_deref().unwrap_or("-")
+            cell(i.resources.branch.as_deref().unwrap_or("-"))
         ),
     ];
     if let Some(s) = &i.resources.agent_session_id {
-        lines.push(format!("session:    {s}"));
+        lines.push(format!("session:    {}", cell(s)));
     }
     if let Some(c) = i.coding() {
         lines.push(format!("reviews:    {}", reviews(i)));
@@ -152,10 +152,10 @@ fn show(agents: &Agents, a: AgentIdArgs, printer: &Printer) -> Result<Exit> {
             lines.push(format!("in review:  {r}"));
         }
         if let Some(pr) = &c.pull_request {
-            lines.push(format!("pull req.:  #{} {}", pr.number, pr.url));
+            lines.push(format!("pull req.:  #{} {}", pr.number, cell(&pr.url)));
         }
         if let Some(e) = &c.last_error {
-            lines.push(format!("last error: {e}"));
+            lines.push(format!("last error: {}", cell(e)));
         }
     }
     if let Some(r) = i.review() {
@@ -164,7 +164,7 @@ fn show(agents: &Agents, a: AgentIdArgs, printer: &Printer) -> Result<Exit> {
             r.parent_instance_id, r.iteration
         ));
         if let Some(d) = &r.decision_reason {
-            lines.push(format!("decided:    {d}"));
+            lines.push(format!("decided:    {}", cell(d)));
         }
     }
     if !i.turns.is_empty() {
@@ -177,7 +177,7 @@ fn show(agents: &Agents, a: AgentIdArgs, printer: &Printer) -> Result<Exit> {
     lines.push(format!("started:    {}", i.started_at.rfc3339()));
     lines.push(format!("updated:    {}", i.updated_at.rfc3339()));
     if let Some(r) = &i.end_reason {
-        lines.push(format!("ended:      {r}"));
+        lines.push(format!("ended:      {}", cell(r)));
     }
     printer.data(&lines.join("\n"));
     Ok(Exit::Done)
@@ -189,7 +189,7 @@ fn log(agents: &Agents, a: AgentIdArgs, printer: &Printer) -> Result<Exit> {
     if a.json {
         let lines: Vec<String> = records.iter().map(|r| record_json(r).to_string()).collect();
         if !lines.is_empty() {
-            printer.data(&lines.join("\n"));
+            printer.json(&lines.join("\n"));
         }
         return Ok(Exit::Done);
     }
@@ -203,8 +203,8 @@ fn log(agents: &Agents, a: AgentIdArgs, printer: &Printer) -> Result<Exit> {
                     o.iter()
                         .filter(|(k, _)| k.as_str() != "kind")
                         .map(|(k, v)| match v {
-                            Value::String(s) => format!("{k}={s}"),
-                            v => format!("{k}={v}"),
+                            Value::String(s) => format!("{k}={}", cell(s)),
+                            v => format!("{k}={}", cell(&v.to_string())),
                         })
                         .collect()
                 })
@@ -251,7 +251,7 @@ fn review(agents: &Agents, a: AgentReviewArgs, printer: &Printer) -> Result<Exit
         },
     )?;
     if a.json {
-        printer.data(&view_json(&agents.show(&r.id)?).to_string());
+        printer.json(&view_json(&agents.show(&r.id)?).to_string());
     } else {
         printer.info(&format!(
             "review {} of {parent} works in {} on branch {}",
@@ -268,7 +268,7 @@ fn merge_back(agents: &Agents, a: AgentMergeBackArgs, printer: &Printer) -> Resu
     let review = agents.resolve(a.id.as_deref())?;
     let parent = agents.merge_back(&review, &a.feedback)?;
     if a.json {
-        printer.data(&view_json(&agents.show(&parent.id)?).to_string());
+        printer.json(&view_json(&agents.show(&parent.id)?).to_string());
     } else {
         printer.info(&format!(
             "review {review} merged into {} ({}); the feedback goes to its agent",
@@ -290,15 +290,15 @@ fn push(agents: &Agents, a: AgentPushArgs, printer: &Printer) -> Result<Exit> {
         },
     )?;
     if a.json {
-        printer.data(&view_json(&agents.show(&owner.id)?).to_string());
+        printer.json(&view_json(&agents.show(&owner.id)?).to_string());
     } else if let Some(pr) = owner.coding().and_then(|c| c.pull_request.as_ref()) {
         printer.info(&format!(
             "pull request #{} opened for {} ({})",
             pr.number,
             owner.id,
-            owner.resources.branch.as_deref().unwrap_or("?")
+            cell(owner.resources.branch.as_deref().unwrap_or("?"))
         ));
-        printer.data(&pr.url);
+        printer.data(&cell(&pr.url));
     }
     Ok(Exit::Done)
 }
@@ -307,7 +307,7 @@ fn wait(agents: &Agents, a: AgentIdArgs, printer: &Printer) -> Result<Exit> {
     let id = agents.resolve(a.id.as_deref())?;
     let done = agents.wait(&id)?;
     if a.json {
-        printer.data(&view_json(&agents.show(&id)?).to_string());
+        printer.json(&view_json(&agents.show(&id)?).to_string());
     } else {
         printer.data(&done_line(&id, &done));
     }
@@ -344,7 +344,10 @@ fn phase(agents: &Agents, a: AgentPhaseArgs, printer: &Printer) -> Result<Exit> 
 fn done_line(id: &baton_core::instance::InstanceId, done: &Done) -> String {
     match done {
         Done::PullRequest { number, url } => {
-            format!("agent instance {id} opened pull request #{number}: {url}")
+            format!(
+                "agent instance {id} opened pull request #{number}: {}",
+                cell(url)
+            )
         }
         Done::Finished => format!("agent instance {id} finished its work"),
     }
@@ -354,7 +357,7 @@ fn kill(agents: &Agents, a: AgentKillArgs, printer: &Printer) -> Result<Exit> {
     let id = agents.resolve(Some(&a.id))?;
     let removal = agents.kill(&id, &a.reason)?;
     if a.json {
-        printer.data(&removal_json(&removal).to_string());
+        printer.json(&removal_json(&removal).to_string());
     } else {
         printer.info(&format!("agent {id} ended"));
         for (i, what) in &removal.removed {

@@ -5,7 +5,7 @@
 
 use super::Result;
 use crate::cli::{DeliverArgs, DeliveriesArgs};
-use crate::printer::Printer;
+use crate::printer::{Printer, cell};
 use baton_core::Exit;
 use baton_engine::{Decision, Error, Project};
 use std::sync::Arc;
@@ -43,14 +43,17 @@ pub fn run(project: &Project, args: DeliverArgs, printer: &Arc<Printer>) -> Resu
             .deliveries(usize::MAX)?
             .into_iter()
             .find(|r| r.id == id);
-        let said = before.map_or(String::new(), |r| format!(" ({}: {})", r.decision, r.why));
+        let said = before.map_or(String::new(), |r| {
+            format!(" ({}: {})", cell(&r.decision), cell(&r.why))
+        });
         if args.json {
-            printer.data(
+            printer.json(
                 &serde_json::json!({"delivery": id, "redelivery": true, "tasks": []}).to_string(),
             );
         } else {
             printer.data(&format!(
-                "delivery {id} was handled already{said}: nothing changed"
+                "delivery {} was handled already{said}: nothing changed",
+                cell(&id)
             ));
         }
         return Ok(Exit::Done);
@@ -74,17 +77,17 @@ pub fn run(project: &Project, args: DeliverArgs, printer: &Arc<Printer>) -> Resu
         };
         rows.push(serde_json::json!({"task": task.as_str(), "decision": decision, "why": said}));
         if !args.json {
-            printer.data(&format!("{task}: {said}"));
+            printer.data(&format!("{task}: {}", cell(&said)));
         }
     }
     if args.json {
-        printer.data(
+        printer.json(
             &serde_json::json!({"delivery": id, "event": handed.name, "tasks": rows}).to_string(),
         );
     } else if handed.decisions.is_empty() {
         printer.data(&format!(
             "no task waits for {}: nothing changed",
-            handed.name
+            cell(&handed.name)
         ));
     }
     Ok(exit)
@@ -100,7 +103,7 @@ pub fn list(project: &Project, args: DeliveriesArgs, printer: &Arc<Printer>) -> 
             .iter()
             .map(baton_server::views::DeliveryView::of)
             .collect();
-        printer.data(&serde_json::to_string(&all).expect("deliveries are JSON"));
+        printer.json(&serde_json::to_string(&all).expect("deliveries are JSON"));
         return Ok(Exit::Done);
     }
     if rows.is_empty() {
@@ -113,12 +116,13 @@ pub fn list(project: &Project, args: DeliveriesArgs, printer: &Arc<Printer>) -> 
             None => r.event.clone(),
         };
         printer.data(&format!(
-            "{}  {}  {event}  {}  {}: {}",
+            "{}  {}  {}  {}  {}: {}",
             r.received_at.rfc3339(),
-            r.id,
-            r.repository.as_deref().unwrap_or("-"),
-            r.decision,
-            r.why
+            cell(&r.id),
+            cell(&event),
+            cell(r.repository.as_deref().unwrap_or("-")),
+            cell(&r.decision),
+            cell(&r.why)
         ));
     }
     Ok(Exit::Done)

@@ -2,7 +2,7 @@
 
 use super::Result;
 use crate::cli::DoctorArgs;
-use crate::printer::Printer;
+use crate::printer::{Printer, text};
 use baton_core::Exit;
 use baton_engine::Project;
 use std::sync::Arc;
@@ -14,7 +14,7 @@ pub fn run(project: &Project, args: DoctorArgs, printer: &Arc<Printer>) -> Resul
             .iter()
             .map(|f| serde_json::json!({"level": f.level, "message": f.message, "hint": f.hint}))
             .collect();
-        printer.data(&serde_json::to_string(&rows).expect("json"));
+        printer.json(&serde_json::to_string(&rows).expect("json"));
     } else {
         for f in &findings {
             let word = match f.level {
@@ -24,9 +24,10 @@ pub fn run(project: &Project, args: DoctorArgs, printer: &Arc<Printer>) -> Resul
                     .replace("COMPLETE", "fixed  "),
                 _ => printer.status_word("FAILED").replace("FAILED", "problem"),
             };
-            printer.data(&format!("{word} {}", f.message));
+            // A finding may quote a folder's name or a stored text.
+            printer.data(&format!("{word} {}", text(&f.message)));
             if let Some(h) = &f.hint {
-                printer.data(&format!("        hint: {h}"));
+                printer.data(&format!("        hint: {}", text(h)));
             }
         }
     }

@@ -3,7 +3,7 @@
 
 use super::{Result, driving_engine, run::report};
 use crate::cli::{InboxArgs, InboxCommand};
-use crate::printer::Printer;
+use crate::printer::{Printer, cell};
 use baton_core::Exit;
 use baton_core::inbox::{InboxItem, ItemKind};
 use baton_engine::Project;
@@ -21,7 +21,7 @@ pub fn run(project: &Project, args: InboxArgs, printer: &Arc<Printer>) -> Result
         None => {
             let items = inbox.items(!args.all)?;
             if args.json {
-                printer.data(&serde_json::to_string(&items).expect("json"));
+                printer.json(&serde_json::to_string(&items).expect("json"));
             } else if items.is_empty() {
                 printer.data("the inbox is empty");
             } else {
@@ -39,18 +39,20 @@ pub fn run(project: &Project, args: InboxArgs, printer: &Arc<Printer>) -> Result
     match inbox.answer(&id, &choice, reason, &who)? {
         AnswerOutcome::Item(item) => {
             if args.json {
-                printer.data(&serde_json::to_string(&item).expect("json"));
+                printer.json(&serde_json::to_string(&item).expect("json"));
             }
             let a = item.answer.as_ref().expect("answered");
             printer.info(&format!(
                 "{} answered {}: {} (the agent that asked gets it)",
-                a.by, item.id, a.choice
+                cell(&a.by),
+                cell(&item.id),
+                cell(&a.choice)
             ));
             Ok(Exit::Done)
         }
         AnswerOutcome::Task(item, passed) => {
             if args.json {
-                printer.data(&serde_json::to_string(&item).expect("json"));
+                printer.json(&serde_json::to_string(&item).expect("json"));
             }
             let task = passed.id.clone();
             let outcome = eng.run_passed(*passed)?;
@@ -59,31 +61,33 @@ pub fn run(project: &Project, args: InboxArgs, printer: &Arc<Printer>) -> Result
     }
 }
 
-/// `d-1a2b3c4d  decision  task/phase  question [a/b]  (from who)`.
+/// `d-1a2b3c4d  decision  task/phase  question [a/b]  (from who)`: one
+/// line, whatever the agent wrote (escaped, and clipped when long).
 fn line(i: &InboxItem) -> String {
     let what = match i.kind {
         ItemKind::Decision if !i.options.is_empty() => {
-            format!("{} [{}]", i.text, i.options.join("/"))
+            let options: Vec<String> = i.options.iter().map(|o| cell(o)).collect();
+            format!("{} [{}]", cell(&i.text), options.join("/"))
         }
-        _ => i.text.clone(),
+        _ => cell(&i.text),
     };
     let answered = i
         .answer
         .as_ref()
-        .map(|a| format!("  → {} by {}", a.choice, a.by))
+        .map(|a| format!("  → {} by {}", cell(&a.choice), cell(&a.by)))
         .unwrap_or_default();
     format!(
         "{:<20} {:<8} {:<24} {what}  (from {}){answered}",
-        i.id,
+        cell(&i.id),
         i.kind.as_str(),
-        format!(
+        cell(&format!(
             "{}{}",
             i.session.as_deref().unwrap_or("-"),
             i.phase
                 .as_deref()
                 .map(|p| format!("/{p}"))
                 .unwrap_or_default()
-        ),
-        i.raised_by
+        )),
+        cell(&i.raised_by)
     )
 }

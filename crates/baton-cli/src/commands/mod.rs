@@ -59,8 +59,8 @@ pub fn dispatch(cli: Cli, printer: &Arc<Printer>) -> Result<Exit> {
         Command::Workspace(c) => workspace::run(&project_of(project)?, c, printer),
         Command::Store(c) => store::run(&project_of(project)?, c, printer),
         Command::Demo(a) => demo::run(a, printer),
-        Command::Completions(a) => meta::completions(a),
-        Command::Man => meta::man(),
+        Command::Completions(a) => meta::completions(a, printer),
+        Command::Man => meta::man(printer),
     }
 }
 

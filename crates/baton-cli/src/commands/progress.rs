@@ -44,7 +44,7 @@ pub fn run(project: &Project, args: ProgressArgs, printer: &Arc<Printer>) -> Res
                 })
             })
             .collect();
-        printer.data(&serde_json::Value::Array(all).to_string());
+        printer.json(&serde_json::Value::Array(all).to_string());
         return Ok(Exit::Done);
     }
     if records.is_empty() {

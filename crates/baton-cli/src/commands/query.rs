@@ -2,7 +2,7 @@
 
 use super::{Result, engine, task_id};
 use crate::cli::{LogArgs, LsArgs, ShowArgs};
-use crate::printer::Printer;
+use crate::printer::{Printer, cell};
 use baton_core::Exit;
 use baton_core::lease::{DisplayStatus, Liveness};
 use baton_core::state::PhaseStatus;
@@ -38,7 +38,7 @@ pub fn ls(project: &Project, args: LsArgs, printer: &Arc<Printer>) -> Result<Exi
                 })
             })
             .collect();
-        printer.data(&serde_json::to_string(&rows).expect("json"));
+        printer.json(&serde_json::to_string(&rows).expect("json"));
         return Ok(Exit::Done);
     }
     if shown.is_empty() {
@@ -56,9 +56,9 @@ pub fn ls(project: &Project, args: LsArgs, printer: &Arc<Printer>) -> Result<Exi
             lines.push(format!(
                 "{:<28} {:<12} {:<10} {:<14} {:<20} {}",
                 t.id.as_str(),
-                t.workflow,
+                cell(&t.workflow),
                 d.as_str(),
-                t.last_phase.as_deref().unwrap_or("-"),
+                cell(t.last_phase.as_deref().unwrap_or("-")),
                 t.updated_at
                     .rfc3339()
                     .get(..19)
@@ -95,9 +95,9 @@ fn waiting_note(eng: &baton_engine::Engine, id: &baton_core::TaskId) -> String {
     let what = what.unwrap_or_else(|| "see `baton show`".into());
     let short: String = what.chars().take(60).collect();
     if short.len() < what.len() {
-        format!("waiting: {short}…")
+        format!("waiting: {}…", cell(&short))
     } else {
-        format!("waiting: {short}")
+        format!("waiting: {}", cell(&short))
     }
 }
 
@@ -112,30 +112,30 @@ pub fn show(project: &Project, args: ShowArgs, printer: &Arc<Printer>) -> Result
     }
     let doc = eng.document(&snap)?;
     if args.json {
-        printer.data(&serde_json::to_string_pretty(&doc).expect("json"));
+        printer.json(&serde_json::to_string_pretty(&doc).expect("json"));
         return Ok(Exit::Done);
     }
     let st = &snap.state;
     let status = eng.status_of(&snap);
     let mut out = vec![
         format!("task      {}", st.task_id),
-        format!("workflow  {}", st.workflow),
+        format!("workflow  {}", cell(&st.workflow)),
         format!("status    {}", printer.status_word(status.as_str())),
     ];
     if !st.description.is_empty() {
-        out.push(format!("about     {}", st.description));
+        out.push(format!("about     {}", cell(&st.description)));
     }
     out.push(format!(
         "created   {}   updated {}",
         st.created_at, st.updated_at
     ));
     if let (DisplayStatus::Running, Some(l)) = (status, &snap.lease) {
-        out.push(format!("runner    {}", l.owner.describe()));
+        out.push(format!("runner    {}", cell(&l.owner.describe())));
     }
     if let (DisplayStatus::Crashed, Liveness::Dead(why)) =
         (status, eng.liveness(snap.lease.as_ref()))
     {
-        out.push(format!("crash     {why}"));
+        out.push(format!("crash     {}", cell(&why)));
     }
     out.push(String::new());
     for p in &st.phases {
@@ -170,7 +170,7 @@ pub fn show(project: &Project, args: ShowArgs, printer: &Arc<Printer>) -> Result
         };
         if !note.is_empty() {
             let short: String = note.chars().take(80).collect();
-            line.push_str(&format!("  {short}"));
+            line.push_str(&format!("  {}", cell(&short)));
         }
         out.push(line);
         // Its agent: which CLI session, and what it used.
@@ -178,9 +178,9 @@ pub fn show(project: &Project, args: ShowArgs, printer: &Arc<Printer>) -> Result
             let u = p.usage();
             out.push(format!(
                 "      {} ({}) session {}{}",
-                r.session.agent,
-                r.session.cli,
-                r.session.native_id,
+                cell(&r.session.agent),
+                cell(&r.session.cli),
+                cell(&r.session.native_id),
                 if u.is_empty() {
                     String::new()
                 } else {
@@ -198,7 +198,7 @@ pub fn show(project: &Project, args: ShowArgs, printer: &Arc<Printer>) -> Result
     if history.len() > 1 || st.agent.is_some() {
         let names: Vec<String> = history
             .iter()
-            .map(|h| format!("{} ({})", h.agent, h.cli))
+            .map(|h| format!("{} ({})", cell(h.agent), cell(h.cli)))
             .collect();
         if !names.is_empty() {
             out.push(format!("agents    {}", names.join(" → ")));
@@ -206,7 +206,7 @@ pub fn show(project: &Project, args: ShowArgs, printer: &Arc<Printer>) -> Result
     }
     if let Some(f) = &st.failure {
         out.push(String::new());
-        out.push(format!("failure   {f}"));
+        out.push(format!("failure   {}", cell(f)));
     }
     if status == DisplayStatus::Waiting {
         if let Some(w) = st.waiting_phase().and_then(|p| p.waiting.as_ref()) {
@@ -214,9 +214,9 @@ pub fn show(project: &Project, args: ShowArgs, printer: &Arc<Printer>) -> Result
             out.push(match w.due_at {
                 Some(due) => format!(
                     "waits for {} (due at {due}); then `baton resume {id}`",
-                    w.description
+                    cell(&w.description)
                 ),
-                None => format!("waits for {}", w.description),
+                None => format!("waits for {}", cell(&w.description)),
             });
         }
     } else if status.resumable() && snap.queued {
@@ -243,7 +243,7 @@ pub fn log(project: &Project, args: LogArgs, printer: &Arc<Printer>) -> Result<E
             after = r.seq;
             if args.json {
                 let v = baton_core::document::journal_line(id.as_str(), r);
-                printer.data(&serde_json::to_string(&v).expect("json"));
+                printer.json(&serde_json::to_string(&v).expect("json"));
             } else if let baton_core::Event::AgentActivity { phase, events, .. } = &r.event {
                 // One line per thing the agent did.
                 for e in events {
@@ -252,7 +252,7 @@ pub fn log(project: &Project, args: LogArgs, printer: &Arc<Printer>) -> Result<E
                         r.seq,
                         r.ts,
                         "agent",
-                        describe_agent(e)
+                        cell(&describe_agent(e))
                     ));
                 }
             } else {
@@ -261,9 +261,13 @@ pub fn log(project: &Project, args: LogArgs, printer: &Arc<Printer>) -> Result<E
                     r.seq,
                     r.ts,
                     r.event.kind(),
-                    describe(&r.event)
+                    cell(&describe(&r.event))
                 ));
             }
+        }
+        if printer.stdout_gone() {
+            // Nobody reads any more (`baton log --follow | head`).
+            break;
         }
         if events.len() == 1000 {
             continue;

@@ -3,7 +3,7 @@
 
 use super::{Result, driving_engine, task_id};
 use crate::cli::{ForkArgs, HandoffArgs, ImportArgs, ResumeArgs, RunArgs};
-use crate::printer::Printer;
+use crate::printer::{Printer, cell};
 use baton_core::Exit;
 use baton_core::lease::DisplayStatus;
 use baton_engine::{Engine, Error, Outcome, Project, ResumeOptions, RunOptions};
@@ -300,8 +300,9 @@ pub fn report(eng: &Engine, id: &baton_core::TaskId, outcome: Outcome, printer: 
         )),
         Outcome::Failed(why) => {
             printer.always(&format!(
-                "task {id} {}: {why}",
-                printer.status_word_err("FAILED")
+                "task {id} {}: {}",
+                printer.status_word_err("FAILED"),
+                cell(why)
             ));
             printer.hint(&format!(
                 "fix the cause, then `baton resume {id}` re-runs the failed phase"
@@ -309,8 +310,9 @@ pub fn report(eng: &Engine, id: &baton_core::TaskId, outcome: Outcome, printer: 
         }
         Outcome::Waiting(what) => {
             printer.info(&format!(
-                "task {id} is {}: {what}",
-                printer.status_word_err("WAITING")
+                "task {id} is {}: {}",
+                printer.status_word_err("WAITING"),
+                cell(what)
             ));
             if !printer.quiet {
                 for h in waiting_hints(eng, id) {
@@ -324,7 +326,7 @@ pub fn report(eng: &Engine, id: &baton_core::TaskId, outcome: Outcome, printer: 
         )),
         Outcome::Queued => printer.info(&format!("task {id} is QUEUED")),
         Outcome::Interrupted(why) => {
-            printer.always(&format!("task {id} interrupted: {why}"));
+            printer.always(&format!("task {id} interrupted: {}", cell(why)));
             printer.hint(&format!(
                 "`baton resume {id}` goes on; the interrupted phase runs again from its start"
             ));

@@ -1,9 +1,11 @@
 //! `baton session …`: list and show session logs, continue one as a task,
-//! codify one into a workflow.
+//! codify one into a workflow. What agents wrote is escaped in the
+//! human-readable views, and each block of a log shown is clipped to a
+//! preview (`--json` has it all).
 
 use super::{Result, driving_engine, engine, run::report};
 use crate::cli::SessionCommand;
-use crate::printer::Printer;
+use crate::printer::{Printer, cell, clipped};
 use baton_core::Exit;
 use baton_core::session_log::index::Query;
 use baton_core::session_log::{self, LogStatus, codify};
@@ -17,7 +19,7 @@ pub fn run(project: &Project, cmd: SessionCommand, printer: &Arc<Printer>) -> Re
             let eng = engine(project, printer)?;
             let rows = eng.sessions()?;
             if a.json {
-                printer.data(&serde_json::to_string(&rows).expect("json"));
+                printer.json(&serde_json::to_string(&rows).expect("json"));
                 return Ok(Exit::Done);
             }
             if rows.is_empty() {
@@ -27,16 +29,16 @@ pub fn run(project: &Project, cmd: SessionCommand, printer: &Arc<Printer>) -> Re
             for r in &rows {
                 printer.data(&format!(
                     "{:<28} {:<9} {:<20} {:>8} tok  {}  {}",
-                    r.session_id,
-                    r.status,
-                    r.started.as_deref().map_or("-", |s| &s[..s.len().min(19)]),
+                    cell(&r.session_id),
+                    cell(&r.status),
+                    cell(r.started.as_deref().map_or("-", first_19)),
                     r.tokens_used,
                     if r.participants.is_empty() {
                         "-".to_string()
                     } else {
-                        r.participants.join(",")
+                        cell(&r.participants.join(","))
                     },
-                    r.phases.join(" → ")
+                    cell(&r.phases.join(" → "))
                 ));
             }
             Ok(Exit::Done)
@@ -52,9 +54,10 @@ pub fn run(project: &Project, cmd: SessionCommand, printer: &Arc<Printer>) -> Re
                     "phases": session_log::phases(&log),
                     "sections": log.sections,
                 });
-                printer.data(&v.to_string());
+                printer.json(&v.to_string());
             } else {
-                printer.data(session_log::render(&log).trim_end());
+                let shown = session_log::render(&clipped_log(log));
+                printer.data(&baton_core::text::escape(shown.trim_end()));
             }
             Ok(Exit::Done)
         }
@@ -96,7 +99,7 @@ pub fn run(project: &Project, cmd: SessionCommand, printer: &Arc<Printer>) -> Re
                 text: a.text,
             })?;
             if a.json {
-                printer.data(&serde_json::to_string(&rows).expect("json"));
+                printer.json(&serde_json::to_string(&rows).expect("json"));
                 return Ok(Exit::Done);
             }
             if rows.is_empty() {
@@ -105,13 +108,13 @@ pub fn run(project: &Project, cmd: SessionCommand, printer: &Arc<Printer>) -> Re
             for r in &rows {
                 printer.data(&format!(
                     "{:<28} {:<9} {:<20} {:>8} tok  {:>2} open  {}  {}",
-                    r.id,
-                    r.status,
-                    &r.started[..r.started.len().min(19)],
+                    cell(&r.id),
+                    cell(&r.status),
+                    cell(first_19(&r.started)),
                     r.tokens,
                     r.open_items,
-                    r.phases,
-                    r.title
+                    cell(&r.phases),
+                    cell(&r.title)
                 ));
             }
             Ok(Exit::Done)
@@ -159,7 +162,7 @@ pub fn run(project: &Project, cmd: SessionCommand, printer: &Arc<Printer>) -> Re
                 }
                 None => {
                     for l in &lines {
-                        printer.data(l);
+                        printer.json(l);
                     }
                 }
             }
@@ -172,7 +175,7 @@ pub fn run(project: &Project, cmd: SessionCommand, printer: &Arc<Printer>) -> Re
             let eng = engine(project, printer)?;
             let plan = eng.plan_session(&a.session)?;
             if a.json {
-                printer.data(&serde_json::to_string(&plan).expect("json"));
+                printer.json(&serde_json::to_string(&plan).expect("json"));
                 return Ok(Exit::Done);
             }
             printer.data(&format!(
@@ -187,11 +190,11 @@ pub fn run(project: &Project, cmd: SessionCommand, printer: &Arc<Printer>) -> Re
                 for p in part {
                     printer.data(&format!(
                         "  {:<24} {:>8} tok  {:<6} {}  ({})",
-                        p.phase,
+                        cell(&p.phase),
                         p.tokens,
                         p.route,
-                        p.to.as_deref().unwrap_or("-"),
-                        p.why
+                        cell(p.to.as_deref().unwrap_or("-")),
+                        cell(&p.why)
                     ));
                 }
             }
@@ -243,6 +246,47 @@ pub fn run(project: &Project, cmd: SessionCommand, printer: &Arc<Printer>) -> Re
             Ok(Exit::Done)
         }
     }
+}
+
+/// The first 19 characters of a time (`2026-11-20T10:00:00`).
+fn first_19(s: &str) -> &str {
+    s.char_indices().nth(19).map_or(s, |(at, _)| &s[..at])
+}
+
+/// A log as `session show` prints it: each block of it (a passage of
+/// prose, a tool line, a callout) clipped to a preview.
+fn clipped_log(mut log: session_log::SessionLog) -> session_log::SessionLog {
+    use session_log::Block;
+    let clip = |s: &mut String| {
+        if let std::borrow::Cow::Owned(c) = clipped(s) {
+            *s = c;
+        }
+    };
+    clip(&mut log.title);
+    for b in log
+        .intro
+        .iter_mut()
+        .chain(log.sections.iter_mut().flat_map(|s| s.blocks.iter_mut()))
+    {
+        match b {
+            Block::Prose(p) => clip(p),
+            Block::ToolCalls(calls) => {
+                for c in calls {
+                    clip(&mut c.call);
+                    if let Some(r) = &mut c.result {
+                        clip(r);
+                    }
+                }
+            }
+            Block::Callout(c) => {
+                clip(&mut c.title);
+                let mut body = c.body.join("\n");
+                clip(&mut body);
+                c.body = body.lines().map(str::to_string).collect();
+            }
+        }
+    }
+    log
 }
 
 /// One learning case as JSON: a puzzle record, or a chat for fine-tuning.

@@ -1,10 +1,11 @@
 //! `baton status`: the registry of active sessions, live in the terminal
 //! (ratatui), with the inbox count; `--line` prints it as one line for a
-//! tmux status bar, `--json` once as JSON.
+//! tmux status bar, `--json` once as JSON. What the sessions said (titles,
+//! last lines) is escaped before it is drawn.
 
 use super::{Result, engine};
 use crate::cli::StatusArgs;
-use crate::printer::Printer;
+use crate::printer::{Printer, cell};
 use baton_core::Exit;
 use baton_engine::registry::{Active, status_line};
 use baton_engine::{Engine, Error, Project};
@@ -21,13 +22,13 @@ pub fn run(project: &Project, args: StatusArgs, printer: &Arc<Printer>) -> Resul
     if args.line {
         let active = eng.registry()?;
         let inbox = eng.inbox().open_count()?;
-        printer.data(&status_line(&active, inbox));
+        printer.data(&cell(&status_line(&active, inbox)));
         return Ok(Exit::Done);
     }
     if args.json {
         let active = eng.registry()?;
         let inbox = eng.inbox().open_count()?;
-        printer.data(&serde_json::json!({"sessions": active, "inbox": inbox}).to_string());
+        printer.json(&serde_json::json!({"sessions": active, "inbox": inbox}).to_string());
         return Ok(Exit::Done);
     }
     if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
@@ -128,10 +129,10 @@ fn draw(f: &mut ratatui::Frame, active: &[Active], inbox: usize, list: &mut List
                 ListItem::new(format!(
                     "[{}] {}  {}/{}  {}",
                     n + 1,
-                    a.session_id,
-                    a.branch.as_deref().unwrap_or("-"),
-                    a.agent.as_deref().or(a.cli.as_deref()).unwrap_or("-"),
-                    a.phase.as_deref().unwrap_or(&a.status)
+                    cell(&a.session_id),
+                    cell(a.branch.as_deref().unwrap_or("-")),
+                    cell(a.agent.as_deref().or(a.cli.as_deref()).unwrap_or("-")),
+                    cell(a.phase.as_deref().unwrap_or(&a.status))
                 ))
             })
             .collect()
@@ -146,16 +147,20 @@ fn draw(f: &mut ratatui::Frame, active: &[Active], inbox: usize, list: &mut List
     let detail = match list.selected().and_then(|i| active.get(i)) {
         Some(a) => {
             let mut lines = vec![
-                Line::from(a.title.clone()),
-                Line::from(format!("status: {}", a.status)),
-                Line::from(format!("worktree: {}", a.worktree)),
+                Line::from(cell(&a.title)),
+                Line::from(format!("status: {}", cell(&a.status))),
+                Line::from(format!("worktree: {}", cell(&a.worktree))),
                 Line::from(format!(
                     "tmux: {}",
-                    a.tmux.as_deref().unwrap_or("none (runs headless)")
+                    cell(a.tmux.as_deref().unwrap_or("none (runs headless)"))
                 )),
                 Line::from(""),
             ];
-            lines.extend(a.last_lines.iter().map(|l| Line::from(format!("› {l}"))));
+            lines.extend(
+                a.last_lines
+                    .iter()
+                    .map(|l| Line::from(format!("› {}", cell(l)))),
+            );
             lines
         }
         None => vec![Line::from("")],

@@ -60,7 +60,7 @@ fn copy_cmd(project: &Project, args: StoreCopyArgs, printer: &Arc<Printer>) -> R
     }
     let report = copy(&*eng.store, &*to.open()?)?;
     if args.json {
-        printer.data(&serde_json::to_string_pretty(&report).expect("serializes"));
+        printer.json(&serde_json::to_string_pretty(&report).expect("serializes"));
     } else {
         printer.info(&format!(
             "copied {} task(s), {} journal event(s), {} definition(s) and {} agent instance(s) ({} journal record(s)) from {} to {}; checked: every journal and projection is identical",

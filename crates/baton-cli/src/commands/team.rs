@@ -1,9 +1,11 @@
 //! `baton team …`: create a team, re-attach as its lead, probe it, work
-//! its task list and mailbox, heartbeats, reassigning, completing.
+//! its task list and mailbox, heartbeats, reassigning, completing. What
+//! members wrote (messages, task titles, names) is escaped in the
+//! human-readable views, and a long message clipped.
 
 use super::{Result, engine};
 use crate::cli::{TeamCommand, TeamMsgCommand, TeamTaskCommand};
-use crate::printer::Printer;
+use crate::printer::{Printer, cell};
 use baton_core::Exit;
 use baton_core::team::{
     self, LocalStatus, Message, MessageType, NewMessage, NewTask, NewTeammate, Role, Team,
@@ -90,9 +92,9 @@ pub fn run(project: &Project, cmd: TeamCommand, printer: &Arc<Printer>) -> Resul
             for t in &all {
                 printer.data(&format!(
                     "{}  {}  lead {}  {} teammate(s)  tasks: {}",
-                    t.id,
+                    cell(t.id.as_str()),
                     t.status.as_str(),
-                    t.lead.as_ref().map_or("-", |l| l.session_id.as_str()),
+                    cell(t.lead.as_ref().map_or("-", |l| l.session_id.as_str())),
                     t.teammates.len(),
                     counts(&t.task_counts())
                 ));
@@ -315,7 +317,7 @@ pub fn run(project: &Project, cmd: TeamCommand, printer: &Arc<Printer>) -> Resul
                     "  {:>4}  {}  {}",
                     r.seq,
                     r.ts,
-                    serde_json::to_string(&r.event).unwrap_or_default()
+                    cell(&serde_json::to_string(&r.event).unwrap_or_default())
                 ));
             }
             Ok(Exit::Done)
@@ -505,7 +507,7 @@ fn next_task_id(t: &Team) -> String {
 }
 
 fn json(printer: &Arc<Printer>, v: &impl serde::Serialize) -> Result<Exit> {
-    printer.data(&serde_json::to_string(v).expect("JSON"));
+    printer.json(&serde_json::to_string(v).expect("JSON"));
     Ok(Exit::Done)
 }
 
@@ -533,13 +535,13 @@ fn ago(ms: Option<i64>) -> String {
 fn member_line(m: &MemberView) -> String {
     let mut s = format!(
         "  {:<12} {:<11} {:<9} last seen {}",
-        m.name,
-        m.role,
+        cell(&m.name),
+        cell(&m.role),
         m.liveness.as_str(),
         ago(m.silent_ms)
     );
     if let Some(t) = &m.current_task {
-        s.push_str(&format!("  task {t}"));
+        s.push_str(&format!("  task {}", cell(t)));
     }
     if let Some(c) = &m.checkpoint {
         s.push_str(&format!(
@@ -549,7 +551,7 @@ fn member_line(m: &MemberView) -> String {
             c.last_progress_at,
             c.head
                 .as_deref()
-                .map(|h| format!(", HEAD {}", &h[..h.len().min(12)]))
+                .map(|h| format!(", HEAD {}", cell(&h.chars().take(12).collect::<String>())))
                 .unwrap_or_default()
         ));
     }
@@ -567,15 +569,15 @@ fn message_line(m: &Message) -> String {
     format!(
         "  #{:<5} {} -> {}  {}  {}{}",
         m.seq,
-        m.from,
-        m.to,
+        cell(&m.from),
+        cell(&m.to),
         m.kind.as_str(),
         if m.subject.is_empty() {
             String::new()
         } else {
-            format!("{:?}: ", m.subject)
+            format!("\"{}\": ", cell(&m.subject))
         },
-        m.body
+        cell(&m.body)
     )
 }
 
@@ -583,9 +585,9 @@ fn print_probe(printer: &Arc<Printer>, p: &Probe) {
     let t = &p.team;
     printer.data(&format!(
         "team {}  {}  lead session {}",
-        t.id,
+        cell(t.id.as_str()),
         t.status.as_str(),
-        t.lead.as_ref().map_or("-", |l| l.session_id.as_str())
+        cell(t.lead.as_ref().map_or("-", |l| l.session_id.as_str()))
     ));
     printer.data(&format!(
         "lead: {}, last seen {}",
@@ -605,20 +607,21 @@ fn print_probe(printer: &Arc<Printer>, p: &Probe) {
     for x in &t.tasks {
         printer.data(&format!(
             "  {:<6} {:<11} {:<10} {}{}",
-            x.id,
+            cell(&x.id),
             x.status.as_str(),
-            x.assigned_to.as_deref().unwrap_or("-"),
-            x.title,
+            cell(x.assigned_to.as_deref().unwrap_or("-")),
+            cell(&x.title),
             if x.dependencies.is_empty() {
                 String::new()
             } else {
-                format!("  (after {})", x.dependencies.join(", "))
+                format!("  (after {})", cell(&x.dependencies.join(", ")))
             }
         ));
     }
     for (f, now) in &p.facts_changed {
         printer.always(&format!(
-            "warning: fact {f} {} since the team recorded it",
+            "warning: fact {} {} since the team recorded it",
+            cell(f),
             if now.is_some() { "changed" } else { "is gone" }
         ));
     }

@@ -16,7 +16,7 @@ pub fn run(project: &Project, cmd: WorkspaceCommand, printer: &Arc<Printer>) -> 
             let all = eng.workspaces()?;
             if args.json {
                 let json = serde_json::to_string(&all).expect("workspaces are JSON");
-                printer.data(&json);
+                printer.json(&json);
                 return Ok(Exit::Done);
             }
             if all.is_empty() {
