@@ -128,6 +128,8 @@ max_attempts = 1
     let (code, out, _) = clean(&p, &["doctor"]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("odd\\x1b]52;c;eA==\\x07\\u{202e}"), "{out}");
+    let (_, _, err) = clean(&p, &["ls"]);
+    assert!(err.contains("odd\\x1b]52"), "{err}");
 }
 
 const FLOW: &str = r#"name = "pr-flow"

@@ -14,6 +14,7 @@ pub fn ls(project: &Project, args: LsArgs, printer: &Arc<Printer>) -> Result<Exi
     let eng = engine(project, printer)?;
     let all = eng.list()?;
     let total = all.len();
+    let unknown = eng.unknown_task_folders()?;
     let shown: Vec<_> = all
         .into_iter()
         .filter(|(_, d)| {
@@ -39,13 +40,16 @@ pub fn ls(project: &Project, args: LsArgs, printer: &Arc<Printer>) -> Result<Exi
             })
             .collect();
         printer.json(&serde_json::to_string(&rows).expect("json"));
+        unknown_folders(&unknown, printer);
         return Ok(Exit::Done);
     }
     if shown.is_empty() {
-        printer.info(if total == 0 {
+        printer.info(if total > 0 {
+            "no unfinished tasks"
+        } else if unknown.is_empty() {
             "no tasks yet; start one with `baton run WORKFLOW \"what to do\"`"
         } else {
-            "no unfinished tasks"
+            "the store holds no tasks"
         });
     } else {
         let mut lines = vec![format!(
@@ -80,7 +84,28 @@ pub fn ls(project: &Project, args: LsArgs, printer: &Arc<Printer>) -> Result<Exi
             "({hidden} complete or cancelled task(s) hidden; --all shows them)"
         ));
     }
+    unknown_folders(&unknown, printer);
     Ok(Exit::Done)
+}
+
+/// Task folders in `.baton/tasks/` the store does not know (it was emptied
+/// or replaced): said on stderr, with the way back.
+fn unknown_folders(unknown: &[String], printer: &Printer) {
+    if unknown.is_empty() {
+        return;
+    }
+    let named: Vec<String> = unknown.iter().take(5).map(|f| cell(f)).collect();
+    printer.always(&format!(
+        "{} task folder(s) in .baton/tasks/ hold tasks the store does not know: {}{}",
+        unknown.len(),
+        named.join(", "),
+        if unknown.len() > named.len() {
+            ", …"
+        } else {
+            ""
+        }
+    ));
+    printer.hint("`baton doctor --fix` rebuilds them from their folders into the store");
 }
 
 /// The last column of `ls` for a WAITING task: what it waits for.

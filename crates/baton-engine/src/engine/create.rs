@@ -1,6 +1,11 @@
 //! Starting a task: `baton run` (here, detached or queued for workers), a
 //! new task id, the first journal records, and the check that every agent
 //! phase still to run names an agent that can be run.
+//!
+//! A task id is never reused while `.baton/tasks/ID/` holds a task the
+//! store does not know (the store was emptied or replaced): its state.json
+//! and session log may be the only record left, and `baton doctor --fix`
+//! rebuilds the task from them.
 
 use super::{Engine, Held, Outcome, RunOptions};
 use crate::error::{Error, Result};
@@ -168,6 +173,7 @@ impl Engine {
     /// `run --queue`: stores the task for the workers, with no lease, on a
     /// new branch `baton/<id>` (pushed to the remote).
     fn enqueue(&self, id: &TaskId, wf: &Workflow, first: Vec<Event>) -> Result<()> {
+        self.refuse_unknown_folder(id)?;
         if self.store.load(id)?.is_some() {
             return Err(
                 Error::bad_input(format!("a task {id} already exists")).hint(format!(
@@ -228,7 +234,10 @@ impl Engine {
                 ))
                 .is_some()
             });
-            if !existing.contains(&slug) && !branch_taken {
+            // Nor the folder of a task the store does not know (or one
+            // `baton clean` left).
+            let folder_taken = self.project.tasks_dir().join(&slug).exists();
+            if !existing.contains(&slug) && !branch_taken && !folder_taken {
                 return TaskId::parse(&slug).map_err(|e| Error::op(e.to_string()));
             }
             seq += 1;
@@ -237,6 +246,7 @@ impl Engine {
 
     /// Stores a new task (its first events) holding its lease.
     pub(super) fn create(&self, id: &TaskId, wf: Workflow, first: Vec<Event>) -> Result<Held> {
+        self.refuse_unknown_folder(id)?;
         let (state, records) = self.first_records(id, &wf, first)?;
         let lease = self.new_lease();
         self.store
@@ -254,6 +264,50 @@ impl Engine {
         let held = self.hold(state, wf, lease, ws)?;
         self.observer.task_started(id, &held.wf.name);
         Ok(held)
+    }
+
+    /// Refuses `id` when `.baton/tasks/ID/` holds a task (a state.json, not
+    /// marked cleaned) that the store does not know: a new task there would
+    /// overwrite its state.json and its session log, perhaps the only record
+    /// of it left.
+    fn refuse_unknown_folder(&self, id: &TaskId) -> Result<()> {
+        let dir = self.project.task_dir(id);
+        if !is_task_folder(&dir) || self.store.load(id)?.is_some() {
+            return Ok(());
+        }
+        Err(Error::bad_input(format!(
+            "{} holds task {id}, which the store does not know (was the store emptied or replaced?); a new task {id} would overwrite its state.json and its session log",
+            dir.display()
+        ))
+        .hint(format!(
+            "`baton doctor --fix` rebuilds task {id} from its folder (then `baton resume {id}`)"
+        ))
+        .hint("or start the new task under another --id"))
+    }
+
+    /// The ids of the task folders in `.baton/tasks/` (with a state.json,
+    /// not marked cleaned) that the store does not know, sorted.
+    pub fn unknown_task_folders(&self) -> Result<Vec<String>> {
+        let Ok(entries) = std::fs::read_dir(self.project.tasks_dir()) else {
+            return Ok(Vec::new());
+        };
+        let mut folders: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| is_task_folder(&e.path()))
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        if folders.is_empty() {
+            return Ok(folders);
+        }
+        let known: std::collections::HashSet<String> = self
+            .store
+            .list()?
+            .into_iter()
+            .map(|t| t.id.to_string())
+            .collect();
+        folders.retain(|f| !known.contains(f));
+        folders.sort();
+        Ok(folders)
     }
 
     /// Stores the definition and builds a new task's first journal records.
@@ -351,6 +405,13 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// Whether `dir` holds a task's rendered files (a state.json) that
+/// `baton clean` did not mark as cleaned: what `baton doctor --fix` can
+/// rebuild a task from.
+fn is_task_folder(dir: &std::path::Path) -> bool {
+    dir.join("state.json").is_file() && !dir.join(super::CLEANED).exists()
 }
 
 /// Parses `K=V` pairs; `example` is a valid one, for the hint.
