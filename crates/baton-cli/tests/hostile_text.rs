@@ -239,7 +239,7 @@ fn mcp(p: &TestProject, calls: &[Value]) -> Vec<Value> {
             "params": {"name": name, "arguments": args}}),
         );
         let r = read();
-        assert_eq!(r["result"]["isError"], false, "{name}: {r}");
+        assert!(r["result"].is_object(), "{name}: {r}");
         results.push(r["result"].clone());
     }
     drop(stdin);
@@ -250,30 +250,40 @@ fn mcp(p: &TestProject, calls: &[Value]) -> Vec<Value> {
 #[test]
 fn an_agents_inbox_items_are_escaped_and_a_huge_one_is_clipped() {
     let p = TestProject::new();
+    // 3 MB, where the tool takes it; a text just under the MCP tools' own
+    // size limit (64 KiB) in any case.
     let huge = format!("{HOSTILE} {}", "x".repeat(3 << 20));
-    mcp(
+    let large = format!("{HOSTILE} {}", "y".repeat(60_000));
+    let results = mcp(
         &p,
         &[
             json!({"name": "notify", "arguments": {"message": HOSTILE}}),
             json!({"name": "notify", "arguments": {"message": huge}}),
+            json!({"name": "notify", "arguments": {"message": large}}),
             json!({"name": "request_decision", "arguments": {
                 "question": HOSTILE, "options": [HOSTILE, "no"], "wait_seconds": 0}}),
         ],
     );
+    for (n, r) in results.iter().enumerate() {
+        if n != 1 {
+            assert_eq!(r["isError"], false, "call {n}: {r}");
+        }
+    }
+    let huge_taken = results[1]["isError"] == false;
     let (code, out, _) = clean(&p, &["inbox"]);
     assert_eq!(code, 0);
-    assert_eq!(out.lines().count(), 3, "one line per item: {out:.3000}");
+    let items = if huge_taken { 4 } else { 3 };
+    assert_eq!(out.lines().count(), items, "one line per item: {out:.3000}");
     assert!(out.contains(SEEN), "{out:.3000}");
-    assert!(
-        out.len() < 12_000,
-        "the 3 MB text is clipped: {} bytes",
-        out.len()
-    );
+    for line in out.lines() {
+        assert!(line.len() < 8_000, "clipped: {} bytes", line.len());
+    }
     assert!(out.contains("more bytes; `--json` has all)"), "{out:.3000}");
     // `--json` has all of it.
     let (_, json_out, _) = p.run(&["inbox", "--json"]);
-    let items: Vec<Value> = serde_json::from_str(&json_out).unwrap();
-    assert!(items.iter().any(|i| i["text"] == huge.as_str()));
+    let all: Vec<Value> = serde_json::from_str(&json_out).unwrap();
+    assert!(all.iter().any(|i| i["text"] == large.as_str()));
+    assert_eq!(all.iter().any(|i| i["text"] == huge.as_str()), huge_taken);
     clean(&p, &["status", "--line"]);
 }
 
