@@ -279,6 +279,19 @@ pub struct McpServer<'a> {
     pub scratch: &'a Path,
     /// The folder the CLI runs in.
     pub cwd: &'a Path,
+    /// Reach baton's tools over Streamable HTTP instead, where the CLI can
+    /// (a CLI that cannot starts `command` as before).
+    pub http: Option<McpHttp<'a>>,
+}
+
+/// baton's MCP tools at a `baton serve`'s `/mcp`: the URL, and the
+/// environment variable holding the run's capability token, sent as
+/// `Authorization: Bearer …`. The token itself is never written into an
+/// argument or a file: each CLI reads it from its environment.
+#[derive(Debug, Clone, Copy)]
+pub struct McpHttp<'a> {
+    pub url: &'a str,
+    pub token_var: &'a str,
 }
 
 impl McpServer<'_> {

@@ -384,6 +384,10 @@ pub struct ServeArgs {
     /// Where to listen (default: [server] addr, else 127.0.0.1:7777).
     #[arg(long)]
     pub addr: Option<String>,
+    /// Make a new API token, keep it in .baton/server.token (readable by
+    /// you only) and serve with it; the old one stops working.
+    #[arg(long)]
+    pub new_token: bool,
 }
 
 #[derive(Debug, Args)]

@@ -332,10 +332,13 @@ pub enum ErrorCode {
     ReviewInProgress,
     ReviewTimeout,
     ParentUpdateFailed,
+    /// A tool call's arguments do not fit the tool (a wrong type, a
+    /// missing value, a text over the size limit).
+    InvalidArguments,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 15] = [
+    pub const ALL: [ErrorCode; 16] = [
         ErrorCode::InvalidConfiguration,
         ErrorCode::ResourceAllocationFailed,
         ErrorCode::MaxReviewsExceeded,
@@ -351,6 +354,7 @@ impl ErrorCode {
         ErrorCode::ReviewInProgress,
         ErrorCode::ReviewTimeout,
         ErrorCode::ParentUpdateFailed,
+        ErrorCode::InvalidArguments,
     ];
 
     /// The code as callers see it, e.g. `WORKFLOW_MERGE_CONFLICT`.
@@ -371,6 +375,7 @@ impl ErrorCode {
             ErrorCode::ReviewInProgress => "WORKFLOW_REVIEW_IN_PROGRESS",
             ErrorCode::ReviewTimeout => "WORKFLOW_REVIEW_TIMEOUT",
             ErrorCode::ParentUpdateFailed => "WORKFLOW_PARENT_UPDATE_FAILED",
+            ErrorCode::InvalidArguments => "WORKFLOW_INVALID_ARGUMENTS",
         }
     }
 }

@@ -25,6 +25,7 @@ fn patterns() -> &'static [(&'static str, Regex)] {
             ("openai-key", r(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}")),
             ("github-token", r(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
             ("aws-access-key", r(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+            ("baton-capability", r(r"\bbatoncap_[0-9a-f]{64}\b")),
             ("google-api-key", r(r"\bAIza[0-9A-Za-z_\-]{35}")),
             ("slack-token", r(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}")),
             (
@@ -205,6 +206,10 @@ mod tests {
         ),
         ("openai-key", "sk-proj-Zyx987Wvu654Tsr321Qpo098Nml765"),
         ("github-token", "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"),
+        (
+            "baton-capability",
+            "batoncap_00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
+        ),
         (
             "github-token",
             "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",

@@ -295,7 +295,7 @@ fn every_refusal_of_the_rules_has_its_code() {
         Err(ErrorCode::InvalidState)
     );
     let codes: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
-    assert_eq!(codes.len(), 15);
+    assert_eq!(codes.len(), 16);
     assert!(codes.iter().all(|c| c.starts_with("WORKFLOW_")));
 }
 

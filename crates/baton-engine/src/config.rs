@@ -12,7 +12,7 @@ mod sessions;
 mod teams;
 
 pub use instances::{CleanupPolicy, InstanceSettings, InstancesConfig};
-pub use server::{ServerConfig, ServerSettings, SupervisorConfig, SupervisorSettings};
+pub use server::{ServerConfig, ServerSettings, SupervisorConfig, SupervisorSettings, TOKEN_FILE};
 pub use sessions::{SessionsConfig, SubagentMode};
 pub use teams::{TeamSettings, TeamsConfig};
 
@@ -44,6 +44,41 @@ pub struct Config {
     pub teams: TeamsConfig,
     #[serde(default)]
     pub sessions: SessionsConfig,
+    #[serde(default)]
+    pub mcp: McpConfig,
+}
+
+/// `[mcp]`: how the agents baton starts reach its MCP tools.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    /// The Streamable HTTP endpoint of a `baton serve` on this project's
+    /// store (`BATON_MCP_URL` wins), e.g. "http://127.0.0.1:7777/mcp":
+    /// each agent is wired to it with a capability of its own instead of
+    /// starting `baton mcp` over stdio. Default: none (stdio).
+    pub url: Option<String>,
+}
+
+impl McpConfig {
+    /// The endpoint, from `env_url` (`BATON_MCP_URL`) or the file; checked.
+    pub fn url(&self, env_url: Option<String>) -> Result<Option<String>> {
+        let Some(url) = env_url
+            .filter(|u| !u.trim().is_empty())
+            .or(self.url.clone())
+        else {
+            return Ok(None);
+        };
+        let url = url.trim().to_string();
+        let ok = (url.starts_with("http://") || url.starts_with("https://"))
+            && !url.contains(char::is_whitespace);
+        if !ok {
+            return Err(Error::bad_input(format!(
+                "the MCP endpoint {url:?} is not an http(s) URL"
+            ))
+            .hint("write e.g. url = \"http://127.0.0.1:7777/mcp\" under [mcp] (or BATON_MCP_URL), the /mcp of a running `baton serve`"));
+        }
+        Ok(Some(url))
+    }
 }
 
 /// `[workspaces]`: where the workspaces of agents with a `role` are made
@@ -242,12 +277,19 @@ impl Config {
         cfg.synchronous()?;
         cfg.lease_ttl_ms()?;
         cfg.instances.settings(std::path::Path::new("."))?;
-        // The address is checked when `serve` starts (`--addr` may replace it).
-        cfg.server.settings(Some(server::DEFAULT_ADDR), |_| None)?;
+        // The address is checked when `serve` starts (`--addr` may replace
+        // it), and so is the token (the environment's wins): a weak one
+        // stops the server, not every command.
+        let keys = ServerConfig {
+            token: None,
+            ..cfg.server.clone()
+        };
+        keys.settings(Some(server::DEFAULT_ADDR), |_| None, None)?;
         cfg.supervisor.settings()?;
         cfg.teams.settings()?;
         cfg.sessions.subagent_mode()?;
         cfg.sessions.rules()?;
+        cfg.mcp.url(None)?;
         if let Some(r) = &cfg.github.repository
             && crate::github::Repo::parse(r).is_none()
         {

@@ -18,6 +18,7 @@ mod manage;
 mod phase;
 mod play;
 pub use phase::new_uuid;
+pub(crate) use phase::{attempt_label, summary_file};
 mod read;
 mod restore;
 mod resume;

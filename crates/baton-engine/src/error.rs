@@ -34,7 +34,8 @@ impl Error {
             | ErrorCode::ParentNotFound
             | ErrorCode::ParentInvalidState
             | ErrorCode::MaxReviewsExceeded
-            | ErrorCode::ReviewInProgress => ErrorKind::BadInput,
+            | ErrorCode::ReviewInProgress
+            | ErrorCode::InvalidArguments => ErrorKind::BadInput,
             ErrorCode::ResourceAllocationFailed
             | ErrorCode::ExecutionTimeout
             | ErrorCode::CleanupFailed

@@ -212,7 +212,15 @@ impl Agents<'_> {
                 .store
                 .commit_instances(all.last_seq, &records, &changed)
             {
-                Ok(()) => return Ok(after),
+                Ok(()) => {
+                    // An instance that ended takes its MCP capabilities along.
+                    for i in changed.iter().filter(|i| i.status.ended()) {
+                        if all.by_id.get(&i.id).is_none_or(|b| !b.status.ended()) {
+                            self.eng.revoke_instance_capabilities(&i.id);
+                        }
+                    }
+                    return Ok(after);
+                }
                 Err(baton_store::Error::InstancesChanged { .. }) => {
                     std::thread::sleep(std::time::Duration::from_millis(5));
                 }

@@ -6,6 +6,7 @@
 //! user directly; it reports through an [`Observer`].
 
 pub mod agent_reports;
+pub mod capabilities;
 pub mod config;
 pub mod doctor;
 pub mod engine;
@@ -19,6 +20,7 @@ pub mod process;
 pub mod project;
 pub mod registry;
 pub mod render;
+pub mod secrets;
 pub mod sessions;
 pub mod store;
 pub mod teams;

@@ -5,15 +5,19 @@
 //! `phase_complete`, `report_blocker` and `checkpoint`.
 //!
 //! The server knows who calls from the environment baton gave the agent
-//! (`BATON_INSTANCE`, `BATON_SUMMARY_FILE`, …; see [`Caller`]). A refused
+//! (`BATON_INSTANCE`, `BATON_SUMMARY_FILE`, …), or over HTTP from the
+//! capability baton handed it (see [`Caller`]). A refused
 //! or failed call is a tool error (`isError`) whose text starts with the
 //! review loop's code (`WORKFLOW_*`) and gives a hint. A call repeated by
 //! a client (a retry) has its effect once and answers as the first did.
 //! stdout carries JSON-RPC only (baton's own messages go to stderr), and
 //! the server exits when stdin closes.
 
+mod arguments;
 mod caller;
 mod inbox_tools;
+pub mod jsonrpc;
+mod lines;
 mod team_tools;
 mod tools;
 
@@ -33,13 +37,14 @@ Errors carry a WORKFLOW_* code and a hint saying what to do.";
 
 /// baton's MCP tools over Streamable HTTP, for `baton serve` to mount at
 /// `/mcp`: every protocol revision rmcp speaks, sessions kept in memory
-/// for the revisions that have them. The caller is known per request from
-/// its `Baton-*` headers ([`Caller::from_headers`]). `any_host`: accept any
-/// `Host` (the server listens beyond loopback, behind its token); else only
-/// loopback names, against DNS rebinding.
+/// for the revisions that have them. The caller is what the request's
+/// capability says: `baton serve` checks it and puts a [`Caller`] in the
+/// request's extensions (none: an anonymous caller, who may use the tools
+/// that need no identity). `Host` and `Origin` are checked by the server
+/// for every route, this one included.
 pub fn http_service(
     engine: Arc<Engine>,
-    any_host: bool,
+    max_body: usize,
     stop: tokio_util::sync::CancellationToken,
 ) -> rmcp::transport::streamable_http_server::StreamableHttpService<
     tools::Baton,
@@ -48,10 +53,10 @@ pub fn http_service(
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
-    let mut config = StreamableHttpServerConfig::default().with_cancellation_token(stop);
-    if any_host {
-        config = config.with_allowed_hosts(Vec::<String>::new());
-    }
+    let config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(stop)
+        .with_max_request_body_bytes(max_body)
+        .disable_allowed_hosts();
     StreamableHttpService::new(
         move || Ok(tools::Baton::new(engine.clone(), Caller::default())),
         Arc::new(LocalSessionManager::default()),
@@ -61,22 +66,17 @@ pub fn http_service(
 
 /// Serves MCP over stdin/stdout until stdin closes.
 pub fn serve_stdio(project: Project) -> Result<(), baton_engine::Error> {
+    let caller = Caller::from_env(&project.root);
     let engine = Engine::open(project, Arc::new(baton_engine::engine::Silent))?;
-    let server = tools::Baton::new(Arc::new(engine), Caller::from_env());
+    let server = tools::Baton::new(Arc::new(engine), caller);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| baton_engine::Error::op(format!("cannot start the MCP server: {e}")))?;
-    rt.block_on(async move {
-        use rmcp::ServiceExt;
-        let running = server
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|e| baton_engine::Error::op(format!("MCP handshake failed: {e}")))?;
-        running
-            .waiting()
-            .await
-            .map_err(|e| baton_engine::Error::op(format!("the MCP server stopped: {e}")))?;
-        Ok(())
-    })
+    rt.block_on(lines::serve(
+        server,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+    ))
+    .map_err(baton_engine::Error::op)
 }

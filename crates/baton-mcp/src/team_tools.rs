@@ -26,6 +26,21 @@ pub struct Member {
 }
 
 fn who(caller: &Caller, m: &Member, tool: &str) -> Result<(String, String), ToolError> {
+    if let (Some(me), Some(my_team)) = (&caller.teammate, &caller.team) {
+        let other_name = m.member.as_ref().filter(|n| *n != me);
+        let other_team = m.team.as_ref().filter(|t| *t != my_team);
+        if let Some(claimed) = other_name.or(other_team) {
+            return Err(ToolError::from(
+                Error::coded(
+                    baton_core::instance::ErrorCode::InvalidState,
+                    format!(
+                        "{tool}: you are {me} of team {my_team}, and may not act as {claimed:?}"
+                    ),
+                )
+                .hint("leave out `team` and `as`: baton knows who you are"),
+            ));
+        }
+    }
     let team = m.team.clone().or(caller.team.clone());
     let name = m.member.clone().or(caller.teammate.clone());
     match (team, name) {

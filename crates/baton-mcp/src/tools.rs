@@ -23,6 +23,7 @@ impl rmcp::handler::server::tool::IntoCallToolResult for ToolError {
     fn into_call_tool_result(self) -> Result<CallToolResponse, rmcp::ErrorData> {
         let e = self.0;
         let mut text = match e.code {
+            Some(c) if !e.message.starts_with(c.as_str()) => format!("{c}: {}", e.message),
             Some(_) => e.message.clone(),
             None => format!("{}: {}", ErrorCode::InvalidState, e.message),
         };
@@ -182,11 +183,18 @@ impl Baton {
         self.engine.clone()
     }
 
-    /// Who calls: over HTTP, the request's `Baton-*` headers; over stdio,
-    /// the environment baton gave the agent.
+    /// Who calls: over HTTP, what the request's capability says (put there
+    /// by `baton serve`, nobody without one); over stdio, the environment
+    /// baton gave the agent.
     pub(crate) fn caller_of(&self, ext: &rmcp::model::Extensions) -> Arc<Caller> {
         match ext.get::<http::request::Parts>() {
-            Some(parts) => Arc::new(Caller::from_headers(&parts.headers)),
+            Some(parts) => Arc::new(
+                parts
+                    .extensions
+                    .get::<Caller>()
+                    .cloned()
+                    .unwrap_or_default(),
+            ),
             None => self.caller.clone(),
         }
     }
@@ -254,6 +262,13 @@ fn caller_instance(
 
 /// The attempt's summary file, for the phase tools.
 fn summary_file(caller: &Caller, tool: &str) -> Result<std::path::PathBuf, ToolError> {
+    if let Some(why) = &caller.summary_refused {
+        return Err(refused(
+            ErrorCode::InvalidConfiguration,
+            format!("{tool} is refused: {why}"),
+            "baton names where a phase's reports go; run the agent through baton, which sets it",
+        ));
+    }
     caller.summary_file.clone().ok_or_else(|| {
         refused(
             ErrorCode::InvalidState,
@@ -570,6 +585,45 @@ impl Baton {
 
 #[tool_handler(router = Self::all_tools())]
 impl rmcp::ServerHandler for Baton {
+    /// A call's arguments are judged against the tool's schema and the
+    /// size limits first (`arguments.rs`), and what the SDK still cannot
+    /// read into the tool's input comes back the same way: a tool error
+    /// the agent can correct, `WORKFLOW_INVALID_ARGUMENTS` with a hint.
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<CallToolResponse, rmcp::ErrorData> {
+        use rmcp::handler::server::tool::IntoCallToolResult;
+        let router = Self::all_tools();
+        let invalid = |message: String, hint: String| {
+            ToolError(Error::coded(ErrorCode::InvalidArguments, message).hint(hint))
+                .into_call_tool_result()
+        };
+        if let Some(tool) = router.get(&request.name) {
+            let none = serde_json::Map::new();
+            let args = request.arguments.as_ref().unwrap_or(&none);
+            if let Some((message, hint)) =
+                crate::arguments::judge(&request.name, &tool.input_schema, args)
+            {
+                return invalid(message, hint);
+            }
+        }
+        let name = request.name.clone();
+        let tcc = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        match router.call(tcc).await {
+            Err(e)
+                if e.code == rmcp::model::ErrorCode::INVALID_PARAMS && router.has_route(&name) =>
+            {
+                invalid(
+                    format!("the arguments of {name} cannot be read: {}", e.message),
+                    format!("{name}'s schema is in tools/list"),
+                )
+            }
+            other => other,
+        }
+    }
+
     fn get_info(&self) -> rmcp::model::ServerConfig {
         rmcp::model::ServerConfig::new(
             rmcp::model::ServerCapabilities::builder()

@@ -2,18 +2,18 @@
 //! document, its journal in pages), deliveries and agent instances to
 //! read; resume and cancel a task. The OpenAPI 3.1 document at
 //! `/api/v1/openapi.json` is generated from these handlers (utoipa).
-//! Errors are JSON with a stable `code` and a `hint`.
+//! Errors are JSON with a stable `code` and a `hint`; what a request
+//! carries is read in `input.rs`.
 
 use crate::App;
+use crate::input::{Answer, Json, Newest, Page, Query, TaskFilter};
 use crate::views::{ApiError, DeliveryView, JournalPage, TaskRow};
-use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use baton_core::TaskId;
 use baton_core::lease::DisplayStatus;
-use serde::Deserialize;
 use serde_json::Value;
-use utoipa::{IntoParams, OpenApi};
+use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -72,52 +72,24 @@ fn not_found(id: &TaskId) -> ApiError {
     )
 }
 
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct TaskFilter {
-    /// Only tasks with this status (RUNNING, QUEUED, WAITING, CRASHED,
-    /// FAILED, COMPLETE, CANCELLED).
-    status: Option<String>,
-    /// Only tasks of this workflow.
-    workflow: Option<String>,
-    /// Only tasks with this label, `key=value`.
-    label: Option<String>,
-}
-
 /// The tasks, newest first.
 #[utoipa::path(get, path = "/api/v1/tasks", params(TaskFilter),
     responses((status = 200, body = Vec<TaskRow>), (status = 400, body = ApiError), (status = 401, body = ApiError)))]
 async fn list_tasks(
     State(app): State<App>,
     Query(f): Query<TaskFilter>,
-) -> Result<Json<Vec<TaskRow>>, ApiError> {
-    let label = match &f.label {
-        None => None,
-        Some(l) => Some(
-            l.split_once('=')
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .ok_or_else(|| {
-                    ApiError::new(
-                        StatusCode::BAD_REQUEST,
-                        "BAD_FILTER",
-                        format!("label={l:?} is not key=value"),
-                        "write e.g. label=repository=acme/app",
-                    )
-                })?,
-        ),
-    };
+) -> Result<axum::Json<Vec<TaskRow>>, ApiError> {
+    let f = f.check()?;
     blocking(move || {
         let eng = &app.eng;
         let mut rows = Vec::new();
         for (t, status) in eng.list()? {
-            if f.status
-                .as_deref()
-                .is_some_and(|s| !s.eq_ignore_ascii_case(status.as_str()))
+            if f.status.is_some_and(|s| s != status)
                 || f.workflow.as_deref().is_some_and(|w| w != t.workflow)
             {
                 continue;
             }
-            if let Some((k, v)) = &label {
+            if let Some((k, v)) = &f.label {
                 let snap = eng.load(&t.id)?;
                 if snap.state.labels.get(k) != Some(v) {
                     continue;
@@ -126,7 +98,7 @@ async fn list_tasks(
             rows.push(TaskRow::of(&t, status));
         }
         rows.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
-        Ok(Json(rows))
+        Ok(axum::Json(rows))
     })
     .await
 }
@@ -134,22 +106,16 @@ async fn list_tasks(
 /// One task's state document (as `baton show --json` prints it).
 #[utoipa::path(get, path = "/api/v1/tasks/{id}", params(("id" = String, Path, description = "the task id")),
     responses((status = 200, description = "the state document (docs/cli.md, `show --json`)", body = Object), (status = 404, body = ApiError)))]
-async fn get_task(State(app): State<App>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+async fn get_task(
+    State(app): State<App>,
+    Path(id): Path<String>,
+) -> Result<axum::Json<Value>, ApiError> {
     let id = task_id(&id)?;
     blocking(move || {
         let snap = app.eng.store.load(&id)?.ok_or_else(|| not_found(&id))?;
-        Ok(Json(app.eng.document(&snap)?))
+        Ok(axum::Json(app.eng.document(&snap)?))
     })
     .await
-}
-
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct Page {
-    /// Records after this journal position (default 0: from the start).
-    after: Option<u32>,
-    /// At most this many (default 200, at most 1000).
-    limit: Option<u32>,
 }
 
 /// One task's journal, a page at a time (as `baton log --json` prints it).
@@ -159,7 +125,7 @@ async fn task_journal(
     State(app): State<App>,
     Path(id): Path<String>,
     Query(page): Query<Page>,
-) -> Result<Json<JournalPage>, ApiError> {
+) -> Result<axum::Json<JournalPage>, ApiError> {
     let id = task_id(&id)?;
     let after = u64::from(page.after.unwrap_or(0));
     let limit = page.limit.unwrap_or(200).clamp(1, 1000) as usize;
@@ -167,7 +133,7 @@ async fn task_journal(
         app.eng.store.load(&id)?.ok_or_else(|| not_found(&id))?;
         let records = app.eng.events(&id, after, limit)?;
         let next_after = records.last().map(|r| r.seq as u32);
-        Ok(Json(JournalPage {
+        Ok(axum::Json(JournalPage {
             events: records
                 .iter()
                 .map(|r| baton_core::document::journal_line(id.as_str(), r))
@@ -189,7 +155,7 @@ async fn task_journal(
 async fn resume_task(
     State(app): State<App>,
     Path(id): Path<String>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, axum::Json<Value>), ApiError> {
     let id = task_id(&id)?;
     blocking(move || {
         let snap = app.eng.store.load(&id)?.ok_or_else(|| not_found(&id))?;
@@ -210,7 +176,7 @@ async fn resume_task(
         let pid = app.runs.start(&app.eng, &id, &[])?;
         Ok((
             StatusCode::ACCEPTED,
-            Json(serde_json::json!({"task": id.as_str(), "pid": pid})),
+            axum::Json(serde_json::json!({"task": id.as_str(), "pid": pid})),
         ))
     })
     .await
@@ -222,7 +188,7 @@ async fn resume_task(
 async fn cancel_task(
     State(app): State<App>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<axum::Json<Value>, ApiError> {
     let id = task_id(&id)?;
     blocking(move || {
         let snap = app.eng.store.load(&id)?.ok_or_else(|| not_found(&id))?;
@@ -239,21 +205,12 @@ async fn cancel_task(
         }
         app.eng.cancel(&id)?;
         let snap = app.eng.load(&id)?;
-        Ok(Json(serde_json::json!({
+        Ok(axum::Json(serde_json::json!({
             "task": id.as_str(),
             "status": app.eng.status_of(&snap).as_str(),
         })))
     })
     .await
-}
-
-/// A person's answer to the question a task waits on.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-pub struct Answer {
-    /// One of the question's options, when it has some.
-    answer: String,
-    /// Who answers (journaled with the answer); default `api`.
-    by: Option<String>,
 }
 
 /// Answers the question of a task waiting in a `wait = { human }` phase:
@@ -267,7 +224,7 @@ async fn answer_task(
     State(app): State<App>,
     Path(id): Path<String>,
     Json(a): Json<Answer>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, axum::Json<Value>), ApiError> {
     let id = task_id(&id)?;
     blocking(move || {
         app.eng.store.load(&id)?.ok_or_else(|| not_found(&id))?;
@@ -290,17 +247,10 @@ async fn answer_task(
         app.runs.adopt(child);
         Ok((
             StatusCode::ACCEPTED,
-            Json(serde_json::json!({"task": id.as_str(), "phase": phase.as_str(), "answer": a.answer.trim(), "pid": pid})),
+            axum::Json(serde_json::json!({"task": id.as_str(), "phase": phase.as_str(), "answer": a.answer.trim(), "pid": pid})),
         ))
     })
     .await
-}
-
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct Newest {
-    /// How many, newest first (default 50, at most 1000).
-    limit: Option<u32>,
 }
 
 /// The webhook deliveries received, newest first, with what each did.
@@ -309,10 +259,10 @@ pub struct Newest {
 async fn list_deliveries(
     State(app): State<App>,
     Query(n): Query<Newest>,
-) -> Result<Json<Vec<DeliveryView>>, ApiError> {
+) -> Result<axum::Json<Vec<DeliveryView>>, ApiError> {
     let limit = n.limit.unwrap_or(50).clamp(1, 1000) as usize;
     blocking(move || {
-        Ok(Json(
+        Ok(axum::Json(
             app.eng
                 .store
                 .deliveries(limit)?
@@ -327,10 +277,10 @@ async fn list_deliveries(
 /// The coding and review agent instances.
 #[utoipa::path(get, path = "/api/v1/instances",
     responses((status = 200, description = "every instance as stored: id, type, status, state, resources, config, times", body = Vec<Object>)))]
-async fn list_instances(State(app): State<App>) -> Result<Json<Vec<Value>>, ApiError> {
+async fn list_instances(State(app): State<App>) -> Result<axum::Json<Vec<Value>>, ApiError> {
     blocking(move || {
         let all = app.eng.store.instances()?;
-        Ok(Json(
+        Ok(axum::Json(
             all.by_id
                 .values()
                 .map(|i| serde_json::to_value(i).expect("an instance is JSON"))

@@ -2,21 +2,30 @@
 //! webhooks and resumes the tasks waiting for them, at the stage they wait
 //! in and nowhere else.
 //!
-//! The rooms: `signature` (GitHub's HMAC), `webhook` (the endpoint: size,
-//! signature, JSON, then the delivery recorded), `recorder` (group commit
-//! of deliveries), `handoff` (deliveries handed to the tasks off the
-//! request path, and the tasks they passed run on), `supervisor` (crashed
-//! tasks restarted, due timers woken), `runner` (the task runs it starts as
-//! processes), `api` with `views` (the JSON API and its OpenAPI document),
-//! `auth` (the API's token), `dashboard` (the page at `/` and its live
-//! event stream) and `watch` (what the store holds that those follow).
+//! The rooms: `listen` (connections with the HTTP stack's limits),
+//! `guard` (Host, Origin and what a state change needs, on every route;
+//! the headers every answer carries), `shape` (every error answer in the
+//! documented shape), `signature` (GitHub's HMAC), `webhook` (the
+//! endpoint: signature, JSON, then the delivery recorded), `recorder`
+//! (group commit of deliveries), `handoff` (deliveries handed to the tasks
+//! off the request path, and the tasks they passed run on), `supervisor`
+//! (crashed tasks restarted, due timers woken), `runner` (the task runs it
+//! starts as processes), `api` with `views` (the JSON API and its OpenAPI
+//! document), `auth` (the API's token, and the agents' capabilities on
+//! `/mcp`), `dashboard` (the page at `/` and its live event stream) and
+//! `watch` (what the store holds that those follow). docs/security.md
+//! says what each defends against.
 
 mod api;
 mod auth;
 mod dashboard;
+mod guard;
 mod handoff;
+pub mod input;
+mod listen;
 mod recorder;
 mod runner;
+mod shape;
 pub mod signature;
 mod supervisor;
 pub mod views;
@@ -35,6 +44,8 @@ struct App {
     secrets: Arc<Vec<String>>,
     token: Option<Arc<str>>,
     recorder: recorder::Recorder,
+    /// How long a signed body is remembered against replays.
+    replay_window_ms: i64,
     handoff: Arc<handoff::Handoff>,
     runs: Arc<runner::Runs>,
     /// What the store watcher keeps: changes, awaited event names.
@@ -77,6 +88,7 @@ pub fn serve(
         secrets: Arc::new(settings.secrets.clone()),
         token: settings.token.as_deref().map(Arc::from),
         recorder: recorder::Recorder::start(writer_store),
+        replay_window_ms: settings.replay_window_ms,
         handoff: handoff.clone(),
         runs: runs.clone(),
         watched: watch::start(eng.clone(), stop.clone()),
@@ -100,19 +112,47 @@ pub fn serve(
     let mcp = axum::Router::new()
         .route_service(
             "/mcp",
-            baton_mcp::http_service(eng.clone(), !local.ip().is_loopback(), mcp_stop.clone()),
+            baton_mcp::http_service(eng.clone(), settings.max_body, mcp_stop.clone()),
         )
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),
-            auth::require_token,
+            auth::identify_agent,
         ));
-    let router = axum::Router::new()
-        .route("/", axum::routing::get(dashboard::page))
+    let hosts = guard::Hosts::new(settings.allowed_hosts.clone(), observer.clone());
+    let mut router = axum::Router::new()
+        .merge(dashboard::routes())
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
-        .merge(webhook::routes(settings.max_body))
+        .merge(webhook::routes())
         .merge(api)
         .merge(mcp)
-        .with_state(app);
+        .with_state(app)
+        // Innermost first: the body limit (413 on a declared length over
+        // it, before any body is read), the request timeout, the guard,
+        // the headers of every answer, and outermost the error shape.
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(
+            settings.max_body,
+        ))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            axum::http::StatusCode::REQUEST_TIMEOUT,
+            settings.request_timeout,
+        ))
+        .layer(axum::middleware::from_fn_with_state(hosts, guard::check));
+    for (name, value) in guard::security_headers() {
+        router = router
+            .layer(tower_http::set_header::SetResponseHeaderLayer::if_not_present(name, value));
+    }
+    let router = router.layer(axum::middleware::from_fn(shape::errors));
+    let ceiling = listen::connection_ceiling();
+    if settings.max_connections > ceiling {
+        observer.info(&format!(
+            "warning: max_connections {} is more than this process can open next to its files; at most {ceiling} are served at once",
+            settings.max_connections
+        ));
+    }
+    let limits = listen::Limits {
+        max_connections: settings.max_connections.min(ceiling),
+        header_timeout: settings.header_timeout,
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -134,9 +174,15 @@ pub fn serve(
     };
     let served = rt.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;
-        axum::serve(listener, router)
-            .with_graceful_shutdown(stopping)
-            .await
+        listen::serve(
+            listener,
+            router,
+            limits,
+            stopping,
+            std::time::Duration::from_secs(10),
+        )
+        .await;
+        Ok::<(), std::io::Error>(())
     });
     stop.store(true, Ordering::SeqCst);
     handoff.finish();

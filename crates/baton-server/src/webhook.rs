@@ -1,5 +1,6 @@
 //! `POST /webhooks/github`. In this order: a body over the limit is 413
-//! before it is read whole; a missing or wrong signature is 401 and
+//! before it is read whole (the server's body limit, `max_body`); a
+//! missing or wrong signature is 401 and
 //! nothing is stored; a body that is not JSON, or a missing event or
 //! delivery header, is 400; `ping` is 200. Any other delivery is stored
 //! (durably, in a group commit) and answered 202, then handed to the tasks
@@ -11,17 +12,14 @@ use super::App;
 use crate::signature;
 use axum::Json;
 use axum::body::Bytes;
+use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-pub fn routes(max_body: usize) -> axum::Router<App> {
-    axum::Router::new().route(
-        "/webhooks/github",
-        axum::routing::post(github).layer(DefaultBodyLimit::max(max_body)),
-    )
+pub fn routes() -> axum::Router<App> {
+    axum::Router::new().route("/webhooks/github", axum::routing::post(github))
 }
 
 /// An error answer: a stable code, what was wrong and what to do.
@@ -130,6 +128,10 @@ async fn github(
     };
     let now = baton_core::Timestamp(jiff::Timestamp::now().as_millisecond());
     let mut d = baton_engine::new_delivery(id.clone(), event, &payload, &app.watched.paths(), now);
+    d.body = Some(baton_store::BodyDigest {
+        digest: baton_core::token::digest_bytes(&body),
+        window_ms: app.replay_window_ms,
+    });
     let name = baton_core::webhook::Delivery {
         event: &d.event,
         payload: &payload,

@@ -24,7 +24,9 @@ use baton_core::state::{PhaseState, TaskStatus};
 use baton_core::{EventRecord, TaskId, TaskState, Timestamp};
 
 pub use capabilities::{CapabilityStore, Revoke};
-pub use deliveries::{BodyDigest, DeliveryRow, DeliveryStore, NewDelivery, Settlement, TaskDecision};
+pub use deliveries::{
+    BodyDigest, DeliveryRow, DeliveryStore, NewDelivery, Settlement, TaskDecision,
+};
 pub use inbox::{Answered, InboxStore};
 pub use instances::InstanceStore;
 pub use plays::PlayStore;

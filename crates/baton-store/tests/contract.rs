@@ -1225,13 +1225,33 @@ fn replayed_bodies_are_redeliveries_within_their_window(b: &Backend) {
             .unwrap(),
         [true, false]
     );
-    assert_eq!(s.record_deliveries(&[signed("c", 900, "body-1")]).unwrap(), [false]);
-    assert_eq!(s.record_deliveries(&[signed("a", 950, "body-1")]).unwrap(), [false]);
-    assert_eq!(s.record_deliveries(&[signed("d", 960, "body-2")]).unwrap(), [true]);
+    assert_eq!(
+        s.record_deliveries(&[signed("c", 900, "body-1")]).unwrap(),
+        [false]
+    );
+    assert_eq!(
+        s.record_deliveries(&[signed("a", 950, "body-1")]).unwrap(),
+        [false]
+    );
+    assert_eq!(
+        s.record_deliveries(&[signed("d", 960, "body-2")]).unwrap(),
+        [true]
+    );
     // The window counts from the body's last acceptance.
-    assert_eq!(s.record_deliveries(&[signed("e", 1200, "body-1")]).unwrap(), [true]);
-    assert_eq!(s.record_deliveries(&[signed("f", 1300, "body-1")]).unwrap(), [false]);
-    let ids: Vec<String> = s.deliveries(10).unwrap().into_iter().map(|d| d.id).collect();
+    assert_eq!(
+        s.record_deliveries(&[signed("e", 1200, "body-1")]).unwrap(),
+        [true]
+    );
+    assert_eq!(
+        s.record_deliveries(&[signed("f", 1300, "body-1")]).unwrap(),
+        [false]
+    );
+    let ids: Vec<String> = s
+        .deliveries(10)
+        .unwrap()
+        .into_iter()
+        .map(|d| d.id)
+        .collect();
     assert_eq!(ids, ["e", "d", "a"]);
     // Servers racing with one replayed body: one of them takes it.
     let handles: Vec<_> = (0..4)
@@ -1263,11 +1283,18 @@ fn capabilities_are_found_by_digest_and_revoked_by_scope(b: &Backend) {
     let build = Scope::attempt(t.clone(), "build", 0, 2);
     let mut coder = Scope::attempt(TaskId::parse("t2").unwrap(), "turn", 0, 1);
     coder.instance = Some(i.clone());
-    s.grant_capability(&digest("tok-plan"), &plan, Timestamp(1)).unwrap();
-    s.grant_capability(&digest("tok-build"), &build, Timestamp(2)).unwrap();
-    s.grant_capability(&digest("tok-coder"), &coder, Timestamp(3)).unwrap();
+    s.grant_capability(&digest("tok-plan"), &plan, Timestamp(1))
+        .unwrap();
+    s.grant_capability(&digest("tok-build"), &build, Timestamp(2))
+        .unwrap();
+    s.grant_capability(&digest("tok-coder"), &coder, Timestamp(3))
+        .unwrap();
     assert_eq!(s.capability(&digest("tok-plan")).unwrap(), Some(plan));
-    assert_eq!(s.capability("tok-plan").unwrap(), None, "never by the token itself");
+    assert_eq!(
+        s.capability("tok-plan").unwrap(),
+        None,
+        "never by the token itself"
+    );
     assert_eq!(s.capability(&digest("nope")).unwrap(), None);
     assert_eq!(s.revoke_capabilities(Revoke::Phase(&t, "plan")).unwrap(), 1);
     assert_eq!(s.capability(&digest("tok-plan")).unwrap(), None);

@@ -80,8 +80,17 @@ impl AgentCli for Claude {
         _env: crate::Env<'_>,
     ) -> Option<crate::McpWiring> {
         // Only baton's server (--strict-mcp-config), its tools allowed
-        // without asking (a headless run cannot be asked).
-        let config = server.mcp_servers_json(serde_json::json!({"type": "stdio"}));
+        // without asking (a headless run cannot be asked). Over HTTP, the
+        // capability comes from the environment (Claude Code expands
+        // `${VAR}` in an MCP configuration), never from the argument.
+        let config = match server.http {
+            Some(h) => serde_json::json!({"mcpServers": {"baton": {
+                "type": "http",
+                "url": h.url,
+                "headers": {"Authorization": format!("Bearer ${{{}}}", h.token_var)},
+            }}}),
+            None => server.mcp_servers_json(serde_json::json!({"type": "stdio"})),
+        };
         Some(crate::McpWiring {
             args: vec![
                 "--mcp-config".into(),

@@ -82,6 +82,22 @@ impl AgentCli for Codex {
             .map(|(k, v)| format!("{k}={}", s(v)))
             .collect();
         let args: Vec<String> = server.args.iter().map(|a| s(a)).collect();
+        if let Some(h) = server.http {
+            // Streamable HTTP, the capability read from the environment.
+            return Some(crate::McpWiring {
+                args: vec![
+                    "-c".into(),
+                    format!("mcp_servers.baton.url={}", s(h.url)),
+                    "-c".into(),
+                    format!("mcp_servers.baton.bearer_token_env_var={}", s(h.token_var)),
+                    "-c".into(),
+                    "mcp_servers.baton.default_tools_approval_mode=\"approve\"".into(),
+                ],
+                env: Vec::new(),
+                files: Vec::new(),
+                unseen: None,
+            });
+        }
         Some(crate::McpWiring {
             args: vec![
                 "-c".into(),

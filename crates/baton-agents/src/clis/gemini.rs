@@ -409,6 +409,7 @@ mod tests {
             env: &[],
             scratch: Path::new("/tmp/p/.baton/tasks/t/mcp"),
             cwd: Path::new("/tmp/p"),
+            http: None,
         };
         let w = Gemini.mcp_wiring(&server, &|_| None).unwrap();
         assert!(w.files.is_empty() && w.env.is_empty(), "{w:?}");

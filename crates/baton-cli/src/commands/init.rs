@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 pub const EXAMPLE_WORKFLOW: &str = include_str!("../../assets/example.toml");
 pub const APEX_WORKFLOW: &str = include_str!("../../assets/apex.toml");
-const GITIGNORE: &str = "# baton's store and rendered files are local to this machine.\nbaton.db\nbaton.db-*\ntasks/\nsessions/\nindex.toon\nworktrees/\n";
+const GITIGNORE: &str = "# baton's store and rendered files are local to this machine.\nbaton.db\nbaton.db-*\ntasks/\nsessions/\nindex.toon\nworktrees/\nserver.token\n";
 
 pub fn run(project: Option<PathBuf>, args: InitArgs, printer: &Printer) -> Result<Exit> {
     let root = match project {

@@ -1,5 +1,6 @@
 //! `[server]` of `.baton/config.toml`: `baton serve`, where it listens,
-//! how webhooks are authenticated, and the API's bearer token.
+//! how webhooks are authenticated, the API's bearer token (judged for
+//! strength), the names it answers to, and the limits of its HTTP stack.
 
 use crate::error::{Error, Result};
 use serde::Deserialize;
@@ -20,9 +21,24 @@ pub struct ServerConfig {
     /// How a task id is read from a pull request's head branch (default
     /// "baton/{task-id}").
     pub branch_pattern: Option<String>,
-    /// The API's bearer token (`BATON_SERVER_TOKEN` wins); required when
-    /// listening on anything but loopback.
+    /// The API's bearer token (`BATON_SERVER_TOKEN` wins, then this, then
+    /// `.baton/server.token`); required when listening on anything but
+    /// loopback; at least 32 random bytes' worth.
     pub token: Option<String>,
+    /// `Host` names the server answers to besides loopback names and IP
+    /// addresses: the name a reverse proxy or GitHub reaches it by.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// Connections open at once (default 1024); more wait to be accepted.
+    pub max_connections: Option<usize>,
+    /// How long a client may take to send a request's headers, and how
+    /// long an idle connection is kept (default "10s").
+    pub header_timeout: Option<String>,
+    /// How long a request may take until its answer starts (default "30s").
+    pub request_timeout: Option<String>,
+    /// A signed body received again within this window, under any
+    /// delivery id, is a redelivery (default "7d").
+    pub replay_window: Option<String>,
 }
 
 /// `[server]` resolved: defaults filled in, the environment added, checked.
@@ -33,17 +49,30 @@ pub struct ServerSettings {
     pub max_body: usize,
     pub branch_pattern: String,
     pub token: Option<String>,
+    /// Names besides loopback names and IP addresses (lower case, as
+    /// written: `name` or `name:port`).
+    pub allowed_hosts: Vec<String>,
+    pub max_connections: usize,
+    pub header_timeout: std::time::Duration,
+    pub request_timeout: std::time::Duration,
+    pub replay_window_ms: i64,
 }
 
 pub const DEFAULT_ADDR: &str = "127.0.0.1:7777";
 
+/// Where `baton serve --new-token` keeps the token it made, readable by
+/// its owner only.
+pub const TOKEN_FILE: &str = "server.token";
+
 impl ServerConfig {
     /// The settings, with `addr` (from `--addr`) over the file's, and the
-    /// environment's secret and token.
+    /// environment's secret and token; `saved_token` is what
+    /// `.baton/server.token` holds, the last place a token is looked for.
     pub fn settings(
         &self,
         addr: Option<&str>,
         env: impl Fn(&str) -> Option<String>,
+        saved_token: Option<String>,
     ) -> Result<ServerSettings> {
         let bad = |key: &str, what: String, hint: &str| {
             Error::bad_input(format!(".baton/config.toml: [server] {key}: {what}"))
@@ -93,14 +122,68 @@ impl ServerConfig {
                 "write e.g. branch_pattern = \"baton/{task-id}\"",
             ));
         }
-        let token = env("BATON_SERVER_TOKEN")
-            .or_else(|| self.token.clone())
-            .filter(|t| !t.is_empty());
+        let (token, from) = match env("BATON_SERVER_TOKEN") {
+            Some(t) => (Some(t), "BATON_SERVER_TOKEN"),
+            None => match &self.token {
+                Some(t) => (Some(t.clone()), "[server] token"),
+                None => (saved_token, ".baton/server.token"),
+            },
+        };
+        if let Some(t) = &token
+            && let Err(why) = baton_core::token::judge(t)
+        {
+            return Err(Error::bad_input(format!(
+                "the API token in {from} is too weak: {why}"
+            ))
+            .hint("make one with `baton serve --new-token` (kept in .baton/server.token, readable by you only), or set BATON_SERVER_TOKEN=$(openssl rand -hex 32)"));
+        }
         if token.is_none() && !addr.ip().is_loopback() {
             return Err(Error::bad_input(format!(
                 "baton serve would listen on {addr}, beyond this machine, with no API token"
             ))
-            .hint("set BATON_SERVER_TOKEN (or token = \"…\" under [server] in .baton/config.toml); webhooks stay authenticated by their signature"));
+            .hint("run `baton serve --new-token` once, or set BATON_SERVER_TOKEN=$(openssl rand -hex 32); webhooks stay authenticated by their signature"));
+        }
+        let mut allowed_hosts = Vec::new();
+        for h in &self.allowed_hosts {
+            let name = h.trim().to_ascii_lowercase();
+            let valid = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
+            if !valid {
+                return Err(bad(
+                    "allowed_hosts",
+                    format!("{h:?} is not a host name"),
+                    "write the names clients reach the server by, e.g. allowed_hosts = [\"baton.example.com\"]",
+                ));
+            }
+            allowed_hosts.push(name);
+        }
+        let duration =
+            |key: &str, v: &Option<String>, default: &str| -> Result<std::time::Duration> {
+                let text = v.as_deref().unwrap_or(default);
+                baton_core::workflow::parse_duration(text)
+                    .ok()
+                    .filter(|ms| *ms > 0)
+                    .map(std::time::Duration::from_millis)
+                    .ok_or_else(|| {
+                        bad(
+                            key,
+                            format!("{text:?} is not a duration"),
+                            &format!("write e.g. {key} = \"{default}\""),
+                        )
+                    })
+            };
+        let header_timeout = duration("header_timeout", &self.header_timeout, "10s")?;
+        let request_timeout = duration("request_timeout", &self.request_timeout, "30s")?;
+        let replay_window = duration("replay_window", &self.replay_window, "7d")?;
+        let max_connections = self.max_connections.unwrap_or(1024);
+        if max_connections == 0 {
+            return Err(bad(
+                "max_connections",
+                "0 would accept nobody".into(),
+                "write e.g. max_connections = 1024",
+            ));
         }
         Ok(ServerSettings {
             addr,
@@ -108,6 +191,11 @@ impl ServerConfig {
             max_body,
             branch_pattern,
             token,
+            allowed_hosts,
+            max_connections,
+            header_timeout,
+            request_timeout,
+            replay_window_ms: replay_window.as_millis() as i64,
         })
     }
 }
@@ -190,7 +278,7 @@ mod tests {
 
     #[test]
     fn defaults_listen_on_loopback_with_a_5_mib_limit() {
-        let s = ServerConfig::default().settings(None, none).unwrap();
+        let s = ServerConfig::default().settings(None, none, None).unwrap();
         assert_eq!(s.addr.to_string(), "127.0.0.1:7777");
         assert_eq!(s.max_body, 5 << 20);
         assert_eq!(s.branch_pattern, "baton/{task-id}");
@@ -200,15 +288,39 @@ mod tests {
     #[test]
     fn beyond_loopback_a_token_is_required() {
         let e = ServerConfig::default()
-            .settings(Some("0.0.0.0:7777"), none)
+            .settings(Some("0.0.0.0:7777"), none, None)
             .unwrap_err();
         assert!(e.message.contains("no API token"), "{}", e.message);
         let s = ServerConfig::default()
-            .settings(Some("0.0.0.0:7777"), |k| {
-                (k == "BATON_SERVER_TOKEN").then(|| "t0k".to_string())
-            })
+            .settings(
+                Some("0.0.0.0:7777"),
+                |k| (k == "BATON_SERVER_TOKEN").then(|| STRONG.to_string()),
+                None,
+            )
             .unwrap();
-        assert_eq!(s.token.as_deref(), Some("t0k"));
+        assert_eq!(s.token.as_deref(), Some(STRONG));
+    }
+
+    const STRONG: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
+    #[test]
+    fn weak_tokens_are_refused_with_how_to_make_one() {
+        for weak in [" ", "t0k", "s3cret-s3cret-s3cret"] {
+            let e = ServerConfig::default()
+                .settings(
+                    Some("0.0.0.0:7777"),
+                    |k| (k == "BATON_SERVER_TOKEN").then(|| weak.to_string()),
+                    None,
+                )
+                .unwrap_err();
+            assert!(e.message.contains("too weak"), "{}", e.message);
+            assert!(e.hints[0].contains("--new-token"), "{:?}", e.hints);
+        }
+        // The saved token counts, after the environment and the file.
+        let s = ServerConfig::default()
+            .settings(None, none, Some(STRONG.into()))
+            .unwrap();
+        assert_eq!(s.token.as_deref(), Some(STRONG));
     }
 
     #[test]
@@ -218,9 +330,11 @@ mod tests {
             ..Default::default()
         };
         let s = cfg
-            .settings(None, |k| {
-                (k == "BATON_WEBHOOK_SECRET").then(|| "env".into())
-            })
+            .settings(
+                None,
+                |k| (k == "BATON_WEBHOOK_SECRET").then(|| "env".into()),
+                None,
+            )
             .unwrap();
         assert_eq!(s.secrets, ["old", "new", "env"]);
     }
@@ -236,10 +350,10 @@ mod tests {
             max_body: Some("lots".into()),
             ..Default::default()
         };
-        let e = cfg.settings(None, none).unwrap_err();
+        let e = cfg.settings(None, none, None).unwrap_err();
         assert!(e.message.contains("[server] max_body"), "{}", e.message);
         let e = ServerConfig::default()
-            .settings(Some("localhost"), none)
+            .settings(Some("localhost"), none, None)
             .unwrap_err();
         assert!(e.message.contains("not an address"), "{}", e.message);
     }

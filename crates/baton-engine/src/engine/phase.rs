@@ -21,6 +21,7 @@ mod launch;
 mod prompt;
 pub use prompt::new_uuid;
 mod start;
+pub(crate) use start::{attempt_label, summary_file};
 
 /// The largest argument (or environment value) baton passes to a phase
 /// process. Linux refuses any single one over 128 KiB (E2BIG, "Argument
@@ -79,6 +80,10 @@ impl Engine {
         // memory file, its server in droid's MCP file) leaves when the
         // phase ends, before its end is snapshotted or committed.
         baton_agents::run_files::undo(&held.ws.cwd)?;
+        // Its agent's MCP capability ends with its run.
+        if matches!(at.def.kind, PhaseKind::Prompt { .. }) && self.mcp_endpoint().is_some() {
+            self.revoke_phase_capabilities(&at.id, at.phase.as_str());
+        }
         match launched {
             Some((launched, l)) => self.end_attempt(held, &at, launched, &l),
             // It failed before its process could start (journaled).

@@ -6,7 +6,8 @@ use crate::capabilities::{CapabilityStore, Revoke, json, scope_of};
 use baton_core::Timestamp;
 use baton_core::token::Scope;
 
-const GRANT: &str = "INSERT INTO capabilities (digest, task_id, phase, instance_id, created_at, scope)
+const GRANT: &str =
+    "INSERT INTO capabilities (digest, task_id, phase, instance_id, created_at, scope)
      VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (digest) DO NOTHING";
 const FIND: &str = "SELECT scope FROM capabilities WHERE digest = $1";
 const REVOKE_PHASE: &str = "DELETE FROM capabilities WHERE task_id = $1 AND phase = $2";
@@ -22,14 +23,7 @@ impl CapabilityStore for PgStore {
         self.run(|conn, _| {
             conn.db().execute(
                 GRANT,
-                &[
-                    &digest,
-                    &task,
-                    &scope.phase,
-                    &instance,
-                    &at.millis(),
-                    &data,
-                ],
+                &[&digest, &task, &scope.phase, &instance, &at.millis(), &data],
             )?;
             Ok(())
         })

@@ -33,12 +33,9 @@ impl DeliveryStore for SqliteStore {
                     && let Some(b) = &d.body
                     && !known.exists([&d.id])?
                 {
-                    *fresh = body.execute(params![
-                        b.digest,
-                        d.id,
-                        d.received_at.millis(),
-                        b.window_ms
-                    ])? == 1;
+                    *fresh =
+                        body.execute(params![b.digest, d.id, d.received_at.millis(), b.window_ms])?
+                            == 1;
                 }
                 if *fresh {
                     let s = d.settled.as_ref();

@@ -16,6 +16,9 @@ use baton_core::state::{AgentSession, SessionStart};
 use baton_core::{TaskState, brief, template};
 use std::path::PathBuf;
 
+/// The variable an agent's CLI reads its MCP capability from.
+pub const MCP_TOKEN_VAR: &str = "BATON_MCP_TOKEN";
+
 /// What the runs of one agent phase's CLI share.
 struct AgentRun<'a> {
     name: String,
@@ -30,13 +33,30 @@ struct AgentRun<'a> {
 
 impl Engine {
     /// How `cli` is told about `baton mcp` for a run in `cwd` with `env`
-    /// (the attempt's `BATON_*` variables, which the server is given).
+    /// (the attempt's `BATON_*` variables, which the server is given), or,
+    /// with an `[mcp] url`, about that endpoint: the run then gets a
+    /// capability of its own for the attempt (or instance) `env` names, in
+    /// `BATON_MCP_TOKEN`, which its CLI sends as its bearer token.
     pub(crate) fn mcp_wiring(
         &self,
         cli: Cli,
         cwd: &std::path::Path,
         env: &[(String, String)],
     ) -> Option<baton_agents::McpWiring> {
+        let http = match self.mcp_endpoint() {
+            Some(url) => match Engine::scope_of_env(env).map(|s| self.grant(&s)) {
+                Some(Ok(token)) => Some((url, token)),
+                Some(Err(e)) => {
+                    self.observer.info(&format!(
+                        "warning: no MCP capability could be made ({}); the agent starts `baton mcp` over stdio instead",
+                        e.message
+                    ));
+                    None
+                }
+                None => None,
+            },
+            None => None,
+        };
         let exe = std::env::current_exe().ok()?.display().to_string();
         let args = vec![
             "--project".to_string(),
@@ -75,18 +95,35 @@ impl Engine {
             .iter()
             .find(|(k, _)| k == "BATON_STATE_DIR")
             .map(|(_, v)| std::path::PathBuf::from(v).join("mcp"))?;
-        let wiring = cli.mcp_wiring(
+        let mut wiring = cli.mcp_wiring(
             &baton_agents::McpServer {
                 command: &exe,
                 args: &args,
                 env: &server_env,
                 scratch: &scratch,
                 cwd,
+                http: http.as_ref().map(|(url, _)| baton_agents::McpHttp {
+                    url,
+                    token_var: MCP_TOKEN_VAR,
+                }),
             },
             &lookup,
         )?;
+        if let Some((_, token)) = http {
+            wiring.env.push((MCP_TOKEN_VAR.into(), token));
+        }
         wiring.write_files().ok()?;
         Some(wiring)
+    }
+
+    /// The `[mcp] url` agents are wired to (`BATON_MCP_URL` wins), if any.
+    pub(crate) fn mcp_endpoint(&self) -> Option<String> {
+        self.project
+            .config
+            .mcp
+            .url(std::env::var("BATON_MCP_URL").ok())
+            .ok()
+            .flatten()
     }
 
     /// Launches the agent CLI of a prompt phase and waits for it. `None`:

@@ -10,6 +10,19 @@ use baton_core::{PhaseId, brief, document};
 use std::path::Path;
 use std::time::Duration;
 
+/// Names an attempt's logs, prompts, reports and git refs:
+/// `NN-phase.iI.aA`.
+pub(crate) fn attempt_label(idx: usize, phase: &str, iteration: u32, attempt: u32) -> String {
+    let stem = document::output_file_name(idx, phase);
+    format!("{}.i{iteration}.a{attempt}", stem.trim_end_matches(".md"))
+}
+
+/// Where an attempt's agent reports its summary (and, beside it, its
+/// blocker and checkpoints): inside the task's folder, named by baton.
+pub(crate) fn summary_file(task_dir: &Path, label: &str) -> std::path::PathBuf {
+    task_dir.join("run").join(format!("{label}.summary"))
+}
+
 impl Engine {
     /// Starts the next attempt of `phase`: checkpoints the work tree,
     /// journals the start and prepares the attempt's files.
@@ -28,9 +41,7 @@ impl Engine {
             .clone();
         let ps = held.state.phases[idx].clone();
         let attempt = ps.attempt + 1;
-        let stem = document::output_file_name(idx, phase.as_str());
-        let stem = stem.trim_end_matches(".md");
-        let label = format!("{stem}.i{}.a{attempt}", ps.iteration);
+        let label = attempt_label(idx, phase.as_str(), ps.iteration, attempt);
         // What a crashed run left in the working folder (a brief, baton's
         // MCP server) never enters the snapshot (nor, later, a commit).
         let removed = baton_agents::run_files::undo(&held.ws.cwd)?;
@@ -71,7 +82,7 @@ impl Engine {
         let brief_text = brief::render(&held.state, phase.as_str());
         let brief_file = dir.join("brief.md");
         fs_err::write(&brief_file, &brief_text)?;
-        let summary_file = dir.join("run").join(format!("{label}.summary"));
+        let summary_file = summary_file(&dir, &label);
         let _ = std::fs::remove_file(&summary_file);
         let stdout = dir.join("logs").join(format!("{label}.out"));
         let stderr = dir.join("logs").join(format!("{label}.err"));

@@ -1,0 +1,179 @@
+"use strict";
+const params = new URLSearchParams(location.hash.slice(1));
+if (params.get("token")) {
+  localStorage.setItem("baton-token", params.get("token"));
+  history.replaceState(null, "", location.pathname);
+}
+const token = localStorage.getItem("baton-token") || "";
+let tasks = [];
+let selected = null;
+
+const el = (tag, attrs = {}, ...kids) => {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") e.className = v; else if (k.startsWith("on")) e.addEventListener(k.slice(2), v); else e.setAttribute(k, v);
+  }
+  for (const k of kids) if (k !== null && k !== undefined) e.append(k);
+  return e;
+};
+const badge = (text) => el("span", { class: "badge " + text }, text);
+
+// State changes go as JSON: a page on another site cannot send that
+// without a preflight, which this server never grants.
+async function api(path, method = "GET") {
+  const headers = token ? { Authorization: "Bearer " + token } : {};
+  if (method !== "GET") headers["Content-Type"] = "application/json";
+  const r = await fetch(path, { method, headers });
+  const body = await r.json().catch(() => ({}));
+  if (!r.ok) throw new Error((body.message || r.statusText) + (body.hint ? " (" + body.hint + ")" : ""));
+  return body;
+}
+
+function age(ts) {
+  const s = Math.max(0, (Date.now() - Date.parse(ts)) / 1000);
+  if (s < 60) return Math.floor(s) + "s";
+  if (s < 3600) return Math.floor(s / 60) + "m";
+  if (s < 86400) return Math.floor(s / 3600) + "h";
+  return Math.floor(s / 86400) + "d";
+}
+
+function renderTasks() {
+  const q = document.getElementById("filter").value.trim().toLowerCase();
+  const st = document.getElementById("status-filter").value;
+  const body = document.getElementById("tasks");
+  body.replaceChildren();
+  const shown = tasks.filter((t) => (!st || t.status === st) &&
+    (!q || [t.id, t.workflow, t.phase || "", t.description, t.status].join(" ").toLowerCase().includes(q)));
+  for (const t of shown) {
+    const row = el("tr", { "data-task": t.id, class: t.id === selected ? "selected" : "", onclick: () => select(t.id) },
+      el("td", { class: "id" }, t.id, t.description ? el("div", { class: "desc" }, t.description) : null),
+      el("td", { class: "status" }, badge(t.status)),
+      el("td", { class: "phase" }, t.phase || "—"),
+      el("td", { class: "hide-narrow" }, t.workflow),
+      el("td", { title: t.created_at }, age(t.created_at)));
+    body.append(row);
+  }
+  if (!shown.length) body.append(el("tr", {}, el("td", { colspan: "5", class: "empty" }, tasks.length ? "No task matches." : "No tasks yet.")));
+}
+
+function tokens(t) {
+  if (!t) return "";
+  const n = (t.input || 0) + (t.output || 0);
+  return n ? n.toLocaleString() + " tokens" : "";
+}
+
+function renderDetail(doc) {
+  document.getElementById("detail-empty").hidden = true;
+  const body = document.getElementById("detail-body");
+  body.hidden = false;
+  const head = el("div", { class: "head" },
+    el("span", { class: "title" }, doc.task_id), badge(doc.status));
+  if (doc.resumable) head.append(el("button", { id: "resume", onclick: () => act("resume") }, "Resume"));
+  if (!["COMPLETE", "CANCELLED"].includes(doc.status)) head.append(el("button", { id: "cancel", class: "secondary", onclick: () => act("cancel") }, "Cancel"));
+  const notes = [];
+  if (doc.waiting) notes.push(el("div", { class: "note" }, "Waits in " + doc.waiting.phase + " for " + doc.waiting.for));
+  if (doc.waiting && doc.waiting.question !== undefined) notes.push(answerForm(doc.waiting));
+  if (doc.failure) notes.push(el("div", { class: "note" }, doc.failure));
+  for (const b of doc.blockers || []) notes.push(el("div", { class: "note" }, b));
+  const done = Object.fromEntries((doc.completed_phases || []).map((p) => [p.id, p]));
+  const stages = doc.stage_results || {};
+  const list = el("ol", { class: "timeline" });
+  for (const p of doc.phases || []) {
+    const c = done[p.id];
+    const agents = [...new Set((p.agent_runs || []).map((r) => r.session && r.session.agent).filter(Boolean))];
+    const meta = [
+      p.attempt ? "attempt " + p.attempt : null,
+      p.iteration ? "iteration " + (p.iteration + 1) : null,
+      agents.length ? "agent " + agents.join(", ") : null,
+      tokens(p.tokens),
+      c && c.completed_at ? "done " + age(c.completed_at) + " ago" : null,
+    ].filter(Boolean).join(" · ");
+    const item = el("li", { class: p.status, "data-phase": p.id },
+      el("div", { class: "phase-head" }, el("span", { class: "phase-name" }, p.id), badge(p.status)),
+      meta ? el("div", { class: "meta" }, meta) : null);
+    const stage = stages[p.id];
+    if (stage) item.append(el("div", { class: "meta" }, stage.event + (stage.pr_number ? " · PR #" + stage.pr_number : "") + (stage.approved !== undefined ? (stage.approved ? " · approved" : " · not approved") : "")));
+    if (c && c.summary) item.append(el("div", { class: "summary" }, c.summary));
+    if (p.last_error) item.append(el("div", { class: "summary" }, p.last_error));
+    list.append(item);
+  }
+  body.replaceChildren(head, ...notes, list);
+}
+
+function answerForm(w) {
+  const form = el("form", { id: "answer", class: "answer" }, el("div", { class: "question" }, w.question));
+  const send = (answer) => answerWith(answer);
+  if (w.options && w.options.length) {
+    for (const o of w.options) form.append(el("button", { type: "button", "data-answer": o, onclick: () => send(o) }, o));
+  } else {
+    const input = el("input", { type: "text", name: "answer", "aria-label": "Your answer", placeholder: "Your answer" });
+    form.append(input, el("button", { type: "submit" }, "Answer"));
+    form.addEventListener("submit", (e) => { e.preventDefault(); send(input.value); });
+  }
+  return form;
+}
+
+async function answerWith(answer) {
+  try {
+    const r = await fetch("/api/v1/tasks/" + encodeURIComponent(selected) + "/answer", {
+      method: "POST",
+      headers: Object.assign({ "Content-Type": "application/json" }, token ? { Authorization: "Bearer " + token } : {}),
+      body: JSON.stringify({ answer, by: "dashboard" }),
+    });
+    const body = await r.json().catch(() => ({}));
+    if (!r.ok) throw new Error((body.message || r.statusText) + (body.hint ? " (" + body.hint + ")" : ""));
+  } catch (e) { alert(e.message); }
+  refresh();
+}
+
+async function act(what) {
+  if (what === "cancel" && !confirm("Cancel task " + selected + "? Its running phase is stopped and the task ends CANCELLED.")) return;
+  try { await api("/api/v1/tasks/" + encodeURIComponent(selected) + "/" + what, "POST"); }
+  catch (e) { alert(e.message); }
+  refresh();
+}
+
+async function select(id) {
+  selected = id;
+  renderTasks();
+  try { renderDetail(await api("/api/v1/tasks/" + encodeURIComponent(id))); }
+  catch (e) { document.getElementById("detail-body").replaceChildren(el("div", { class: "empty" }, e.message)); }
+}
+
+async function renderDeliveries() {
+  const rows = await api("/api/v1/deliveries?limit=20");
+  const body = document.querySelector("#deliveries tbody");
+  body.replaceChildren();
+  for (const d of rows) {
+    body.append(el("tr", { "data-delivery": d.id },
+      el("td", {}, d.event + (d.action ? "." + d.action : ""), el("div", { class: "desc" }, d.repository || "")),
+      el("td", { class: "decision" }, badge(d.decision), el("div", { class: "desc why" }, d.why)),
+      el("td", { class: "hide-narrow", title: d.received_at }, age(d.received_at) + " ago")));
+  }
+  if (!rows.length) body.append(el("tr", {}, el("td", { colspan: "3", class: "empty" }, "No deliveries yet.")));
+}
+
+async function refresh() {
+  try {
+    tasks = await api("/api/v1/tasks");
+    renderTasks();
+    await renderDeliveries();
+    if (selected) renderDetail(await api("/api/v1/tasks/" + encodeURIComponent(selected)));
+  } catch (e) {
+    document.getElementById("live").textContent = e.message;
+  }
+}
+
+function listen() {
+  const live = document.getElementById("live");
+  const src = new EventSource("/api/v1/stream" + (token ? "?access_token=" + encodeURIComponent(token) : ""));
+  src.addEventListener("open", () => { live.className = "on"; live.textContent = "live"; });
+  src.addEventListener("changed", refresh);
+  src.addEventListener("error", () => { live.className = ""; live.textContent = "reconnecting…"; });
+}
+
+document.getElementById("filter").addEventListener("input", renderTasks);
+document.getElementById("status-filter").addEventListener("change", renderTasks);
+refresh();
+listen();
+setInterval(renderTasks, 15000);

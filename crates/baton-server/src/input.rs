@@ -1,0 +1,200 @@
+//! What the API reads from a request, and every way that can be wrong
+//! answered in the documented shape: the query strings (a filter, a page),
+//! JSON bodies, as pure functions (fuzzed: `fuzz/fuzz_targets/api_input.rs`)
+//! behind the extractors the handlers take.
+
+use crate::views::ApiError;
+use axum::extract::FromRequestParts;
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use baton_core::lease::DisplayStatus;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use utoipa::IntoParams;
+
+/// Reads `query` (the part after `?`) as `T`.
+pub fn parse_query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
+    serde_urlencoded::from_str(query).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "BAD_QUERY",
+            format!("the query string cannot be read: {e}"),
+            "see the parameters each path takes in /api/v1/openapi.json",
+        )
+    })
+}
+
+/// Reads a JSON body as `T`.
+pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "BAD_BODY",
+            format!("the body cannot be read: {e}"),
+            "send a JSON object as /api/v1/openapi.json describes, with Content-Type: application/json",
+        )
+    })
+}
+
+/// A query string read with [`parse_query`].
+pub struct Query<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        parse_query(parts.uri.query().unwrap_or("")).map(Query)
+    }
+}
+
+/// A JSON body read with [`parse_json`] (its size already bounded by the
+/// server's body limit).
+pub struct Json<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|e| {
+                ApiError::new(
+                    e.status(),
+                    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                        "PAYLOAD_TOO_LARGE"
+                    } else {
+                        "BAD_BODY"
+                    },
+                    format!("the body could not be read: {e}"),
+                    "send it again, no larger than max_body under [server]",
+                )
+            })?;
+        parse_json(&bytes).map(Json)
+    }
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct TaskFilter {
+    /// Only tasks with this status (RUNNING, QUEUED, WAITING, CRASHED,
+    /// FAILED, COMPLETE, CANCELLED; any case).
+    pub status: Option<String>,
+    /// Only tasks of this workflow.
+    pub workflow: Option<String>,
+    /// Only tasks with this label, `key=value`.
+    pub label: Option<String>,
+}
+
+/// A [`TaskFilter`] checked: a status that exists, a label that is
+/// `key=value`.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub status: Option<DisplayStatus>,
+    pub workflow: Option<String>,
+    pub label: Option<(String, String)>,
+}
+
+const STATUSES: [DisplayStatus; 7] = [
+    DisplayStatus::Running,
+    DisplayStatus::Queued,
+    DisplayStatus::Waiting,
+    DisplayStatus::Crashed,
+    DisplayStatus::Failed,
+    DisplayStatus::Complete,
+    DisplayStatus::Cancelled,
+];
+
+impl TaskFilter {
+    pub fn check(self) -> Result<Filter, ApiError> {
+        let bad = |message: String, hint: &str| {
+            ApiError::new(StatusCode::BAD_REQUEST, "BAD_FILTER", message, hint)
+        };
+        let status = match &self.status {
+            None => None,
+            Some(s) => Some(
+                STATUSES
+                    .into_iter()
+                    .find(|d| d.as_str().eq_ignore_ascii_case(s))
+                    .ok_or_else(|| {
+                        bad(
+                            format!("status={s:?} is no task status"),
+                            "write one of RUNNING, QUEUED, WAITING, CRASHED, FAILED, COMPLETE, CANCELLED",
+                        )
+                    })?,
+            ),
+        };
+        let label = match &self.label {
+            None => None,
+            Some(l) => Some(
+                l.split_once('=')
+                    .filter(|(k, _)| !k.is_empty())
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .ok_or_else(|| {
+                        bad(
+                            format!("label={l:?} is not key=value"),
+                            "write e.g. label=repository=acme/app",
+                        )
+                    })?,
+            ),
+        };
+        Ok(Filter {
+            status,
+            workflow: self.workflow,
+            label,
+        })
+    }
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct Page {
+    /// Records after this journal position (default 0: from the start).
+    pub after: Option<u32>,
+    /// At most this many (default 200, at most 1000).
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct Newest {
+    /// How many, newest first (default 50, at most 1000).
+    pub limit: Option<u32>,
+}
+
+/// A person's answer to the question a task waits on.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Answer {
+    /// One of the question's options, when it has some.
+    pub answer: String,
+    /// Who answers (journaled with the answer); default `api`.
+    pub by: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_are_checked_and_errors_keep_the_shape() {
+        let f: TaskFilter = parse_query("status=waiting&label=team=web").unwrap();
+        let f = f.check().unwrap();
+        assert_eq!(f.status, Some(DisplayStatus::Waiting));
+        assert_eq!(f.label, Some(("team".into(), "web".into())));
+        let e = parse_query::<TaskFilter>("status=BOGUS")
+            .unwrap()
+            .check()
+            .unwrap_err();
+        assert_eq!((e.status, e.code.as_str()), (400, "BAD_FILTER"));
+        let e = parse_query::<Page>("limit=-1").unwrap_err();
+        assert_eq!((e.status, e.code.as_str()), (400, "BAD_QUERY"));
+        assert!(parse_query::<Page>("after=1&sort=x").is_err());
+        let e = parse_json::<Answer>(b"{\"answer\": 3}").unwrap_err();
+        assert_eq!(e.code, "BAD_BODY");
+        assert!(parse_json::<Answer>(b"{\"answer\": \"yes\"}").is_ok());
+    }
+}
