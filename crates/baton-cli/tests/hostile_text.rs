@@ -2,12 +2,14 @@
 //! field a real command lets in: a phase's summary, blocker and checkpoint
 //! note, a task's description and label, a GitHub payload's repository,
 //! action, labels and pull request fields, an agent's `notify` and
-//! `request_decision` through `baton mcp`, a team's task and message, a
-//! folder name. Every human-readable command then prints it with no raw
+//! `request_decision` through `baton mcp`, a team's task and message, an
+//! agent instance's end reason, a folder name. Every human-readable command then prints it with no raw
 //! control character (no ESC, no C1, no bidi control) on stdout or stderr,
 //! and with the visible escape (`\x1b]52`), so the person sees what was
 //! sent; a 3 MB text is clipped to a preview, and `--json` still has it
 //! all. (The tests run without a terminal, so baton paints no colour.)
+
+mod common;
 
 use baton_testkit::TestProject;
 use serde_json::{Value, json};
@@ -412,4 +414,32 @@ fn without_sgr(s: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// An agent instance ended with a reason that holds escape sequences:
+/// `agent show`, `ls` and `log` print it escaped.
+#[test]
+fn an_agent_instances_texts_are_escaped() {
+    let (p, _remote) = common::instances::project();
+    let (code, _, err) = clean(
+        &p,
+        &[
+            "agent",
+            "spawn",
+            "idle work",
+            "--id",
+            "c1",
+            "--agent",
+            "idle",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    common::instances::settled(&p, "c1");
+    let (code, _, err) = clean(&p, &["agent", "kill", "c1", "--reason", HOSTILE]);
+    assert_eq!(code, 0, "{err}");
+    let (_, out, _) = clean(&p, &["agent", "show", "c1"]);
+    assert!(out.contains(&format!("ended:      clip{SEEN}")), "{out}");
+    let (_, out, _) = clean(&p, &["agent", "log", "c1"]);
+    assert!(out.contains(SEEN), "{out}");
+    clean(&p, &["agent", "ls", "--all"]);
 }
