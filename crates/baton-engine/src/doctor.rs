@@ -1,7 +1,8 @@
 //! `baton doctor`: checks the store, the rendered files, leases, orphaned
 //! processes and hidden git refs, and repairs them with `--fix`. When the
 //! store itself is lost, it is rebuilt from the rendered `state.json` files
-//! and phase outputs instead of starting blank.
+//! and phase outputs instead of starting blank, and what was kept beside
+//! the tasks is salvaged from the damaged file (`salvage`).
 
 use crate::engine::{CLEANED, Engine, Observer, Silent, SystemClock};
 use crate::error::Result;
@@ -13,6 +14,8 @@ use baton_core::{Clock, Event, EventRecord, PhaseId, TaskId, TaskState, Timestam
 use baton_store::{SqliteStore, Store};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+
+mod salvage;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
@@ -104,11 +107,15 @@ pub fn run(project: &Project, fix: bool, observer: Arc<dyn Observer>) -> Result<
         }
         Err(e) => {
             let stamp = SystemClock.now().millis();
+            let mut aside = None;
             for suffix in ["", "-wal", "-shm"] {
                 let from = std::path::PathBuf::from(format!("{}{suffix}", db.display()));
                 if from.exists() {
                     let to = format!("{}.damaged-{stamp}{suffix}", db.display());
                     fs_err::rename(&from, &to)?;
+                    if suffix.is_empty() {
+                        aside = Some(std::path::PathBuf::from(to));
+                    }
                 }
             }
             out.push(Finding::fixed(format!(
@@ -122,7 +129,13 @@ pub fn run(project: &Project, fix: bool, observer: Arc<dyn Observer>) -> Result<
                 Arc::new(Silent),
             )?;
             out.extend(rebuild_missing(&eng, true)?);
-            SqliteStore::open(&db, project.config.synchronous()?)?
+            let s = SqliteStore::open(&db, project.config.synchronous()?)?;
+            // What was kept beside the tasks comes back from the damaged
+            // file itself, as far as it can be read.
+            if let Some(aside) = aside {
+                out.extend(salvage::salvage(&s, &aside));
+            }
+            s
         }
     };
     let eng = Engine::with_store(
