@@ -740,8 +740,14 @@ fn garbage_store_is_rebuilt_by_doctor_fix() {
         "{err}"
     );
 
-    let (out, _) = expect(&p, &["doctor", "--fix"], 0);
+    // Not a database at all: nothing beside the tasks can be salvaged
+    // from it, which is said (exit 1), not kept quiet.
+    let (out, _) = expect(&p, &["doctor", "--fix"], 1);
     assert!(out.contains("rebuilt task ex"), "{out}");
+    assert!(
+        out.contains("problem could not salvage anything from baton.db.damaged-"),
+        "{out}"
+    );
     let aside: Vec<_> = std::fs::read_dir(p.root().join(".baton"))
         .unwrap()
         .flatten()

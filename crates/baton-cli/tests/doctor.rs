@@ -1,5 +1,6 @@
 //! `baton doctor --fix` rebuilding a lost store from the rendered files,
-//! and living with `clean`.
+//! salvaging from a damaged one the records kept beside the tasks (and
+//! naming each one the damage took), and living with `clean`.
 
 use baton_testkit::TestProject;
 
@@ -101,4 +102,280 @@ fn cleaned_tasks_stay_cleaned_and_keep_their_checkpoints() {
     lose_the_store(&p);
     assert_eq!(p.run(&["doctor", "--fix"]).0, 0);
     assert_eq!(ids(&p), vec!["done1"]);
+}
+
+/// Hands GitHub's `issues.opened` example over as delivery `id`.
+fn deliver(p: &TestProject, id: &str) -> serde_json::Value {
+    let payload = baton_testkit::github_fixture("issues/opened.payload.json");
+    let (code, out, err) = p.run(&[
+        "deliver",
+        "issues",
+        &payload.display().to_string(),
+        "--delivery",
+        id,
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// An agent asks for an approval through `baton mcp` on stdio (the wire
+/// Codex speaks) without waiting for the answer; the item's id.
+fn ask_through_mcp(p: &TestProject, action: &str) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = p
+        .baton(&["mcp"])
+        .env("BATON_TASK_ID", "mig")
+        .env("BATON_PHASE", "migrate")
+        .env_remove("BATON_INSTANCE")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut call = |msg: serde_json::Value, answer: bool| {
+        writeln!(stdin, "{msg}").unwrap();
+        let mut line = String::new();
+        if answer {
+            out.read_line(&mut line).unwrap();
+        }
+        line
+    };
+    call(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "codex-like", "version": "1"}}}),
+        true,
+    );
+    call(
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        false,
+    );
+    let line = call(
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "request_approval", "arguments": {"action": action, "wait_seconds": 0}}}),
+        true,
+    );
+    drop(stdin);
+    baton_testkit::wait_child(&mut child, "baton mcp after stdin closed");
+    let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let item = &reply["result"]["structuredContent"];
+    assert_eq!(item["answered"], false, "{reply}");
+    item["id"].as_str().unwrap().to_string()
+}
+
+/// `baton team … --json`, expected to succeed.
+fn team(p: &TestProject, args: &[&str]) -> serde_json::Value {
+    let mut full = vec!["team"];
+    full.extend_from_slice(args);
+    full.push("--json");
+    let (code, out, err) = p.run(&full);
+    assert_eq!(code, 0, "team {args:?}: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// The seqs of team `name`'s messages.
+fn message_seqs(p: &TestProject, name: &str) -> std::collections::BTreeSet<i64> {
+    let all = team(p, &["msg", "ls", name, "--limit", "1000"]);
+    all.as_array()
+        .unwrap_or_else(|| panic!("{all}"))
+        .iter()
+        .map(|m| m["seq"].as_i64().unwrap())
+        .collect()
+}
+
+/// Damages the store for real: after a checkpoint (so the file holds
+/// everything), the pages `pick` chooses among those of table or index
+/// `name` are overwritten with garbage.
+fn damage(p: &TestProject, name: &str, pick: impl Fn(&[i64]) -> Vec<i64>) {
+    use std::io::{Seek, SeekFrom, Write};
+    let db = p.root().join(".baton/baton.db");
+    let (size, pages) = {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+        let size: i64 = conn
+            .query_row("PRAGMA page_size", [], |r| r.get(0))
+            .unwrap();
+        let mut stmt = conn
+            .prepare(
+                "SELECT pageno FROM dbstat WHERE name = ?1 AND pagetype = 'leaf' ORDER BY pageno",
+            )
+            .unwrap();
+        let pages: Vec<i64> = stmt
+            .query_map([name], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        (size, pick(&pages))
+    };
+    assert!(!pages.is_empty(), "no pages of {name} to damage");
+    let mut f = std::fs::OpenOptions::new().write(true).open(&db).unwrap();
+    for page in pages {
+        f.seek(SeekFrom::Start(((page - 1) * size) as u64)).unwrap();
+        f.write_all(&vec![0xA5; size as usize]).unwrap();
+    }
+}
+
+#[test]
+fn a_damaged_store_keeps_its_deliveries_inbox_items_and_teams() {
+    let p = TestProject::new();
+    p.workflow("m", WF);
+    assert_eq!(p.run(&["run", "m", "x", "--id", "w1"]).0, 4);
+    assert_eq!(deliver(&p, "d-1")["tasks"], serde_json::json!([]));
+    let item = ask_through_mcp(&p, "drop the old users table");
+    let (code, _, err) = p.run(&[
+        "inbox",
+        "deny",
+        &item,
+        "--reason",
+        "not this week",
+        "--by",
+        "ana",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    team(
+        &p,
+        &[
+            "create",
+            "crew",
+            "--teammate",
+            "ana:engineer",
+            "--task",
+            "Schema",
+        ],
+    );
+    for i in 1..=3 {
+        let body = format!("message {i}");
+        team(&p, &["msg", "send", "crew", "--to", "ana", &body]);
+    }
+    // The tasks' journal is what the damage hits: integrity fails.
+    damage(&p, "events", |pages| pages.to_vec());
+    let (code, out, _) = p.run(&["doctor"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("the store cannot be used"), "{out}");
+
+    let (code, out, err) = p.run(&["doctor", "--fix"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("rebuilt task w1"), "{out}");
+    let summary = out
+        .lines()
+        .find(|l| l.contains("salvaged "))
+        .unwrap_or_else(|| panic!("no salvage reported: {out}"));
+    assert!(
+        summary.contains("salvaged 1 delivery, 1 inbox item, 1 team (")
+            && summary.contains("3 messages")
+            && summary.contains("from baton.db.damaged-"),
+        "{summary}"
+    );
+    assert!(!out.contains("could not salvage"), "{out}");
+
+    // The tasks are back.
+    assert_eq!(ids(&p), vec!["w1"]);
+    assert_eq!(p.state("w1")["status"], "WAITING");
+    // The delivery is listed, and its id given again is a redelivery.
+    let (code, listed, _) = p.run(&["deliveries", "--json"]);
+    assert_eq!(code, 0);
+    let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed[0]["id"], "d-1", "{listed}");
+    assert_eq!(listed[0]["decision"], "ignored", "{listed}");
+    assert_eq!(deliver(&p, "d-1")["redelivery"], true);
+    // The agent's question, with its answer.
+    let (code, all, _) = p.run(&["inbox", "--all", "--json"]);
+    assert_eq!(code, 0);
+    let all: serde_json::Value = serde_json::from_str(&all).unwrap();
+    let asked = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["id"] == item.as_str())
+        .unwrap_or_else(|| panic!("{all}"));
+    assert_eq!(asked["text"], "drop the old users table", "{asked}");
+    assert_eq!(asked["answer"]["choice"], "denied", "{asked}");
+    assert_eq!(asked["answer"]["by"], "ana", "{asked}");
+    assert_eq!(asked["answer"]["reason"], "not this week", "{asked}");
+    // The team and its messages.
+    let shown = team(&p, &["show", "crew"]);
+    assert_eq!(shown["team"]["tasks"][0]["title"], "Schema", "{shown}");
+    assert_eq!(shown["teammates"][0]["name"], "ana", "{shown}");
+    assert_eq!(shown["messages"], 3, "{shown}");
+    assert_eq!(shown["last_messages"][2]["body"], "message 3", "{shown}");
+    assert_eq!(message_seqs(&p, "crew"), (1..=3).collect());
+    // A new message follows on.
+    let sent = team(&p, &["msg", "send", "crew", "--to", "ana", "after"]);
+    assert_eq!(sent["message"]["seq"], 4, "{sent}");
+
+    let (code, out, _) = p.run(&["doctor"]);
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
+fn each_record_the_damage_took_is_named() {
+    let p = TestProject::new();
+    p.workflow("m", WF);
+    assert_eq!(p.run(&["run", "m", "x", "--id", "w1"]).0, 4);
+    for id in ["d-1", "d-2", "d-3"] {
+        deliver(&p, id);
+    }
+    team(&p, &["create", "crew", "--teammate", "ana:engineer"]);
+    // Long messages, a few to a page.
+    for i in 1..=12 {
+        let body = format!("message {i}: {}", "words ".repeat(250));
+        team(&p, &["msg", "send", "crew", "--to", "ana", &body]);
+    }
+    // Every page of the deliveries, and one page among the messages'.
+    damage(&p, "deliveries", |pages| pages.to_vec());
+    damage(&p, "team_messages", |pages| {
+        assert!(pages.len() >= 3, "{pages:?}");
+        vec![pages[pages.len() / 2]]
+    });
+
+    let (code, out, err) = p.run(&["doctor", "--fix"]);
+    assert_eq!(code, 1, "records were lost: {out}{err}");
+    assert!(out.contains("rebuilt task w1"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("salvaged ") && l.contains("1 team (") && l.contains("messages")),
+        "{out}"
+    );
+    // Each delivery lost, by its id, with what to do.
+    for id in ["d-1", "d-2", "d-3"] {
+        let line = out
+            .lines()
+            .position(|l| {
+                l.starts_with("problem")
+                    && l.contains(&format!(
+                        "could not salvage delivery id = '{id}' (table deliveries) from baton.db.damaged-"
+                    ))
+            })
+            .unwrap_or_else(|| panic!("{id} not named: {out}"));
+        let hint = out.lines().nth(line + 1).unwrap();
+        assert!(
+            hint.contains("hint:") && hint.contains("Recent Deliveries"),
+            "{hint}"
+        );
+    }
+    // The messages on the damaged page are named; the others are back.
+    let named: std::collections::BTreeSet<i64> = out
+        .lines()
+        .filter_map(|l| {
+            let rest = l
+                .split("could not salvage message team_id = 'crew', seq = ")
+                .nth(1)?;
+            rest.split(' ').next()?.parse().ok()
+        })
+        .collect();
+    let kept = message_seqs(&p, "crew");
+    assert!(!named.is_empty(), "{out}");
+    assert!(kept.is_disjoint(&named), "{kept:?} {named:?}");
+    assert_eq!(
+        kept.union(&named).copied().collect::<Vec<_>>(),
+        (1..=12).collect::<Vec<_>>(),
+        "{out}"
+    );
+    // The tasks are back all the same; the next doctor has nothing to say.
+    assert_eq!(ids(&p), vec!["w1"]);
+    let (code, out, _) = p.run(&["doctor"]);
+    assert_eq!(code, 0, "{out}");
 }
