@@ -249,11 +249,16 @@ impl Printer {
     }
 
     /// An error and its hints, which may quote untrusted text (a blocker,
-    /// a payload's field): escaped.
+    /// a payload's field): escaped, and whole (there is no `--json` of it).
     pub fn error(&self, e: &Error) {
-        err_line!("{} {}", self.paint("1;31", "error:"), text(&e.message));
+        let (message, error, hint) = (
+            text::escape(&e.message),
+            self.paint("1;31", "error:"),
+            self.paint("1;36", "hint:"),
+        );
+        err_line!("{error} {message}");
         for h in &e.hints {
-            err_line!("{} {}", self.paint("1;36", "hint:"), text(h));
+            err_line!("{hint} {}", text::escape(h));
         }
     }
 
@@ -341,8 +346,9 @@ impl Observer for Printer {
         err_line!("{line}");
     }
 
-    /// The engine's messages may quote untrusted text: escaped.
+    /// The engine's messages may quote untrusted text: escaped on the way
+    /// out, like every line on stderr.
     fn info(&self, message: &str) {
-        Printer::info(self, &text(message));
+        Printer::info(self, message);
     }
 }
