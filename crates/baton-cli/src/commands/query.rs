@@ -14,7 +14,7 @@ pub fn ls(project: &Project, args: LsArgs, printer: &Arc<Printer>) -> Result<Exi
     let eng = engine(project, printer)?;
     let all = eng.list()?;
     let total = all.len();
-    let unknown = eng.unknown_task_folders()?;
+    let unknown = eng.unknown_task_folders(&all.iter().map(|(t, _)| t.id.as_str()).collect());
     let shown: Vec<_> = all
         .into_iter()
         .filter(|(_, d)| {

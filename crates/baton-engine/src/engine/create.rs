@@ -286,28 +286,20 @@ impl Engine {
     }
 
     /// The ids of the task folders in `.baton/tasks/` (with a state.json,
-    /// not marked cleaned) that the store does not know, sorted.
-    pub fn unknown_task_folders(&self) -> Result<Vec<String>> {
+    /// not marked cleaned) that are not among `known` (the ids the store
+    /// holds, as `list` gave them), sorted.
+    pub fn unknown_task_folders(&self, known: &std::collections::HashSet<&str>) -> Vec<String> {
         let Ok(entries) = std::fs::read_dir(self.project.tasks_dir()) else {
-            return Ok(Vec::new());
+            return Vec::new();
         };
         let mut folders: Vec<String> = entries
             .filter_map(|e| e.ok())
-            .filter(|e| is_task_folder(&e.path()))
             .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| !known.contains(name.as_str()))
+            .filter(|name| is_task_folder(&self.project.tasks_dir().join(name)))
             .collect();
-        if folders.is_empty() {
-            return Ok(folders);
-        }
-        let known: std::collections::HashSet<String> = self
-            .store
-            .list()?
-            .into_iter()
-            .map(|t| t.id.to_string())
-            .collect();
-        folders.retain(|f| !known.contains(f));
         folders.sort();
-        Ok(folders)
+        folders
     }
 
     /// Stores the definition and builds a new task's first journal records.
