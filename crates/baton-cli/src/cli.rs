@@ -75,7 +75,7 @@ pub enum Command {
     #[command(subcommand)]
     Agent(AgentCommand),
     /// Serve baton's MCP tools over stdio (agent CLIs start this; see docs/agents.md).
-    Mcp,
+    Mcp(McpArgs),
     /// Run queued tasks (`baton run --queue`), N at a time, until stopped.
     Worker(WorkerArgs),
     /// Hand a GitHub webhook payload to the tasks that wait for it (as `baton serve` does for a delivery).
@@ -377,6 +377,33 @@ pub struct WorkspaceRmArgs {
     /// Remove it even if it holds work (which is saved under refs/baton-saved/NAME/ first).
     #[arg(long)]
     pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    #[command(subcommand)]
+    pub command: Option<McpCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Make a capability for an agent baton did not start (one on another
+    /// machine) to reach `baton serve`'s /mcp as the running attempt of a
+    /// task's phase, or as an agent instance; printed once, on stdout.
+    Grant(GrantArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GrantArgs {
+    /// The task whose running phase the agent works in.
+    #[arg(long, requires = "phase", conflicts_with = "instance")]
+    pub task: Option<String>,
+    /// That phase (it must be running now; the capability ends with it).
+    #[arg(long, requires = "task")]
+    pub phase: Option<String>,
+    /// The agent instance the agent is (the capability ends with it).
+    #[arg(long)]
+    pub instance: Option<String>,
 }
 
 #[derive(Debug, Args)]

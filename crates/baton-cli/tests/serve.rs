@@ -4,11 +4,10 @@
 //! refused and store nothing; redeliveries, 32 identical deliveries at
 //! once and a server killed mid-resume each resume a task exactly once.
 
+use baton_testkit::serve::{Server, TOKEN, WEBHOOK_SECRET as SECRET, http as agent, mcp_post};
 use baton_testkit::{TestProject, on_both_backends, wait_child, wait_for};
 use serde_json::Value;
-use std::process::{Child, Stdio};
-
-const SECRET: &str = "It's a Secret to Everybody";
+use std::process::Stdio;
 
 const FLOW: &str = r#"name = "pr-flow"
 [[phase]]
@@ -27,39 +26,23 @@ fn fixture(path: &str) -> Vec<u8> {
     fs_err::read(baton_testkit::github_fixture(path)).unwrap()
 }
 
-/// A running `baton serve`, stopped (SIGTERM) when dropped.
-struct Server {
-    child: Child,
-    url: String,
+/// Webhooks posted to a test server.
+trait Webhooks {
+    fn post(
+        &self,
+        event: &str,
+        delivery: &str,
+        body: &[u8],
+        signature: Option<&str>,
+    ) -> (u16, Value);
+    /// Posts `body` signed with the right secret.
+    fn deliver(&self, event: &str, delivery: &str, body: &[u8]) -> (u16, Value) {
+        let sig = baton_server::signature::sign(SECRET, body);
+        self.post(event, delivery, body, Some(&sig))
+    }
 }
 
-impl Server {
-    fn start(p: &TestProject, env: &[(&str, &str)]) -> Server {
-        let port = baton_testkit::free_port();
-        let addr = format!("127.0.0.1:{port}");
-        let log = fs_err::File::create(p.root().join(format!("serve-{port}.log"))).unwrap();
-        let mut cmd = p.baton(&["serve", "--addr", &addr]);
-        cmd.env("BATON_WEBHOOK_SECRET", SECRET)
-            .stdout(Stdio::null())
-            .stderr(log.into_parts().0);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().unwrap();
-        let url = format!("http://{addr}");
-        wait_for("baton serve to listen", || {
-            if let Some(s) = child.try_wait().unwrap() {
-                panic!("baton serve exited at once ({s}): {}", log_of(p, port));
-            }
-            agent()
-                .get(&format!("{url}/healthz"))
-                .call()
-                .ok()
-                .filter(|r| r.status() == 200)
-        });
-        Server { child, url }
-    }
-
+impl Webhooks for Server {
     fn post(
         &self,
         event: &str,
@@ -83,42 +66,36 @@ impl Server {
             serde_json::from_str(&text).unwrap_or(Value::String(text)),
         )
     }
-
-    /// Posts `body` signed with the right secret.
-    fn deliver(&self, event: &str, delivery: &str, body: &[u8]) -> (u16, Value) {
-        let sig = baton_server::signature::sign(SECRET, body);
-        self.post(event, delivery, body, Some(&sig))
-    }
-
-    /// SIGTERM, and the exit status.
-    fn stop(mut self) -> std::process::ExitStatus {
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        )
-        .unwrap();
-        let s = wait_child(&mut self.child, "baton serve after SIGTERM");
-        std::mem::forget(self);
-        s
-    }
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Serves `html` to anyone on another loopback port (another origin than
+/// the server's), for as long as the test runs: its URL.
+fn page_on_another_origin(html: &str) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let page = format!("<!doctype html><html><body>{html}</body></html>");
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                page.len()
+            );
+        }
+    });
+    url
 }
 
-fn log_of(p: &TestProject, port: u16) -> String {
-    fs_err::read_to_string(p.root().join(format!("serve-{port}.log"))).unwrap_or_default()
-}
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into()
+/// Waits until task `id`, started by another process, runs a phase.
+fn running(p: &TestProject, id: &str) {
+    wait_for("the phase to run", || {
+        let (code, out, _) = p.run(&["show", id, "--json"]);
+        let doc: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+        (code == 0 && doc["current_phase"]["status"] == "IN_PROGRESS").then_some(())
+    });
 }
 
 /// A project whose tasks are named by their pull request's head branch
@@ -181,7 +158,10 @@ on_both_backends! {
         fs_err::write(p.root().join("ready"), "").unwrap();
         let (code, _, err) = p.run(&["resume", "changes"]);
         assert_eq!(code, 4, "it waits for the pull request now: {err}");
-        let (status, v) = server.deliver("pull_request", "d-opened", &opened);
+        // A later event: GitHub's bodies differ (times, counts), here a
+        // newline (the same body again would be a replay).
+        let later = [opened.as_slice(), b"\n"].concat();
+        let (status, v) = server.deliver("pull_request", "d-opened", &later);
         assert_eq!(status, 202, "{v}");
         let d = settled(&p, "d-opened");
         assert_eq!(d["decision"], "resumed", "{d}");
@@ -599,7 +579,7 @@ fn the_api_answers_json_with_codes_and_hints_behind_its_token() {
         .0,
         4
     );
-    let server = Server::start(&p, &[("BATON_SERVER_TOKEN", "s3cret")]);
+    let server = Server::start(&p, &[("BATON_SERVER_TOKEN", TOKEN)]);
     let get = |path: &str, token: Option<&str>| -> (u16, Value) {
         let mut req = agent().get(&format!("{}{path}", server.url));
         if let Some(t) = token {
@@ -612,7 +592,7 @@ fn the_api_answers_json_with_codes_and_hints_behind_its_token() {
     let post = |path: &str| -> (u16, Value) {
         let mut r = agent()
             .post(&format!("{}{path}", server.url))
-            .header("Authorization", "Bearer s3cret")
+            .header("Authorization", format!("Bearer {TOKEN}"))
             .send_empty()
             .unwrap();
         let status = r.status().as_u16();
@@ -626,7 +606,7 @@ fn the_api_answers_json_with_codes_and_hints_behind_its_token() {
     // The page itself holds no data; the webhook needs no token.
     assert_eq!(agent().get(&server.url).call().unwrap().status(), 200);
 
-    let t = Some("s3cret");
+    let t = Some(TOKEN);
     let (status, v) = get("/api/v1/tasks", t);
     assert_eq!(status, 200, "{v}");
     let ids: Vec<&str> = v
@@ -797,8 +777,10 @@ fn a_person_answers_a_waiting_task_through_the_api() {
 /// when a webhook resumes it, its row turns COMPLETE and the delivery
 /// shows, without a reload; its phases show as a timeline with the event
 /// that passed the wait; a person's click on Resume brings a failed task
-/// to COMPLETE; the filter hides the others; on a phone's width nothing
-/// spills sideways. The screenshot in the README is taken here.
+/// to COMPLETE; a page on another site open in the same browser cannot
+/// cancel or resume anything; Cancel asks before it acts; the filter hides
+/// the others; on a phone's width nothing spills sideways. The screenshot
+/// in the README is taken here.
 #[test]
 fn the_dashboard_shows_tasks_live_in_a_real_browser() {
     let p = project();
@@ -822,8 +804,26 @@ fn the_dashboard_shows_tasks_live_in_a_real_browser() {
         p.run(&["run", "ask", "Release 2.0", "--id", "release"]).0,
         4
     );
+    assert_eq!(p.run(&["run", "pr-flow", "Later", "--id", "later"]).0, 4);
     let server = Server::start(&p, &[]);
     let b = baton_testkit::browser::Browser::start(1280, 860);
+    // A page on another site, open in the same browser, sends what a
+    // browser sends without asking: a text/plain POST to cancel a task,
+    // and a form posted to resume one. The server refuses both.
+    let evil = page_on_another_origin(&format!(
+        r#"<form id="f" method="post" action="{url}/api/v1/tasks/broken/resume" target="out"><input name="x" value="1"></form>
+<iframe name="out"></iframe><p id="sent"></p>
+<script>
+fetch("{url}/api/v1/tasks/later/cancel", {{method: "POST", mode: "no-cors", headers: {{"Content-Type": "text/plain"}}, body: "x"}})
+  .finally(() => {{ document.getElementById("f").submit(); document.getElementById("sent").textContent = "sent"; }});
+</script>"#,
+        url = server.url
+    ));
+    b.goto(&evil);
+    b.wait_text("#sent", "sent", 10);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(p.state("later")["status"], "WAITING");
+    assert_eq!(p.state("broken")["status"], "FAILED");
     b.goto(&server.url);
     let row = |id: &str, cell: &str| format!(r#"tr[data-task="{id}"] td.{cell}"#);
     b.wait_text(&row("changes", "status"), "WAITING", 30);
@@ -871,6 +871,19 @@ fn the_dashboard_shows_tasks_live_in_a_real_browser() {
     b.click(r#"#answer button[data-answer="yes"]"#);
     b.wait_text(&row("release", "status"), "COMPLETE", 60);
 
+    // Cancel asks first: dismissed, nothing happens; confirmed, it ends.
+    b.click(r#"tr[data-task="later"]"#);
+    b.wait_text("#detail-body .title", "later", 10);
+    b.click("#cancel");
+    assert!(b.dialog_text(10).contains("Cancel task later?"));
+    b.answer_dialog(false);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(p.state("later")["status"], "WAITING");
+    b.click("#cancel");
+    b.dialog_text(10);
+    b.answer_dialog(true);
+    b.wait_text(&row("later", "status"), "CANCELLED", 30);
+
     b.type_into("#filter", "widget");
     wait_for("the filter", || {
         (b.js(
@@ -911,89 +924,38 @@ fn the_dashboard_shows_tasks_live_in_a_real_browser() {
     drop(b);
 }
 
-/// One JSON-RPC message to `/mcp`, as a Streamable HTTP client sends it;
-/// the answer (from a JSON body or the SSE stream's data line) and the
-/// session id.
-fn mcp_post(
-    url: &str,
-    session: Option<&str>,
-    headers: &[(&str, &str)],
-    msg: Value,
-) -> (u16, Option<Value>, Option<String>) {
-    let mut req = agent()
-        .post(&format!("{url}/mcp"))
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream");
-    if let Some(s) = session {
-        req = req
-            .header("Mcp-Session-Id", s)
-            .header("Mcp-Protocol-Version", "2025-06-18");
-    }
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let mut resp = req.send(msg.to_string().as_bytes()).unwrap();
-    let status = resp.status().as_u16();
-    let sid = resp
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let text = resp.body_mut().read_to_string().unwrap_or_default();
-    let answer = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .find_map(|l| serde_json::from_str::<Value>(l).ok())
-        .or_else(|| serde_json::from_str(&text).ok());
-    (status, answer, sid)
-}
-
 /// baton's MCP tools over Streamable HTTP at `/mcp`, for agents on other
-/// machines: the caller is known from its `Baton-*` headers, tool errors
-/// carry baton's codes, and the endpoint sits behind the API's token.
+/// machines: behind the person's token, an anonymous caller may use what
+/// needs no identity; an agent is what the capability baton granted it
+/// says (`baton mcp grant` for a running phase), its reports go where
+/// baton names, and the capability ends with the phase.
 #[test]
-fn mcp_over_http_knows_the_caller_by_its_headers_behind_the_token() {
+fn mcp_over_http_knows_the_caller_by_its_capability_behind_the_token() {
     let p = project();
-    let server = Server::start(&p, &[("BATON_SERVER_TOKEN", "s3cret")]);
-    let init = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}});
-    let (status, _, _) = mcp_post(&server.url, None, &[], init.clone());
+    p.workflow(
+        "hold",
+        "name = \"hold\"\n[[phase]]\nid = \"work\"\nrun = \"while [ ! -f go ]; do sleep 0.05; done\"\n",
+    );
+    let mut run = p
+        .baton(&["run", "hold", "x", "--id", "t1"])
+        .spawn()
+        .unwrap();
+    running(&p, "t1");
+    let server = Server::start(&p, &[("BATON_SERVER_TOKEN", TOKEN)]);
+    let init = br#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}"#;
+    let (status, _, _) = mcp_post(&server.url, None, &[], init);
     assert_eq!(status, 401, "the token guards /mcp");
-    let auth = [("Authorization", "Bearer s3cret")];
-    let (status, answer, sid) = mcp_post(&server.url, None, &auth, init);
-    assert_eq!(status, 200, "{answer:?}");
-    let answer = answer.unwrap();
-    assert_eq!(answer["result"]["serverInfo"]["name"], "baton", "{answer}");
-    assert!(
-        answer["result"]["instructions"]
-            .as_str()
-            .unwrap()
-            .contains("request_review")
-    );
-    let sid = sid.expect("a session");
-    let (status, _, _) = mcp_post(
+    let bearer = format!("Bearer {TOKEN}");
+    let admin = [("Authorization", bearer.as_str())];
+    let sid = baton_testkit::serve::mcp_session(&server.url, &admin);
+    let (_, anonymous) = baton_testkit::serve::mcp_call(
         &server.url,
-        Some(&sid),
-        &auth,
-        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        &sid,
+        &admin,
+        "merge_back",
+        serde_json::json!({"feedback": "more tests"}),
     );
-    assert_eq!(status, 202);
-    let call = |id: i64, headers: &[(&str, &str)]| {
-        let mut h = auth.to_vec();
-        h.extend_from_slice(headers);
-        mcp_post(
-            &server.url,
-            Some(&sid),
-            &h,
-            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                "params": {"name": "merge_back", "arguments": {"feedback": "more tests"}}}),
-        )
-        .1
-        .unwrap()
-    };
-    let anonymous = call(2, &[]);
     assert_eq!(anonymous["result"]["isError"], true, "{anonymous}");
     let text = anonymous["result"]["content"][0]["text"].as_str().unwrap();
     assert!(
@@ -1002,12 +964,46 @@ fn mcp_over_http_knows_the_caller_by_its_headers_behind_the_token() {
         ),
         "{text}"
     );
-    let named = call(3, &[("Baton-Instance", "r9")]);
-    let text = named["result"]["content"][0]["text"].as_str().unwrap();
-    assert!(
-        text.starts_with("WORKFLOW_INSTANCE_NOT_FOUND"),
-        "the header named the caller: {text}"
+    // A header is a claim; without a capability it is refused.
+    let (status, v, _) = mcp_post(
+        &server.url,
+        Some(&sid),
+        &[("Authorization", bearer.as_str()), ("Baton-Instance", "r9")],
+        br#"{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}"#,
     );
+    assert_eq!(status, 403, "{v:?}");
+    assert_eq!(v.unwrap()["code"], "IDENTITY_NEEDS_CAPABILITY");
+
+    let (code, cap, err) = p.run(&["mcp", "grant", "--task", "t1", "--phase", "work"]);
+    assert_eq!(code, 0, "{err}");
+    let cap = cap.trim().to_string();
+    assert!(cap.starts_with("batoncap_"), "{cap}");
+    let agent = format!("Bearer {cap}");
+    let me = [("Authorization", agent.as_str())];
+    let sid = baton_testkit::serve::mcp_session(&server.url, &me);
+    let (_, done) = baton_testkit::serve::mcp_call(
+        &server.url,
+        &sid,
+        &me,
+        "phase_complete",
+        serde_json::json!({"summary": "reported over HTTP"}),
+    );
+    assert_ne!(done["result"]["isError"], true, "{done}");
+    let summary = p.root().join(".baton/tasks/t1/run/01-work.i0.a1.summary");
+    assert_eq!(
+        fs_err::read_to_string(&summary).unwrap(),
+        "reported over HTTP"
+    );
+    fs_err::write(p.root().join("go"), "").unwrap();
+    assert!(wait_child(&mut run, "the run").success());
+    assert_eq!(
+        p.state("t1")["completed_phases"][0]["summary"],
+        "reported over HTTP"
+    );
+    // The phase ended, and its capability with it.
+    let (status, v, _) = mcp_post(&server.url, Some(&sid), &me, init);
+    assert_eq!(status, 401, "{v:?}");
+    assert_eq!(v.unwrap()["code"], "CAPABILITY_VOID");
     assert_eq!(server.stop().code(), Some(0));
 }
 
@@ -1024,9 +1020,9 @@ fn the_official_conformance_suite_passes_against_serves_mcp_endpoint() {
 }
 
 /// Two `baton serve` on one PostgreSQL: the same delivery sent to both at
-/// once is stored once, and two deliveries of the event the task waits
-/// for (GitHub's and a redelivery under a new id) resume it once; the
-/// lease decides.
+/// once is stored once, two deliveries of the event the task waits for
+/// (two bodies, two ids) resume it once, the lease deciding; and the
+/// first body replayed under a third id is a redelivery on either.
 #[test]
 fn two_servers_on_one_postgresql_resume_a_task_once() {
     baton_testkit::with_backend(baton_testkit::Backend::Postgres, || {
@@ -1035,16 +1031,17 @@ fn two_servers_on_one_postgresql_resume_a_task_once() {
         assert_eq!(p.run(&["run", "pr-flow", "x", "--id", "changes"]).0, 4);
         let (a, b) = (Server::start(&p, &[]), Server::start(&p, &[]));
         let opened = fixture("pull_request/opened.payload.json");
+        let bodies = [opened.clone(), [opened.as_slice(), b"\n"].concat()];
         let statuses: Vec<u16> = std::thread::scope(|s| {
             let hs: Vec<_> = [&a, &b, &a, &b]
                 .into_iter()
                 .enumerate()
                 .map(|(i, server)| {
-                    let opened = &opened;
+                    let body = &bodies[i % 2];
                     // Two ids, each sent to both servers at once.
                     s.spawn(move || {
                         server
-                            .deliver("pull_request", &format!("d-{}", i % 2), opened)
+                            .deliver("pull_request", &format!("d-{}", i % 2), body)
                             .0
                     })
                 })
@@ -1071,6 +1068,11 @@ fn two_servers_on_one_postgresql_resume_a_task_once() {
             fs_err::read_to_string(p.root().join("after.txt")).unwrap(),
             "pr 2\n"
         );
+        for server in [&a, &b] {
+            let (status, v) = server.deliver("pull_request", "d-replayed", &opened);
+            assert_eq!((status, &v["redelivery"]), (200, &Value::Bool(true)), "{v}");
+        }
+        assert!(deliveries(&p).iter().all(|d| d["id"] != "d-replayed"));
         assert_eq!(a.stop().code(), Some(0));
         assert_eq!(b.stop().code(), Some(0));
     });

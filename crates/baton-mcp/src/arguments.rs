@@ -22,19 +22,19 @@ pub fn judge(
     schema: &Map<String, Value>,
     args: &Map<String, Value>,
 ) -> Option<(String, String)> {
+    if let Some(at) = too_long(&Value::Object(args.clone()), String::new()) {
+        return Some((
+            format!("{at} of {tool} is more than {MAX_TEXT_BYTES} bytes of text"),
+            "say it shorter, or write the long part to a file in the repository and name the file"
+                .into(),
+        ));
+    }
     let weight = serde_json::to_string(args).map(|s| s.len()).unwrap_or(0);
     if weight > MAX_ARGUMENTS_BYTES {
         return Some((
             format!(
                 "the arguments of {tool} weigh {weight} bytes, more than the {MAX_ARGUMENTS_BYTES} a call may carry"
             ),
-            "say it shorter, or write the long part to a file in the repository and name the file"
-                .into(),
-        ));
-    }
-    if let Some(at) = too_long(&Value::Object(args.clone()), String::new()) {
-        return Some((
-            format!("{at} of {tool} is more than {MAX_TEXT_BYTES} bytes of text"),
             "say it shorter, or write the long part to a file in the repository and name the file"
                 .into(),
         ));

@@ -73,11 +73,6 @@ fn inside_task_run(root: &Path, task: Option<&str>, file: &Path) -> Result<PathB
     let Some(task) = task.filter(|t| baton_core::TaskId::parse(t).is_ok()) else {
         return Err("names no task (BATON_TASK_ID is missing or not a task id)".into());
     };
-    let name = file
-        .file_name()
-        .and_then(|n| n.to_str())
-        .filter(|n| n.ends_with(".summary") && !n.starts_with('.'))
-        .ok_or("is not an attempt's summary file (NN-phase.iI.aA.summary)")?;
     let want = root.join(".baton").join("tasks").join(task).join("run");
     let want = std::fs::canonicalize(&want)
         .map_err(|e| format!("cannot be checked: {}: {e}", want.display()))?;
@@ -89,6 +84,11 @@ fn inside_task_run(root: &Path, task: Option<&str>, file: &Path) -> Result<PathB
             want.display()
         ));
     }
+    let name = file
+        .file_name()
+        .and_then(|n| n.to_str())
+        .filter(|n| n.ends_with(".summary") && !n.starts_with('.'))
+        .ok_or("is not an attempt's summary file (NN-phase.iI.aA.summary)")?;
     let path = dir.join(name);
     if std::fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file()) {
         return Err("is a symlink or not a regular file".into());

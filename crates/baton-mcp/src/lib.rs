@@ -35,6 +35,12 @@ Any agent: checkpoint(note) to record where the work stands, phase_complete(summ
 Teammates: team_task_claim to start your task, team_checkpoint as you go, team_inbox and team_ack for messages, team_send to write to the lead or a teammate, team_task_update to complete or block a task. \
 Errors carry a WORKFLOW_* code and a hint saying what to do.";
 
+/// What [`http_service`] makes.
+pub type HttpService = rmcp::transport::streamable_http_server::StreamableHttpService<
+    tools::Baton,
+    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+>;
+
 /// baton's MCP tools over Streamable HTTP, for `baton serve` to mount at
 /// `/mcp`: every protocol revision rmcp speaks, sessions kept in memory
 /// for the revisions that have them. The caller is what the request's
@@ -46,10 +52,7 @@ pub fn http_service(
     engine: Arc<Engine>,
     max_body: usize,
     stop: tokio_util::sync::CancellationToken,
-) -> rmcp::transport::streamable_http_server::StreamableHttpService<
-    tools::Baton,
-    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
-> {
+) -> HttpService {
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };

@@ -12,7 +12,8 @@
 //! (crashed tasks restarted, due timers woken), `runner` (the task runs it
 //! starts as processes), `api` with `views` (the JSON API and its OpenAPI
 //! document), `auth` (the API's token, and the agents' capabilities on
-//! `/mcp`), `dashboard` (the page at `/` and its live event stream) and
+//! `/mcp`), `mcp` (the MCP endpoint: identified, screened, then the
+//! SDK), `dashboard` (the page at `/` and its live event stream) and
 //! `watch` (what the store holds that those follow). docs/security.md
 //! says what each defends against.
 
@@ -23,6 +24,7 @@ mod guard;
 mod handoff;
 pub mod input;
 mod listen;
+mod mcp;
 mod recorder;
 mod runner;
 mod shape;
@@ -109,15 +111,10 @@ pub fn serve(
             auth::require_token,
         ));
     let mcp_stop = tokio_util::sync::CancellationToken::new();
-    let mcp = axum::Router::new()
-        .route_service(
-            "/mcp",
-            baton_mcp::http_service(eng.clone(), settings.max_body, mcp_stop.clone()),
-        )
-        .layer(axum::middleware::from_fn_with_state(
-            app.clone(),
-            auth::identify_agent,
-        ));
+    let mcp = mcp::routes(
+        &app,
+        baton_mcp::http_service(eng.clone(), settings.max_body, mcp_stop.clone()),
+    );
     let hosts = guard::Hosts::new(settings.allowed_hosts.clone(), observer.clone());
     let mut router = axum::Router::new()
         .merge(dashboard::routes())

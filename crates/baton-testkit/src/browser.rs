@@ -49,6 +49,8 @@ impl Browser {
         };
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
+            // A page's confirm() waits for the test to answer it.
+            "unhandledPromptBehavior": "ignore",
             "goog:chromeOptions": {
                 "binary": chromium,
                 "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -156,6 +158,35 @@ impl Browser {
             &self.session(&format!("/element/{id}/value")),
             Some(json!({"text": text})),
         );
+    }
+
+    /// The text of the dialog (`alert`, `confirm`) the page shows, once it
+    /// shows one.
+    pub fn dialog_text(&self, secs: u64) -> String {
+        let until = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let mut resp = self
+                .agent
+                .get(&format!("{}{}", self.base, self.session("/alert/text")))
+                .call()
+                .unwrap();
+            let v: Value = resp.body_mut().read_json().unwrap();
+            if let Some(t) = v["value"].as_str() {
+                return t.to_string();
+            }
+            assert!(Instant::now() < until, "no dialog within {secs}s: {v}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Answers the dialog the page shows: OK (`true`) or Cancel.
+    pub fn answer_dialog(&self, ok: bool) {
+        let what = if ok {
+            "/alert/accept"
+        } else {
+            "/alert/dismiss"
+        };
+        self.call("POST", &self.session(what), Some(json!({})));
     }
 
     /// Resizes the window (a phone: 390 × 844).

@@ -7,6 +7,7 @@ mod doctor;
 mod inbox;
 mod init;
 mod manage;
+mod mcp;
 mod meta;
 mod play;
 mod progress;
@@ -45,7 +46,7 @@ pub fn dispatch(cli: Cli, printer: &Arc<Printer>) -> Result<Exit> {
         Command::Clean(a) => manage::clean(&project_of(project)?, a, printer),
         Command::Doctor(a) => doctor::run(&project_of(project)?, a, printer),
         Command::Agent(c) => agent::run(&project_of(project)?, c, printer),
-        Command::Mcp => baton_mcp::serve_stdio(project_of(project)?).map(|()| Exit::Done),
+        Command::Mcp(a) => mcp::run(project_of(project)?, a, printer),
         Command::Worker(a) => worker::run(&project_of(project)?, a, printer),
         Command::Deliver(a) => deliver::run(&project_of(project)?, a, printer),
         Command::Deliveries(a) => deliver::list(&project_of(project)?, a, printer),
