@@ -294,6 +294,20 @@ pub struct McpHttp<'a> {
     pub token_var: &'a str,
 }
 
+impl McpHttp<'_> {
+    /// `{"Authorization": "Bearer ${VAR}"}`, the variable written the way
+    /// the CLI expands it in its configuration (`${VAR}`, `{env:VAR}`).
+    pub fn headers(&self, reference: impl Fn(&str) -> String) -> Value {
+        serde_json::json!({"Authorization": format!("Bearer {}", reference(self.token_var))})
+    }
+}
+
+/// `${VAR}`: how most CLIs expand an environment variable in an MCP
+/// configuration.
+pub(crate) fn dollar_braces(var: &str) -> String {
+    format!("${{{var}}}")
+}
+
 impl McpServer<'_> {
     /// `{"mcpServers": {"baton": {…}}}`, the shape most CLIs read: the
     /// server's `command`, `args` and `env`, plus `extra` keys (its `type`,
@@ -351,11 +365,29 @@ impl McpWiring {
 /// settings files are merged under) holding `mcpServers.baton`, named by
 /// the CLI's `…_SYSTEM_SETTINGS_PATH` variable; the server trusted, so its
 /// tools run without asking in a headless run.
-pub(crate) fn settings_file_wiring(server: &McpServer<'_>, var: &str) -> McpWiring {
+pub(crate) fn settings_file_wiring(
+    server: &McpServer<'_>,
+    var: &str,
+    http_settings: Value,
+) -> McpWiring {
     let file = server
         .scratch
         .join(format!("{}-settings.json", var.to_ascii_lowercase()));
-    let settings = server.mcp_servers_json(serde_json::json!({"trust": true}));
+    let settings = match server.http {
+        // Streamable HTTP; the token expanded from the environment.
+        Some(h) => {
+            let mut v = serde_json::json!({"mcpServers": {"baton": {
+                "httpUrl": h.url,
+                "headers": h.headers(dollar_braces),
+                "trust": true,
+            }}});
+            if let (Some(o), Value::Object(more)) = (v.as_object_mut(), http_settings) {
+                o.extend(more);
+            }
+            v
+        }
+        None => server.mcp_servers_json(serde_json::json!({"trust": true})),
+    };
     McpWiring {
         args: Vec::new(),
         env: vec![(var.to_string(), file.display().to_string())],

@@ -2,7 +2,10 @@
 //! Codex, OpenCode, Qwen Code, Gemini CLI, Copilot, droid) calling baton's tools in an agent phase, driven by the
 //! scripted model server, which asks for the tool by the name each CLI
 //! gives it: the CLI starts `baton mcp` with what baton wrote into its
-//! configuration, and the call reaches baton's journal.
+//! configuration, and the call reaches baton's journal. Each also over
+//! Streamable HTTP: with `[mcp] url`, the CLI reaches a running `baton
+//! serve`'s `/mcp` with the capability baton granted the attempt, read
+//! from its environment (no argument, file or log holds the token).
 
 use baton_testkit::TestProject;
 use baton_testkit::agents::Agent;
@@ -10,20 +13,68 @@ use baton_testkit::model_server::{ModelServer, Reply};
 use serde_json::json;
 
 fn checkpoint_through(agent: Agent, tool_name: &str) -> TestProject {
+    checkpoint_via(agent, tool_name, None)
+}
+
+/// The same call over Streamable HTTP: `[mcp] url` names a running `baton
+/// serve`'s `/mcp`, and the CLI sends the capability baton handed the
+/// attempt (from its environment, never its arguments).
+fn checkpoint_over_http(agent: Agent, tool_name: &str) {
+    let p = if agent == Agent::Gemini {
+        TestProject::new_private()
+    } else {
+        TestProject::new()
+    };
+    let server = baton_testkit::serve::Server::start(
+        &p,
+        &[("BATON_SERVER_TOKEN", baton_testkit::serve::TOKEN)],
+    );
+    let p = checkpoint_via(agent, tool_name, Some((p, &server.url)));
+    // The token went through the environment only: no argument, no file
+    // baton wrote, no log holds it.
+    let mut seen = Vec::new();
+    for entry in walk(&p.root().join(".baton/tasks/t")) {
+        let text = fs_err::read(&entry).unwrap_or_default();
+        if text.windows(9).any(|w| w == b"batoncap_") {
+            seen.push(entry.display().to_string());
+        }
+    }
+    assert!(seen.is_empty(), "a capability was written to {seen:?}");
+    assert!(server.log().is_empty() || !server.log().contains("batoncap_"));
+    assert_eq!(server.stop().code(), Some(0));
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in fs_err::read_dir(dir).into_iter().flatten().flatten() {
+        let path = e.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+fn checkpoint_via(agent: Agent, tool_name: &str, http: Option<(TestProject, &str)>) -> TestProject {
     let server = ModelServer::start(vec![
         Reply::tool(tool_name, json!({"note": "half way there"})),
         Reply::text("all done"),
     ]);
     let home = tempfile::tempdir().unwrap();
     // Gemini CLI refuses settings files below a world-writable folder.
-    let p = if agent == Agent::Gemini {
-        TestProject::new_private()
-    } else {
-        TestProject::new()
+    let (p, url) = match http {
+        Some((p, url)) => (p, Some(url)),
+        None if agent == Agent::Gemini => (TestProject::new_private(), None),
+        None => (TestProject::new(), None),
     };
     let cfg = p.root().join(".baton/config.toml");
     let mut text = fs_err::read_to_string(&cfg).unwrap();
     text.push_str(&agent.baton_config("cc", &server, home.path()));
+    if let Some(url) = url {
+        text.push_str(&format!("\n[mcp]\nurl = \"{url}/mcp\"\n"));
+    }
     fs_err::write(&cfg, text).unwrap();
     p.workflow(
         "w",
@@ -43,10 +94,16 @@ fn checkpoint_through(agent: Agent, tool_name: &str) -> TestProject {
         .filter(|e| e["kind"] == "note")
         .map(|e| e["text"].as_str().unwrap_or("").to_string())
         .collect();
+    let stderr: String = walk(&p.root().join(".baton/tasks/t/logs"))
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "err"))
+        .map(|f| fs_err::read_to_string(f).unwrap_or_default())
+        .collect();
     assert!(
         notes.iter().any(|n| n == "checkpoint: half way there"),
-        "{} did not call baton's checkpoint: notes {notes:?}; requests: {:?}",
+        "{} did not call baton's checkpoint: notes {notes:?}; its stderr: {}; requests: {:?}",
         agent.program(),
+        &stderr[stderr.len().saturating_sub(3000)..],
         server
             .model_requests()
             .iter()
@@ -93,6 +150,41 @@ fn claude_code_calls_baton_checkpoint() {
 #[test]
 fn codex_calls_baton_checkpoint() {
     checkpoint_through(Agent::Codex, "mcp__baton__checkpoint");
+}
+
+#[test]
+fn claude_code_calls_baton_checkpoint_over_http_with_its_capability() {
+    checkpoint_over_http(Agent::Claude, "mcp__baton__checkpoint");
+}
+
+#[test]
+fn codex_calls_baton_checkpoint_over_http_with_its_capability() {
+    checkpoint_over_http(Agent::Codex, "mcp__baton__checkpoint");
+}
+
+#[test]
+fn gemini_cli_calls_baton_checkpoint_over_http_with_its_capability() {
+    checkpoint_over_http(Agent::Gemini, "mcp_baton_checkpoint");
+}
+
+#[test]
+fn qwen_code_calls_baton_checkpoint_over_http_with_its_capability() {
+    checkpoint_over_http(Agent::Qwen, "mcp__baton__checkpoint");
+}
+
+#[test]
+fn opencode_calls_baton_checkpoint_over_http_with_its_capability() {
+    checkpoint_over_http(Agent::Opencode, "baton_checkpoint");
+}
+
+#[test]
+fn copilot_calls_baton_checkpoint_over_http_with_its_capability() {
+    checkpoint_over_http(Agent::Copilot, "baton-checkpoint");
+}
+
+#[test]
+fn droid_calls_baton_checkpoint_over_http_with_its_capability() {
+    checkpoint_over_http(Agent::Droid, "baton___checkpoint");
 }
 
 #[test]

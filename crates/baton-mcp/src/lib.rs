@@ -13,7 +13,8 @@
 //! stdout carries JSON-RPC only (baton's own messages go to stderr), and
 //! the server exits when stdin closes.
 
-mod arguments;
+#[doc(hidden)]
+pub mod arguments;
 mod caller;
 mod inbox_tools;
 pub mod jsonrpc;
@@ -56,15 +57,50 @@ pub fn http_service(
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
+    // No SSE priming events (an event with empty data opening each
+    // stream, here and in each session's request streams): Gemini CLI
+    // 0.61's client parses every event as JSON and drops the connection on
+    // them. Nothing here resumes a stream anyway (no event store).
     let config = StreamableHttpServerConfig::default()
+        .with_sse_retry(None)
         .with_cancellation_token(stop)
         .with_max_request_body_bytes(max_body)
         .disable_allowed_hosts();
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.sse_retry = None;
     StreamableHttpService::new(
         move || Ok(tools::Baton::new(engine.clone(), Caller::default())),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(sessions),
         config,
     )
+}
+
+/// Every tool's name and input schema, as `tools/list` gives them (for
+/// the fuzz target, which judges arguments against each).
+#[doc(hidden)]
+pub fn tool_schemas() -> Vec<(String, serde_json::Map<String, serde_json::Value>)> {
+    tools::Baton::all_tools()
+        .list_all()
+        .into_iter()
+        .map(|t| (t.name.to_string(), (*t.input_schema).clone()))
+        .collect()
+}
+
+/// Serves MCP as `baton mcp` does (one JSON-RPC message a line) on any
+/// reader and writer until `input` ends, for `caller` (the fuzz target
+/// drives it over an in-process pipe).
+#[doc(hidden)]
+pub async fn serve_lines<R, W>(
+    engine: Arc<Engine>,
+    caller: Caller,
+    input: R,
+    output: W,
+) -> Result<(), String>
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    lines::serve(tools::Baton::new(engine, caller), input, output).await
 }
 
 /// Serves MCP over stdin/stdout until stdin closes.

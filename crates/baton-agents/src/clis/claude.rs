@@ -87,7 +87,7 @@ impl AgentCli for Claude {
             Some(h) => serde_json::json!({"mcpServers": {"baton": {
                 "type": "http",
                 "url": h.url,
-                "headers": {"Authorization": format!("Bearer ${{{}}}", h.token_var)},
+                "headers": h.headers(crate::dollar_braces),
             }}}),
             None => server.mcp_servers_json(serde_json::json!({"type": "stdio"})),
         };

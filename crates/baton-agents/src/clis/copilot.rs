@@ -85,7 +85,15 @@ impl AgentCli for Copilot {
         server: &crate::McpServer<'_>,
         _env: crate::Env<'_>,
     ) -> Option<crate::McpWiring> {
-        let config = server.mcp_servers_json(serde_json::json!({"type": "local", "tools": ["*"]}));
+        let config = match server.http {
+            Some(h) => serde_json::json!({"mcpServers": {"baton": {
+                "type": "http",
+                "url": h.url,
+                "headers": h.headers(crate::dollar_braces),
+                "tools": ["*"],
+            }}}),
+            None => server.mcp_servers_json(serde_json::json!({"type": "local", "tools": ["*"]})),
+        };
         Some(crate::McpWiring {
             // Added to the user's servers; its tools allowed without asking.
             args: vec![

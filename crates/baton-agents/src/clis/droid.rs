@@ -126,13 +126,21 @@ impl AgentCli for Droid {
             }
         };
         let folder_exists = path.parent().is_some_and(std::path::Path::is_dir);
-        let entry = serde_json::json!({
-            "type": "stdio",
-            "command": server.command,
-            "args": server.args,
-            "env": server.json_env(),
-            "disabled": false,
-        });
+        let entry = match server.http {
+            Some(h) => serde_json::json!({
+                "type": "http",
+                "url": h.url,
+                "headers": h.headers(crate::dollar_braces),
+                "disabled": false,
+            }),
+            None => serde_json::json!({
+                "type": "stdio",
+                "command": server.command,
+                "args": server.args,
+                "env": server.json_env(),
+                "disabled": false,
+            }),
+        };
         Some(
             match folder_mcp::with_baton_server(existing.as_deref(), folder_exists, entry) {
                 Ok(text) => McpWiring {

@@ -73,7 +73,17 @@ impl AgentCli for Gemini {
         server: &crate::McpServer<'_>,
         _env: crate::Env<'_>,
     ) -> Option<crate::McpWiring> {
-        let mut wiring = crate::settings_file_wiring(server, "GEMINI_CLI_SYSTEM_SETTINGS_PATH");
+        // Gemini CLI expands a header's `${VAR}` only from variables it
+        // does not redact, and it redacts every name holding TOKEN: the
+        // capability's own variable is let through, nothing else.
+        let allow = server.http.map(|h| {
+            serde_json::json!({"security": {"environmentVariableRedaction": {"allowed": [h.token_var]}}})
+        });
+        let mut wiring = crate::settings_file_wiring(
+            server,
+            "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+            allow.unwrap_or(Value::Null),
+        );
         if let Some(why) = insecure_for_gemini(server.scratch) {
             wiring = crate::McpWiring {
                 unseen: Some(format!(

@@ -96,15 +96,22 @@ impl AgentCli for Opencode {
             .entry("mcp")
             .or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(m) = mcp {
-            m.insert(
-                "baton".into(),
-                serde_json::json!({
+            let entry = match server.http {
+                // A remote server; OpenCode expands `{env:VAR}`.
+                Some(h) => serde_json::json!({
+                    "type": "remote",
+                    "url": h.url,
+                    "headers": h.headers(|v| format!("{{env:{v}}}")),
+                    "enabled": true,
+                }),
+                None => serde_json::json!({
                     "type": "local",
                     "command": command,
                     "enabled": true,
                     "environment": server.json_env(),
                 }),
-            );
+            };
+            m.insert("baton".into(), entry);
         }
         Some(crate::McpWiring {
             args: Vec::new(),

@@ -72,6 +72,7 @@ impl AgentCli for Qwen {
         Some(crate::settings_file_wiring(
             server,
             "QWEN_CODE_SYSTEM_SETTINGS_PATH",
+            Value::Null,
         ))
     }
     fn parse_line(&self, v: &Value, seen: &Seen<'_>) -> Vec<AgentEvent> {
