@@ -578,7 +578,7 @@ impl Baton {
 impl Baton {
     /// Every tool: the agents', the teammates' (`team_tools.rs`) and the
     /// inbox's (`inbox_tools.rs`).
-    fn all_tools() -> rmcp::handler::server::router::tool::ToolRouter<Baton> {
+    pub(crate) fn all_tools() -> rmcp::handler::server::router::tool::ToolRouter<Baton> {
         Self::tool_router() + Self::team_tools() + Self::inbox_tools()
     }
 }
