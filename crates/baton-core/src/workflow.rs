@@ -579,11 +579,17 @@ pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
-/// Parses `30m`, `2h`, `1h 30m`, `500ms` into milliseconds.
+/// Parses `30m`, `2h`, `1h 30m`, `500ms` into milliseconds. At most
+/// `i64::MAX` ms (some 292 million years), as deadlines are timestamps of
+/// that type: longer is refused, never cut to fewer bits (which made
+/// `"18446744073709552s"` 384 ms, and a longer wait one that had passed).
 pub fn parse_duration(s: &str) -> Result<u64, String> {
-    humantime::parse_duration(s)
-        .map(|d| d.as_millis() as u64)
-        .map_err(|e| format!("invalid duration {s:?}: {e} (write e.g. \"30s\", \"10m\", \"2h\")"))
+    let d = humantime::parse_duration(s).map_err(|e| {
+        format!("invalid duration {s:?}: {e} (write e.g. \"30s\", \"10m\", \"2h\")")
+    })?;
+    i64::try_from(d.as_millis())
+        .map(|ms| ms as u64)
+        .map_err(|_| format!("invalid duration {s:?}: too long (at most {} ms)", i64::MAX))
 }
 
 /// A `timeout`: a duration of more than 0.
@@ -914,6 +920,34 @@ wait = { human = "Ship it?", options = ["yes", "no"] }
             "name = \"wf\"\n[defaults]\nagent = \"claude\"\ntimeout = \"5m\"\nmax_attempts = 2\non_failure = \"skip\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\ntimeout = \"1m\"\nmax_attempts = 3\n[[phase]]\nid = \"p\"\nprompt = \"x\"\nagent = \"codex\"\ntimeout = \"1m\"\nloop_to = \"a\"\n[[phase]]\nid = \"w\"\nwait = { duration = \"1s\" }\n",
         )
         .unwrap();
+    }
+
+    /// Found by fuzz/fuzz_targets/workflow_toml.rs: a duration longer than
+    /// 64 bits of milliseconds was cut (a timeout of 584 million years
+    /// became 384 ms), and one past `i64::MAX` ms made a wait's deadline
+    /// one that had already passed.
+    #[test]
+    fn durations_too_long_for_a_timestamp_are_refused() {
+        assert_eq!(
+            parse_duration("9223372036854775s 807ms"),
+            Ok(i64::MAX as u64)
+        );
+        for s in [
+            "9223372036854775s 808ms",
+            "18446744073709552s",
+            "1000000000000000000s",
+        ] {
+            let e = parse_duration(s).unwrap_err();
+            assert!(e.contains("too long"), "{s}: {e}");
+        }
+        let e = err(
+            "name = \"wf\"\n[[phase]]\nid = \"a\"\nrun = \"true\"\ntimeout = \"18446744073709552s\"\n",
+        );
+        assert_eq!((e.line, e.column), (5, 11), "{e}");
+        let e = err(
+            "name = \"wf\"\n[[phase]]\nid = \"w\"\nwait = { duration = \"9223372036854776s\" }\n",
+        );
+        assert!(e.message.contains("too long"), "{e}");
     }
 
     #[test]
