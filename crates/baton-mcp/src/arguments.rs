@@ -51,9 +51,7 @@ pub fn judge(
             return Some((format!("{tool} needs `{name}`"), hint_for(tool, props)));
         }
     }
-    let Some(props) = props else {
-        return None;
-    };
+    let props = props?;
     for (name, v) in args {
         let Some(want) = props.get(name) else {
             continue;
