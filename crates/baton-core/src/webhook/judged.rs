@@ -69,11 +69,13 @@ fn wanted(paths: &BTreeSet<String>) -> Want {
 }
 
 /// The body parsed for what it is judged on: an object with the fields
-/// the essentials read (any other JSON value as `null`, so the caller can
-/// still tell it is not an object). An error for a body that is not JSON
-/// (RFC 8259) or not UTF-8, as a whole parse gives; in the fields it skips
-/// it takes what the grammar allows but a `serde_json::Value` cannot hold
-/// (a number beyond `f64`, an unpaired surrogate escape).
+/// the essentials read (any other JSON value as `null`, an array as the
+/// judged parts of its elements: either way not an object). An error for
+/// a body that is not JSON (RFC 8259) or not UTF-8, as a whole parse
+/// gives; in the fields it skips it takes what the grammar allows but a
+/// `serde_json::Value` cannot be read from (a number beyond `f64`, an
+/// unpaired surrogate escape, arrays or objects nested deeper than
+/// serde_json's 128 levels: skipping needs no stack).
 pub fn parse(body: &[u8], paths: &BTreeSet<String>) -> serde_json::Result<Value> {
     let want = wanted(paths);
     // Skipped strings are not decoded: the text is checked as a whole.
@@ -293,11 +295,15 @@ mod tests {
         ] {
             cases.push(text.as_bytes().to_vec());
         }
-        // In a field it skips, what the grammar allows is taken.
-        for text in [r#"{"a":1e999}"#, r#"{"a":"\ud800"}"#] {
+        // In a field it skips, what the grammar allows is taken (the
+        // nesting too, as fuzz/fuzz_targets/webhook_judge.rs checks).
+        let deep = format!("{{\"a\":{}{}}}", "[".repeat(200), "]".repeat(200));
+        for text in [r#"{"a":1e999}"#, r#"{"a":"\ud800"}"#, &deep] {
             assert!(serde_json::from_str::<Value>(text).is_err());
             assert!(parse(text.as_bytes(), &paths).is_ok());
         }
+        // In one it builds, refused as a whole parse refuses it.
+        cases.push(deep.replace("\"a\"", "\"action\"").into_bytes());
         for case in cases {
             let whole = serde_json::from_slice::<Value>(&case);
             let judged = parse(&case, &paths);
