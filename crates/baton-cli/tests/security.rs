@@ -14,18 +14,7 @@ use std::io::{BufRead, Read, Write};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-const FLOW: &str = r#"name = "pr-flow"
-[[phase]]
-id = "implementation"
-run = "test -f ready"
-max_attempts = 1
-[[phase]]
-id = "wait-pr"
-wait = { event = "github.pull_request.opened", match = { "task-id" = "{{labels.task-id}}" } }
-[[phase]]
-id = "after"
-run = "echo pr {{labels.pr-number}} >> after.txt"
-"#;
+const FLOW: &str = baton_testkit::serve::PR_FLOW;
 
 /// A phase that runs until `go-<task>` exists: its attempt stays in
 /// progress as long as a test needs.

@@ -9,18 +9,7 @@ use baton_testkit::{TestProject, on_both_backends, wait_child, wait_for};
 use serde_json::Value;
 use std::process::Stdio;
 
-const FLOW: &str = r#"name = "pr-flow"
-[[phase]]
-id = "implementation"
-run = "test -f ready"
-max_attempts = 1
-[[phase]]
-id = "wait-pr"
-wait = { event = "github.pull_request.opened", match = { "task-id" = "{{labels.task-id}}" } }
-[[phase]]
-id = "after"
-run = "echo pr {{labels.pr-number}} >> after.txt"
-"#;
+const FLOW: &str = baton_testkit::serve::PR_FLOW;
 
 fn fixture(path: &str) -> Vec<u8> {
     fs_err::read(baton_testkit::github_fixture(path)).unwrap()

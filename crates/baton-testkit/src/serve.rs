@@ -7,6 +7,22 @@ use crate::{TestProject, wait_child, wait_for};
 use serde_json::Value;
 use std::process::{Child, Stdio};
 
+/// A workflow that waits for a pull request: `implementation` passes once
+/// the file `ready` exists, `wait-pr` waits for `pull_request.opened`
+/// naming the task, `after` appends the PR's number to `after.txt`.
+pub const PR_FLOW: &str = r#"name = "pr-flow"
+[[phase]]
+id = "implementation"
+run = "test -f ready"
+max_attempts = 1
+[[phase]]
+id = "wait-pr"
+wait = { event = "github.pull_request.opened", match = { "task-id" = "{{labels.task-id}}" } }
+[[phase]]
+id = "after"
+run = "echo pr {{labels.pr-number}} >> after.txt"
+"#;
+
 /// The webhook secret the servers here are started with.
 pub const WEBHOOK_SECRET: &str = "It's a Secret to Everybody";
 
