@@ -128,10 +128,15 @@ async fn github(
     };
     let now = baton_core::Timestamp(jiff::Timestamp::now().as_millisecond());
     let mut d = baton_engine::new_delivery(id.clone(), event, &payload, &app.watched.paths(), now);
-    d.body = Some(baton_store::BodyDigest {
-        digest: baton_core::token::digest_bytes(&body),
-        window_ms: app.replay_window_ms,
-    });
+    // The body's digest is its verified signature: HMAC-SHA256 of the
+    // body, which a replay carries unchanged and nobody without the
+    // secret can make for another body (and it costs no second hash).
+    d.body = header(&headers, "x-hub-signature-256")
+        .and_then(|h| h.trim().strip_prefix("sha256="))
+        .map(|hex| baton_store::BodyDigest {
+            digest: hex.to_ascii_lowercase(),
+            window_ms: app.replay_window_ms,
+        });
     let name = baton_core::webhook::Delivery {
         event: &d.event,
         payload: &payload,

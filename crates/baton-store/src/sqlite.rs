@@ -189,10 +189,9 @@ CREATE INDEX inbox_open ON inbox (open, created_at);
 -- The newest delivery of each signed body: a body seen again within the
 -- replay window is a redelivery, whatever its delivery id.
 CREATE TABLE delivery_bodies (
-    digest TEXT PRIMARY KEY,
-    delivery_id TEXT NOT NULL,
+    digest BLOB PRIMARY KEY,
     received_at INTEGER NOT NULL
-);
+) WITHOUT ROWID;
 CREATE TABLE capabilities (
     digest TEXT PRIMARY KEY,
     task_id TEXT,
