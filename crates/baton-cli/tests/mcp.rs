@@ -258,14 +258,16 @@ fn review_loop_through(client: McpClient) {
     );
     assert_refused(result(&none, 0), "WORKFLOW_INVALID_STATE");
     assert_refused(result(&none, 1), "WORKFLOW_INVALID_STATE");
-    let dir = tempfile::tempdir().unwrap();
-    let summary = dir.path().join("summary.md");
+    // Where baton puts an attempt's reports: the task's run folder.
+    let run = p.root().join(".baton/tasks/t1/run");
+    fs_err::create_dir_all(&run).unwrap();
+    let summary = run.join("01-build.i0.a1.summary");
     let s = summary.display().to_string();
     let phase = as_agent(
         &p,
         client,
         None,
-        &[("BATON_SUMMARY_FILE", &s)],
+        &[("BATON_SUMMARY_FILE", &s), ("BATON_TASK_ID", "t1")],
         json!([
             {"tool": "phase_complete", "args": {"summary": "built it", "files_changed": ["a.rs"], "acceptance_criteria": ["it spins"]}},
             {"tool": "checkpoint", "args": {"note": "half way"}},
@@ -286,7 +288,7 @@ fn review_loop_through(client: McpClient) {
         "{text}"
     );
     assert_eq!(
-        fs_err::read_to_string(dir.path().join("summary.md.blocker")).unwrap(),
+        fs_err::read_to_string(run.join("01-build.i0.a1.summary.blocker")).unwrap(),
         "needs a key"
     );
 }

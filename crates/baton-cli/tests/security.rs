@@ -636,3 +636,31 @@ sys.stdin.read()
     let _ = flood.wait();
     assert_eq!(server.stop().code(), Some(0));
 }
+
+/// Agents authenticate as what they claim: a teammate baton started
+/// (its team and name in its environment) that names another member in a
+/// team tool's `as` or `team` is refused, and nothing is sent.
+#[test]
+fn a_teammate_cannot_act_as_another() {
+    let p = project();
+    let env = [("BATON_TEAM", "crew"), ("BATON_TEAMMATE", "alice")];
+    let out = stdio_mcp(
+        &p,
+        &env,
+        &[
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "team_send",
+                "arguments": {"as": "bob", "to": "lead", "body": "bob says ship it"}}}),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "team_inbox",
+                "arguments": {"team": "other-team"}}}),
+        ],
+    );
+    for id in [2, 3] {
+        let a = out
+            .iter()
+            .find(|a| a["id"] == id)
+            .unwrap_or_else(|| panic!("{out:?}"));
+        assert_eq!(a["result"]["isError"], true, "{a}");
+        let text = a["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("you are alice of team crew"), "{text}");
+    }
+}

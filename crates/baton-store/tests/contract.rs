@@ -1028,8 +1028,9 @@ fn postgres_refuses_a_newer_schema() {
         Err(Error::NewerSchema { path, found, known }) => {
             assert_eq!(found, 999);
             // The tasks' schema, the instances', the deliveries', progress
-            // and plays, workspaces, teams, the inbox.
-            assert_eq!(known, 7);
+            // and plays, workspaces, teams, the inbox, capabilities and
+            // the bodies of deliveries.
+            assert_eq!(known, 8);
             assert!(path.starts_with("127.0.0.1:"), "{path}");
         }
         Err(e) => panic!("unexpected error {e}"),
@@ -1053,7 +1054,7 @@ fn postgres_workers_starting_together_migrate_once() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, vec![7]);
+    assert_eq!(versions, vec![8]);
 }
 
 // ----- coding and review instances -----------------------------------------

@@ -252,6 +252,18 @@ fn table_findings(t: &TableSalvage, file: &str) -> Vec<Finding> {
                 };
                 format!("could not salvage {which} (table {table}) from {file}: {reason}")
             }
+            LostRows::After(key) if key.is_empty() => {
+                format!(
+                    "could not salvage any of the {} (table {table}) from {file}: {reason}",
+                    k.many
+                )
+            }
+            LostRows::After(key) => format!(
+                "could not salvage the {} after {} {} (table {table}) from {file}: {reason}",
+                k.many,
+                k.one,
+                key_text(key)
+            ),
             LostRows::WithOwner { owner, key, rows } => {
                 let o = kind(owner);
                 format!(

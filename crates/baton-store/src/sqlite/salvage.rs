@@ -81,6 +81,9 @@ pub enum LostRows {
         after: Option<i64>,
         to: Option<i64>,
     },
+    /// The rows of a table without rowid after the one with this key
+    /// (empty: from the first), read in key order up to the damage.
+    After(Vec<(String, String)>),
     /// `rows` rows belonging to a row of `owner` that is not in this
     /// store (lost with the damage): its key.
     WithOwner {
@@ -424,8 +427,7 @@ fn salvage_table(
         .prepare(&format!("SELECT rowid FROM {} LIMIT 0", quote(table)))
         .is_err()
     {
-        out.refused = Some("it has no rowid, so it cannot be read row by row".into());
-        return Ok(out);
+        return scan_in_key_order(old, tx, table, &here, &common, out);
     }
     let mut key: Vec<(i64, String)> = here
         .iter()
@@ -587,6 +589,85 @@ fn salvage_table(
     Ok(out)
 }
 
+/// A table without rowid (one b-tree, ordered by its key): read in key
+/// order, each row copied as it comes; where the damage stops the read,
+/// the rows after the last one read are named as lost.
+fn scan_in_key_order(
+    old: &Connection,
+    tx: &Transaction<'_>,
+    table: &str,
+    here: &[Column],
+    common: &[&str],
+    mut out: TableSalvage,
+) -> Result<TableSalvage> {
+    let mut key: Vec<(i64, &str)> = here
+        .iter()
+        .filter(|c| c.pk > 0)
+        .map(|c| (c.pk, c.name.as_str()))
+        .collect();
+    key.sort();
+    let key_at: Vec<usize> = key
+        .iter()
+        .filter_map(|(_, k)| common.iter().position(|c| c == k))
+        .collect();
+    let names = common
+        .iter()
+        .map(|c| quote(c))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut insert = tx.prepare(&format!(
+        "INSERT INTO main.{} ({names}) VALUES ({}) ON CONFLICT DO NOTHING",
+        quote(table),
+        vec!["?"; common.len()].join(", ")
+    ))?;
+    let scan = format!("SELECT {names} FROM {}", quote(table));
+    let mut stmt = match old.prepare(&scan) {
+        Ok(s) => s,
+        Err(e) => {
+            out.refused = Some(format!("it cannot be read: {e}"));
+            return Ok(out);
+        }
+    };
+    let mut last: Vec<(String, String)> = Vec::new();
+    let stopped = match stmt.query([]) {
+        Err(e) => Some(e.to_string()),
+        Ok(mut rows) => loop {
+            match rows.next() {
+                Ok(None) => break None,
+                Err(e) => break Some(e.to_string()),
+                Ok(Some(r)) => {
+                    let values = match (0..common.len())
+                        .map(|i| r.get::<_, Value>(i))
+                        .collect::<rusqlite::Result<Vec<_>>>()
+                    {
+                        Ok(v) => v,
+                        Err(e) => break Some(e.to_string()),
+                    };
+                    last = key_at
+                        .iter()
+                        .map(|i| (common[*i].to_string(), sql_text(&values[*i])))
+                        .collect();
+                    match insert.execute(rusqlite::params_from_iter(values.iter())) {
+                        Ok(1) => out.copied += 1,
+                        Ok(_) => out.present += 1,
+                        Err(e) => out.lost.push(Lost {
+                            rows: LostRows::Key(last.clone()),
+                            reason: format!("this store refused it: {e}"),
+                        }),
+                    }
+                }
+            }
+        },
+    };
+    if let Some(reason) = stopped {
+        out.lost.push(Lost {
+            rows: LostRows::After(last),
+            reason,
+        });
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -700,6 +781,45 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(beside, vec![std::ffi::OsString::from("old.db")]);
+    }
+
+    #[test]
+    fn a_table_without_rowid_is_read_in_key_order_up_to_the_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let fill: String = (0..2000)
+            .map(|i| {
+                format!(
+                    "INSERT INTO delivery_bodies (digest, received_at) VALUES (X'{:032x}', {i});",
+                    i as u128 * 7919
+                )
+            })
+            .collect();
+        let path = old_store(dir.path(), &fill);
+        let whole = SqliteStore::in_memory().unwrap().salvage(&path).unwrap();
+        let t = table(&whole, "delivery_bodies");
+        assert_eq!(
+            (t.copied, t.refused.as_deref()),
+            (2000, None),
+            "{:?}",
+            t.lost
+        );
+        assert!(t.lost.is_empty());
+        let leaves = pages(&path, "delivery_bodies", "leaf");
+        assert!(leaves.len() > 4, "{leaves:?}");
+        damage(&path, leaves[leaves.len() / 2]);
+        let s = SqliteStore::in_memory().unwrap().salvage(&path).unwrap();
+        let t = table(&s, "delivery_bodies");
+        assert!(t.copied > 0 && t.copied < 2000, "{}", t.copied);
+        let [
+            Lost {
+                rows: LostRows::After(key),
+                ..
+            },
+        ] = t.lost.as_slice()
+        else {
+            panic!("{:?}", t.lost);
+        };
+        assert_eq!(key[0].0, "digest", "{key:?}");
     }
 
     #[test]
