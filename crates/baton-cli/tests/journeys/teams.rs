@@ -1,0 +1,2 @@
+//! Journeys through teams: consolidation with its checks, teammates'
+//! branches, rollbacks, zombie mode and imports.
