@@ -17,7 +17,7 @@ mod liveness;
 
 pub use apply::{apply, replay};
 pub use decide::decide;
-pub use liveness::{Liveness, Presence, Thresholds, human_ms, liveness, skew_ms};
+pub use liveness::{Liveness, Presence, Thresholds, human_ms, lead_liveness, liveness, skew_ms};
 
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -162,6 +162,11 @@ pub struct Checkpoint {
     pub checkpoint_seq: u64,
     pub git_branch: Option<String>,
     pub head: Option<String>,
+    /// Set when the lead rolled the work back to this checkpoint (`team
+    /// resolve … rollback`): where what the branch held after it is saved.
+    /// That work was discarded; whoever takes the task goes on from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rolled_back: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -224,10 +229,30 @@ pub struct Lead {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Consolidation {
     pub started_at: Timestamp,
-    /// The commit message (the same on every retry).
+    /// The commit message (the same on every retry unless a retry gives a
+    /// new one).
     pub message: String,
     /// HEAD when it started: the last good commit an abort goes back to.
     pub base: Option<String>,
+    /// The checks every run of it runs before committing (`--check`, else
+    /// `[teams] checks` when it started; a retry's `--check` replaces
+    /// them). `None`: recorded before baton kept them.
+    #[serde(default)]
+    pub checks: Option<Vec<String>>,
+    /// The teammates' branches already merged into the project's work
+    /// tree, at the commits merged: the commit's parents besides HEAD.
+    #[serde(default)]
+    pub merged: Vec<MergedBranch>,
+}
+
+/// A teammate's branch merged by a consolidation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergedBranch {
+    /// Whose it is (`None`: named by a checkpoint of a task nobody has).
+    pub teammate: Option<String>,
+    pub branch: String,
+    /// Its tip when it was merged.
+    pub commit: String,
 }
 
 /// A team as its journal leaves it.
@@ -252,6 +277,11 @@ pub struct Team {
     /// The commit of the last consolidation, and when it was made.
     pub last_good_commit: Option<String>,
     pub last_consolidated_at: Option<Timestamp>,
+    /// When the team was imported into this store from a git copy (`team
+    /// import`): its members were never heard from here before, so a lead
+    /// timeout counts from then.
+    #[serde(default)]
+    pub imported_at: Option<Timestamp>,
     /// The journal's last sequence number.
     pub last_seq: u64,
 }
@@ -364,10 +394,24 @@ pub enum Event {
         /// Where what a roll back replaced was saved.
         saved: Option<String>,
         head: Option<String>,
+        /// The branch it was about.
+        #[serde(default)]
+        branch: Option<String>,
     },
     ConsolidationStarted {
         message: String,
         base: Option<String>,
+        #[serde(default)]
+        checks: Option<Vec<String>>,
+    },
+    /// A retry gave a new message or new checks.
+    ConsolidationAmended {
+        message: Option<String>,
+        checks: Option<Vec<String>>,
+    },
+    /// These branches were merged into the project's work tree.
+    ConsolidationMerged {
+        merged: Vec<MergedBranch>,
     },
     ConsolidationCommitted {
         commit: String,
@@ -376,7 +420,15 @@ pub enum Event {
         back_to: Option<String>,
         reopened: Vec<String>,
     },
-    Completed,
+    /// Rebuilt in this store from a git copy at `from`.
+    Imported {
+        from: String,
+    },
+    Completed {
+        /// The tasks left open (`team complete --force`).
+        #[serde(default)]
+        open: Vec<String>,
+    },
 }
 
 /// A message as it is sent. `msg_id` makes sending idempotent: the same id
@@ -498,17 +550,35 @@ pub enum Input {
         choice: String,
         saved: Option<String>,
         head: Option<String>,
+        branch: Option<String>,
     },
     StartConsolidation {
         message: String,
         base: Option<String>,
+        checks: Vec<String>,
+    },
+    /// A retry with a new message or new checks (`None`: kept).
+    AmendConsolidation {
+        message: Option<String>,
+        checks: Option<Vec<String>>,
+    },
+    /// Branches merged into the project's work tree.
+    ConsolidationMerged {
+        merged: Vec<MergedBranch>,
     },
     ConsolidationCommitted {
         commit: String,
     },
     AbortConsolidation,
-    /// `team complete`: the team becomes read-only.
-    Finish,
+    /// `team import`: the team now lives in this store too.
+    Imported {
+        from: String,
+    },
+    /// `team complete`: the team becomes read-only. Refused while tasks are
+    /// open unless `force`.
+    Finish {
+        force: bool,
+    },
 }
 
 /// Why a team refused an input: a stable code, what was wrong and what to

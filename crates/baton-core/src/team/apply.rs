@@ -33,6 +33,7 @@ pub fn apply(team: Option<Team>, id: &TeamId, rec: &Record) -> Option<Team> {
                 consolidation: None,
                 last_good_commit: None,
                 last_consolidated_at: None,
+                imported_at: None,
                 last_seq: rec.seq,
             };
             for m in teammates {
@@ -151,14 +152,47 @@ pub fn apply(team: Option<Team>, id: &TeamId, rec: &Record) -> Option<Team> {
                 m.current_task = Some(task.clone());
             }
         }
-        Event::ZombieResolved { .. } => {}
-        Event::ConsolidationStarted { message, base } => {
+        Event::ZombieResolved {
+            teammate,
+            choice,
+            saved,
+            head,
+            branch,
+        } => resolved(&mut t, teammate, choice, saved, head, branch, at),
+        Event::ConsolidationStarted {
+            message,
+            base,
+            checks,
+        } => {
             t.status = TeamStatus::Consolidating;
             t.consolidation = Some(Consolidation {
                 started_at: at,
                 message: message.clone(),
                 base: base.clone(),
+                checks: checks.clone(),
+                merged: Vec::new(),
             });
+        }
+        Event::ConsolidationAmended { message, checks } => {
+            if let Some(c) = t.consolidation.as_mut() {
+                if let Some(m) = message {
+                    c.message = m.clone();
+                }
+                if let Some(k) = checks {
+                    c.checks = Some(k.clone());
+                }
+            }
+        }
+        Event::ConsolidationMerged { merged } => {
+            if let Some(c) = t.consolidation.as_mut() {
+                for m in merged {
+                    c.merged.retain(|x| x.branch != m.branch);
+                    c.merged.push(m.clone());
+                }
+            }
+        }
+        Event::Imported { .. } => {
+            t.imported_at = Some(at);
         }
         Event::ConsolidationCommitted { commit } => {
             t.status = TeamStatus::Active;
@@ -177,11 +211,74 @@ pub fn apply(team: Option<Team>, id: &TeamId, rec: &Record) -> Option<Team> {
                 }
             }
         }
-        Event::Completed => {
+        Event::Completed { .. } => {
             t.status = TeamStatus::Completed;
         }
     }
     Some(t)
+}
+
+/// The lead's choice for a teammate's work: after a commit its open
+/// tasks on that branch are at the new commit; after a roll back they are
+/// at the good commit, and what was there is named as discarded, so whoever
+/// takes such a task next goes on from the good commit.
+fn resolved(
+    t: &mut Team,
+    teammate: &str,
+    choice: &str,
+    saved: &Option<String>,
+    head: &Option<String>,
+    branch: &Option<String>,
+    at: crate::time::Timestamp,
+) {
+    let Some(head) = head else { return };
+    for x in t
+        .tasks
+        .iter_mut()
+        .filter(|x| x.assigned_to.as_deref() == Some(teammate) && x.status != TaskStatus::Completed)
+    {
+        let on_branch = |c: &Option<super::Checkpoint>| {
+            c.as_ref()
+                .is_some_and(|c| branch.is_none() || c.git_branch == *branch)
+        };
+        if !on_branch(&x.checkpoint) && !on_branch(&x.last_green) {
+            continue;
+        }
+        let seq = x.checkpoint.as_ref().map_or(0, |c| c.checkpoint_seq) + 1;
+        match choice {
+            "rollback" => {
+                let good = x
+                    .last_green
+                    .clone()
+                    .filter(|g| g.head.as_deref() == Some(head.as_str()));
+                let c = super::Checkpoint {
+                    last_progress_at: at,
+                    files_modified: good
+                        .as_ref()
+                        .map(|g| g.files_modified.clone())
+                        .unwrap_or_default(),
+                    local_status: super::LocalStatus::Green,
+                    checkpoint_seq: seq,
+                    git_branch: branch
+                        .clone()
+                        .or_else(|| x.checkpoint.as_ref().and_then(|c| c.git_branch.clone())),
+                    head: Some(head.clone()),
+                    rolled_back: saved.clone(),
+                };
+                x.checkpoint = Some(c);
+                x.updated_at = at;
+            }
+            "commit" => {
+                if let Some(c) = x.checkpoint.as_mut() {
+                    c.head = Some(head.clone());
+                    c.checkpoint_seq = seq;
+                    c.last_progress_at = at;
+                }
+                x.updated_at = at;
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The team a whole journal makes.

@@ -296,6 +296,7 @@ pub fn decide(team: Option<&Team>, input: Input, now: Timestamp) -> Result<Vec<E
                     checkpoint_seq,
                     git_branch,
                     head,
+                    rolled_back: None,
                 },
             }])
         }
@@ -339,6 +340,7 @@ pub fn decide(team: Option<&Team>, input: Input, now: Timestamp) -> Result<Vec<E
             choice,
             saved,
             head,
+            branch,
         } => {
             member(team, &teammate)?;
             if !matches!(choice.as_str(), "continue" | "commit" | "rollback") {
@@ -353,24 +355,44 @@ pub fn decide(team: Option<&Team>, input: Input, now: Timestamp) -> Result<Vec<E
                 choice,
                 saved,
                 head,
+                branch,
             }])
         }
-        Input::StartConsolidation { message, base } => {
+        Input::StartConsolidation {
+            message,
+            base,
+            checks,
+        } => {
             if team.status == TeamStatus::Consolidating {
                 return Ok(Vec::new());
             }
-            Ok(vec![Event::ConsolidationStarted { message, base }])
+            Ok(vec![Event::ConsolidationStarted {
+                message,
+                base,
+                checks: Some(checks),
+            }])
+        }
+        Input::AmendConsolidation { message, checks } => {
+            let c = consolidating(team)?;
+            let message = message.filter(|m| *m != c.message);
+            let checks = checks.filter(|k| c.checks.as_ref() != Some(k));
+            if message.is_none() && checks.is_none() {
+                return Ok(Vec::new());
+            }
+            Ok(vec![Event::ConsolidationAmended { message, checks }])
+        }
+        Input::ConsolidationMerged { merged } => {
+            consolidating(team)?;
+            if merged.is_empty() {
+                return Ok(Vec::new());
+            }
+            Ok(vec![Event::ConsolidationMerged { merged }])
         }
         Input::ConsolidationCommitted { commit } => {
-            if team.status != TeamStatus::Consolidating {
-                return Err(refuse(
-                    "NOT_CONSOLIDATING",
-                    format!("team {} is not consolidating", team.id),
-                    format!("start with `baton team consolidate {}`", team.id),
-                ));
-            }
+            consolidating(team)?;
             Ok(vec![Event::ConsolidationCommitted { commit }])
         }
+        Input::Imported { from } => Ok(vec![Event::Imported { from }]),
         Input::AbortConsolidation => {
             let Some(c) = &team.consolidation else {
                 return Err(refuse(
@@ -394,7 +416,7 @@ pub fn decide(team: Option<&Team>, input: Input, now: Timestamp) -> Result<Vec<E
                 reopened,
             }])
         }
-        Input::Finish => {
+        Input::Finish { force } => {
             if team.status == TeamStatus::Consolidating {
                 return Err(refuse(
                     "CONSOLIDATING",
@@ -405,9 +427,61 @@ pub fn decide(team: Option<&Team>, input: Input, now: Timestamp) -> Result<Vec<E
                     ),
                 ));
             }
-            Ok(vec![Event::Completed])
+            let open: Vec<&super::TeamTask> = team
+                .tasks
+                .iter()
+                .filter(|t| t.status != TaskStatus::Completed)
+                .collect();
+            if !open.is_empty() && !force {
+                return Err(refuse(
+                    "TASKS_OPEN",
+                    format!(
+                        "team {} has {} open task(s): {}",
+                        team.id,
+                        open.len(),
+                        open_tasks(&open)
+                    ),
+                    format!(
+                        "finish them first, or `baton team complete {} --force` completes the team with them left open (read-only: nobody can finish them after)",
+                        team.id
+                    ),
+                ));
+            }
+            Ok(vec![Event::Completed {
+                open: open.iter().map(|t| t.id.clone()).collect(),
+            }])
         }
     }
+}
+
+/// `t1 Schema (in_progress, ana), t2 API (pending)`.
+fn open_tasks(open: &[&super::TeamTask]) -> String {
+    open.iter()
+        .map(|t| {
+            format!(
+                "{} {} ({}{})",
+                t.id,
+                t.title,
+                t.status.as_str(),
+                t.assigned_to
+                    .as_deref()
+                    .map(|a| format!(", {a}"))
+                    .unwrap_or_default()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The consolidation under way, or "not consolidating".
+fn consolidating(team: &Team) -> Result<&super::Consolidation, TeamError> {
+    team.consolidation.as_ref().ok_or_else(|| {
+        refuse(
+            "NOT_CONSOLIDATING",
+            format!("team {} is not consolidating", team.id),
+            format!("start with `baton team consolidate {}`", team.id),
+        )
+    })
 }
 
 fn member(team: &Team, name: &str) -> Result<(), TeamError> {

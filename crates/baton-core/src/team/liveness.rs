@@ -57,6 +57,9 @@ pub enum Liveness {
     Stale,
     /// No heartbeat yet.
     Unseen,
+    /// The lead only: silent past `[teams] lead_timeout`, or the team is in
+    /// zombie mode (its timeout was noticed and it has not re-attached).
+    TimedOut,
 }
 
 impl Liveness {
@@ -67,6 +70,7 @@ impl Liveness {
             Liveness::Suspended => "suspended",
             Liveness::Stale => "stale",
             Liveness::Unseen => "unseen",
+            Liveness::TimedOut => "timed_out",
         }
     }
 }
@@ -85,6 +89,24 @@ pub fn liveness(p: Option<&Presence>, now: Timestamp, th: &Thresholds) -> Livene
         Liveness::Suspended
     } else {
         Liveness::Stale
+    }
+}
+
+/// The lead's liveness: timed out once the team is in zombie mode
+/// (`zombie`) or the lead has been silent past the lead timeout, which is
+/// shorter than the teammates' thresholds; else as any member's.
+pub fn lead_liveness(
+    p: Option<&Presence>,
+    now: Timestamp,
+    th: &Thresholds,
+    zombie: bool,
+) -> Liveness {
+    if zombie {
+        return Liveness::TimedOut;
+    }
+    match p {
+        Some(p) if now.millis() - p.received_at.millis() > th.lead_timeout_ms => Liveness::TimedOut,
+        _ => liveness(p, now, th),
     }
 }
 
@@ -158,5 +180,25 @@ mod tests {
             );
         }
         assert_eq!(skew_ms(&beat(store + 20_000, store), &th), None);
+    }
+
+    /// A lead silent past its 5-minute timeout, or in zombie mode, is
+    /// never shown online, though a teammate would be for 10 minutes.
+    #[test]
+    fn a_lead_past_its_timeout_is_timed_out_not_online() {
+        let th = Thresholds::default();
+        let p = beat(0, 0);
+        let at = |min: i64, zombie| lead_liveness(Some(&p), Timestamp(min * MIN), &th, zombie);
+        assert_eq!(at(4, false), Liveness::Online);
+        assert_eq!(at(6, false), Liveness::TimedOut);
+        assert_eq!(at(1, true), Liveness::TimedOut);
+        assert_eq!(
+            liveness(Some(&p), Timestamp(6 * MIN), &th),
+            Liveness::Online
+        );
+        assert_eq!(
+            lead_liveness(None, Timestamp(0), &th, false),
+            Liveness::Unseen
+        );
     }
 }

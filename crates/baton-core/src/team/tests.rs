@@ -255,6 +255,7 @@ fn an_aborted_consolidation_reopens_the_tasks_since_the_last_good_commit() {
     t.go(Input::StartConsolidation {
         message: "team crew: a".into(),
         base: Some("c0".into()),
+        checks: vec![],
     })
     .unwrap();
     t.go(Input::ConsolidationCommitted {
@@ -268,10 +269,14 @@ fn an_aborted_consolidation_reopens_the_tasks_since_the_last_good_commit() {
     t.go(Input::StartConsolidation {
         message: "team crew: b".into(),
         base: Some("c1".into()),
+        checks: vec![],
     })
     .unwrap();
     assert_eq!(t.team().status, TeamStatus::Consolidating);
-    assert_eq!(t.go(Input::Finish).unwrap_err().code, "CONSOLIDATING");
+    assert_eq!(
+        t.go(Input::Finish { force: true }).unwrap_err().code,
+        "CONSOLIDATING"
+    );
     t.go(Input::AbortConsolidation).unwrap();
     assert_eq!(t.status("a"), TaskStatus::Completed);
     assert_eq!(t.status("b"), TaskStatus::Pending);
@@ -288,7 +293,9 @@ fn an_aborted_consolidation_reopens_the_tasks_since_the_last_good_commit() {
 #[test]
 fn a_completed_team_refuses_every_write_and_replay_gives_the_same_team() {
     let mut t = T::new(vec![task("a", &[])]);
-    t.go(Input::Finish).unwrap();
+    t.go(start("a", "ana")).unwrap();
+    t.go(complete("a", "ana")).unwrap();
+    t.go(Input::Finish { force: false }).unwrap();
     let e = t.go(start("a", "ana")).unwrap_err();
     assert_eq!(e.code, "TEAM_COMPLETED");
     assert!(e.hint.contains("baton team review crew"), "{}", e.hint);
@@ -299,4 +306,158 @@ fn a_completed_team_refuses_every_write_and_replay_gives_the_same_team() {
             .code,
         "TEAM_NOT_FOUND"
     );
+}
+
+#[test]
+fn a_team_with_open_tasks_is_completed_only_when_forced() {
+    let mut t = T::new(vec![task("a", &[]), task("b", &["a"]), task("c", &[])]);
+    t.go(start("a", "ana")).unwrap();
+    t.go(start("c", "bo")).unwrap();
+    t.go(complete("c", "bo")).unwrap();
+    let e = t.go(Input::Finish { force: false }).unwrap_err();
+    assert_eq!(e.code, "TASKS_OPEN");
+    assert!(!e.transient);
+    assert!(
+        e.message
+            .contains("2 open task(s): a do a (in_progress, ana), b do b (pending)"),
+        "{}",
+        e.message
+    );
+    assert!(e.hint.contains("--force"), "{}", e.hint);
+    assert_eq!(t.team().status, TeamStatus::Active);
+    t.go(Input::Finish { force: true }).unwrap();
+    assert_eq!(t.team().status, TeamStatus::Completed);
+    match &t.journal.last().unwrap().event {
+        Event::Completed { open } => assert_eq!(open, &["a".to_string(), "b".to_string()]),
+        e => panic!("{e:?}"),
+    }
+}
+
+#[test]
+fn a_retry_keeps_the_checks_unless_given_new_ones_and_the_merged_branches() {
+    let mut t = T::new(vec![]);
+    assert_eq!(
+        t.go(Input::AmendConsolidation {
+            message: Some("x".into()),
+            checks: None
+        })
+        .unwrap_err()
+        .code,
+        "NOT_CONSOLIDATING"
+    );
+    t.go(Input::StartConsolidation {
+        message: "m1".into(),
+        base: Some("c0".into()),
+        checks: vec!["make test".into()],
+    })
+    .unwrap();
+    // The same message and checks again: nothing new.
+    assert_eq!(
+        t.go(Input::AmendConsolidation {
+            message: Some("m1".into()),
+            checks: Some(vec!["make test".into()])
+        })
+        .unwrap(),
+        0
+    );
+    t.go(Input::AmendConsolidation {
+        message: Some("m2".into()),
+        checks: None,
+    })
+    .unwrap();
+    let c = t.team().consolidation.clone().unwrap();
+    assert_eq!(c.message, "m2");
+    assert_eq!(c.checks, Some(vec!["make test".to_string()]));
+    let merged = |branch: &str, commit: &str| MergedBranch {
+        teammate: Some("ana".into()),
+        branch: branch.into(),
+        commit: commit.into(),
+    };
+    t.go(Input::ConsolidationMerged {
+        merged: vec![merged("team/ana", "a1")],
+    })
+    .unwrap();
+    t.go(Input::ConsolidationMerged {
+        merged: vec![merged("team/ana", "a2")],
+    })
+    .unwrap();
+    assert_eq!(
+        t.team().consolidation.as_ref().unwrap().merged,
+        vec![merged("team/ana", "a2")]
+    );
+    t.go(Input::ConsolidationCommitted {
+        commit: "c1".into(),
+    })
+    .unwrap();
+    assert_eq!(t.team().consolidation, None);
+    assert_eq!(replay(&t.id, &t.journal).as_ref(), t.team.as_ref());
+}
+
+#[test]
+fn a_rollback_moves_the_open_tasks_checkpoint_to_the_good_commit() {
+    let mut t = T::new(vec![task("a", &[])]);
+    t.go(start("a", "ana")).unwrap();
+    let cp = |status, head: &str| Input::Checkpoint {
+        task: "a".into(),
+        by: "ana".into(),
+        files_modified: vec!["a.rs".into()],
+        local_status: status,
+        git_branch: Some("team/ana".into()),
+        head: Some(head.into()),
+    };
+    t.go(cp(LocalStatus::Green, "good")).unwrap();
+    t.go(cp(LocalStatus::Red, "bad")).unwrap();
+    t.now = MIN;
+    t.go(Input::ResolveZombie {
+        teammate: "ana".into(),
+        choice: "rollback".into(),
+        saved: Some("refs/baton-saved/teams/crew/ana/1".into()),
+        head: Some("good".into()),
+        branch: Some("team/ana".into()),
+    })
+    .unwrap();
+    let c = t.team().task("a").unwrap().checkpoint.clone().unwrap();
+    assert_eq!(c.head.as_deref(), Some("good"));
+    assert_eq!(c.checkpoint_seq, 3);
+    assert_eq!(c.local_status, LocalStatus::Green);
+    assert_eq!(c.last_progress_at, Timestamp(MIN));
+    assert_eq!(
+        c.rolled_back.as_deref(),
+        Some("refs/baton-saved/teams/crew/ana/1")
+    );
+    // A commit moves the checkpoint to the commit made.
+    t.go(Input::ResolveZombie {
+        teammate: "ana".into(),
+        choice: "commit".into(),
+        saved: None,
+        head: Some("c2".into()),
+        branch: Some("team/ana".into()),
+    })
+    .unwrap();
+    let c = t.team().task("a").unwrap().checkpoint.clone().unwrap();
+    assert_eq!(c.head.as_deref(), Some("c2"));
+    assert_eq!(replay(&t.id, &t.journal).as_ref(), t.team.as_ref());
+}
+
+/// Journals written before these fields existed are still read.
+#[test]
+fn older_records_are_read() {
+    let e: Event = serde_json::from_str(r#"{"kind":"completed"}"#).unwrap();
+    assert_eq!(e, Event::Completed { open: vec![] });
+    let e: Event =
+        serde_json::from_str(r#"{"kind":"consolidation_started","message":"m","base":null}"#)
+            .unwrap();
+    assert_eq!(
+        e,
+        Event::ConsolidationStarted {
+            message: "m".into(),
+            base: None,
+            checks: None
+        }
+    );
+    let e: Event = serde_json::from_str(
+        r#"{"kind":"zombie_resolved","teammate":"ana","choice":"continue","saved":null,"head":null}"#,
+    )
+    .unwrap();
+    assert!(matches!(e, Event::ZombieResolved { branch: None, .. }));
 }
