@@ -23,7 +23,7 @@ mod stat;
 mod tests;
 
 pub use keep::Held;
-pub use merge::MergeFailure;
+pub use merge::{MergeFailure, TreeMerge};
 use refs::RefWriter;
 use snapshot::Snapshot;
 use std::os::unix::process::CommandExt;

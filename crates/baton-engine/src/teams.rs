@@ -11,7 +11,10 @@
 //!
 //! What lives where: the lead re-attaching (`baton team resume`) and the
 //! read-only probe in `teams/attach.rs`; the task list, checkpoints and
-//! reassigning in `teams/work.rs`; the mailbox in `teams/mail.rs`.
+//! reassigning in `teams/work.rs`; the mailbox in `teams/mail.rs`;
+//! zombie mode's choices in `teams/zombie.rs`; consolidation (merging the
+//! teammates' branches) in `teams/consolidate.rs`; teammates baton starts
+//! in `teams/start.rs`; the git copy in `teams/gitcopy.rs`.
 
 mod attach;
 mod consolidate;
@@ -22,7 +25,7 @@ mod work;
 mod zombie;
 
 pub use attach::{Attached, MemberView, Probe};
-pub use consolidate::{Consolidate, Consolidated};
+pub use consolidate::{Conflict, Consolidate, Consolidated};
 pub use gitcopy::{BRANCH as COPY_BRANCH, Synced};
 pub use start::{member_of_instance, teammate_prompt};
 pub use work::CheckpointOptions;
@@ -276,7 +279,16 @@ impl Teams<'_> {
         }
         let lead = self.presence(&t.id, team::LEAD)?;
         let now = self.now()?;
-        let silent = lead.as_ref().map(|p| now.millis() - p.received_at.millis());
+        // Silent since its last heartbeat here, or since the team came into
+        // this store (`team import`): a lead never heard from in a store it
+        // was just copied into is not silent yet, only unknown.
+        let since = lead
+            .as_ref()
+            .map(|p| p.received_at)
+            .into_iter()
+            .chain(t.imported_at)
+            .max();
+        let silent = since.map(|at| now.millis() - at.millis());
         if silent.is_none_or(|s| s > self.settings.thresholds.lead_timeout_ms) {
             let last_seen = lead.map(|p| p.received_at);
             self.step(t.id.as_str(), |_, _| Ok(Input::LeadTimedOut { last_seen }))?;
@@ -307,10 +319,19 @@ impl Teams<'_> {
             .collect()
     }
 
-    /// `baton team complete`: read-only from now on.
-    pub fn complete(&self, id: &str, by: &str) -> Result<Team> {
+    /// `baton team complete`: read-only from now on. Refused while tasks
+    /// are open unless `force`; the team and the tasks left open.
+    pub fn complete(&self, id: &str, by: &str, force: bool) -> Result<(Team, Vec<String>)> {
         self.touch(id, by)?;
-        Ok(self.step(id, |_, _| Ok(Input::Finish))?.0)
+        let (t, records) = self.step(id, |_, _| Ok(Input::Finish { force }))?;
+        let open = records
+            .iter()
+            .find_map(|r| match &r.event {
+                team::Event::Completed { open } => Some(open.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        Ok((t, open))
     }
 
     /// Counts an operation of `by` as its heartbeat.

@@ -28,14 +28,14 @@ pub enum TeamCommand {
     Reassign(TeamReassignArgs),
     /// After zombie mode, the lead's choice for a teammate's work: continue, commit, or rollback.
     Resolve(TeamResolveArgs),
-    /// Commit the team's work after the checks pass; after a crash: --retry, --abort or --inspect.
+    /// Merge the teammates' branches and commit the team's work once the checks pass; then --retry, --abort or --inspect.
     Consolidate(TeamConsolidateArgs),
     /// Write the team's copy to branch baton-teams (.team-state/NAME/), without touching your work tree.
     Sync(TeamIdArgs),
     /// Rebuild the teams copied on a branch or commit (default baton-teams) in this store.
     Import(TeamImportArgs),
-    /// Make the team read-only.
-    Complete(TeamIdArgs),
+    /// Make the team read-only (refused while tasks are open, unless --force).
+    Complete(TeamCompleteArgs),
     /// A completed (or any) team's record: who did what, the journal's length, the mailbox.
     Review(TeamIdArgs),
 }
@@ -75,6 +75,18 @@ pub struct TeamCreateArgs {
     /// Run the teammates' agents in their terminal UIs, each in a tmux session (`baton agent attach`).
     #[arg(long)]
     pub interactive: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TeamCompleteArgs {
+    /// The team's name.
+    pub team: String,
+    /// Complete it even with tasks open (they stay open, read-only).
+    #[arg(long)]
+    pub force: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -313,7 +325,7 @@ pub struct TeamResolveArgs {
 #[derive(Debug, Args)]
 pub struct TeamConsolidateArgs {
     pub team: String,
-    /// Finish the consolidation under way (never commits twice).
+    /// Run the consolidation under way again: merge, run the checks, commit (never twice).
     #[arg(long, conflicts_with_all = ["abort", "inspect"])]
     pub retry: bool,
     /// Put the project back at the last good commit (what it holds is saved) and reopen the tasks since.
@@ -322,10 +334,10 @@ pub struct TeamConsolidateArgs {
     /// Show the staged changes of the consolidation under way.
     #[arg(long)]
     pub inspect: bool,
-    /// The commit message (default: the tasks completed since the last one).
+    /// The commit message (default: the tasks completed since the last one; on --retry, a new one).
     #[arg(long, short)]
     pub message: Option<String>,
-    /// A check to run before committing (repeat; default: [teams] checks).
+    /// A check to run before committing (repeat; default: [teams] checks; on --retry, the ones it started with).
     #[arg(long = "check")]
     pub checks: Vec<String>,
     #[arg(long)]
@@ -334,7 +346,7 @@ pub struct TeamConsolidateArgs {
 
 #[derive(Debug, Args)]
 pub struct TeamImportArgs {
-    /// The branch or commit holding `.team-state/` (default: baton-teams).
+    /// The branch or commit holding `.team-state/` (default: baton-teams, else a remote's baton-teams).
     #[arg(default_value = "baton-teams")]
     pub rev: String,
     /// Only this team.

@@ -236,6 +236,25 @@ pub fn run(project: &Project, cmd: TeamCommand, printer: &Arc<Printer>) -> Resul
                     .map(|h| h[..h.len().min(12)].to_string())
                     .unwrap_or_else(|| "-".into())
             };
+            if !a.json {
+                for b in &c.missing {
+                    printer.always(&format!(
+                        "warning: the teammates' branch {} is not in this repository, so it was not merged (fetch it, then --retry)",
+                        cell(b)
+                    ));
+                }
+                if !c.merged.is_empty() && matches!(c.outcome, "committed" | "checks-failed") {
+                    printer.info(&format!(
+                        "merged the teammates' branches: {}",
+                        list(c.merged.iter().map(|m| format!(
+                            "{} ({}, {})",
+                            cell(&m.branch),
+                            cell(m.teammate.as_deref().unwrap_or("-")),
+                            &m.commit[..m.commit.len().min(12)]
+                        )))
+                    ));
+                }
+            }
             match c.outcome {
                 "checks-failed" => {
                     let (check, tail) = c.failed_check.clone().unwrap_or_default();
@@ -243,7 +262,31 @@ pub fn run(project: &Project, cmd: TeamCommand, printer: &Arc<Printer>) -> Resul
                         "check {check:?} failed; nothing was committed:\n{tail}"
                     ))
                     .hint(format!(
-                        "fix it and run `baton team consolidate {} --retry`, or `--abort`",
+                        "fix it in the project and run `baton team consolidate {} --retry` (it runs the checks again; -m gives a new message, --check new checks), or `--abort`",
+                        a.team
+                    )));
+                }
+                "conflicts" => {
+                    let lines: Vec<String> = c
+                        .conflicts
+                        .iter()
+                        .map(|x| {
+                            format!(
+                                "  {} ({}): {}",
+                                cell(&x.branch),
+                                cell(x.teammate.as_deref().unwrap_or("-")),
+                                cell(&x.files.join(", "))
+                            )
+                        })
+                        .collect();
+                    let first = c.conflicts.first().map_or("BRANCH", |x| x.branch.as_str());
+                    return Err(Error::op(format!(
+                        "the teammates' branches conflict with the project's work (or with each other); nothing was merged or committed, and no branch was moved:\n{}",
+                        lines.join("\n")
+                    ))
+                    .hint(format!(
+                        "merge each into your branch yourself (`git merge {}`), resolve and commit, then `baton team consolidate {} --retry`; or have the teammate rebase; `--abort` gives up",
+                        cell(first),
                         a.team
                     )));
                 }
@@ -278,25 +321,39 @@ pub fn run(project: &Project, cmd: TeamCommand, printer: &Arc<Printer>) -> Resul
                 s.records,
                 s.messages
             ));
+            printer.hint(&format!(
+                "share it with `git push origin {}`; another clone of the project rebuilds the team with `baton team import`",
+                s.branch
+            ));
             Ok(Exit::Done)
         }
         TeamCommand::Import(a) => {
-            let ids = teams.import(&a.rev, a.team.as_deref())?;
+            let (ids, from) = teams.import(&a.rev, a.team.as_deref())?;
             if a.json {
                 return json(printer, &ids);
             }
             printer.info(&format!(
                 "imported team(s) {} from {}",
                 ids.join(", "),
-                a.rev
+                cell(&from)
             ));
-            printer.hint("their members' liveness is unknown until they send a heartbeat");
+            printer.hint(&format!(
+                "the lead re-attaches with `baton team resume {}` (its timeout counts from this import); the members' liveness is unknown until they send a heartbeat",
+                ids.first().map_or("NAME", String::as_str)
+            ));
             Ok(Exit::Done)
         }
         TeamCommand::Complete(a) => {
-            let t = teams.complete(&a.team, team::LEAD)?;
+            let (t, open) = teams.complete(&a.team, team::LEAD, a.force)?;
             if a.json {
                 return json(printer, &t);
+            }
+            if !open.is_empty() {
+                printer.always(&format!(
+                    "warning: completed with {} task(s) left open, which nobody can finish now: {}",
+                    open.len(),
+                    cell(&open.join(", "))
+                ));
             }
             printer.info(&format!("team {} is completed and read-only", t.id));
             Ok(Exit::Done)
@@ -591,7 +648,7 @@ fn print_probe(printer: &Arc<Printer>, p: &Probe) {
     ));
     printer.data(&format!(
         "lead: {}, last seen {}",
-        p.lead.liveness.as_str(),
+        p.lead.liveness.as_str().replace('_', " "),
         ago(p.lead.silent_ms)
     ));
     if let Some(at) = t.lead_timeout_detected_at {

@@ -156,7 +156,14 @@ impl Git {
         result
     }
 
-    fn commit_tree(&self, tree: &str, parents: &[&str], message: &str) -> Result<String, GitError> {
+    /// A commit of `tree` with `parents` and `message`, made by baton; no
+    /// ref is moved.
+    pub(crate) fn commit_tree(
+        &self,
+        tree: &str,
+        parents: &[&str],
+        message: &str,
+    ) -> Result<String, GitError> {
         let mut args = vec!["commit-tree", tree, "-m", message];
         for p in parents {
             args.push("-p");

@@ -1,6 +1,7 @@
 //! The lead re-attaching (`baton team resume`) and what it is shown, the
 //! read-only part of which is `baton team probe`: the team's status, its
-//! lead, each member's liveness by the store's clock (and any clock skew),
+//! lead, each member's liveness by the store's clock (and any clock skew;
+//! the lead's `timed_out` past `[teams] lead_timeout` or in zombie mode),
 //! the tasks by status, whether the files the team took as facts changed,
 //! the last messages, and when the teammates checkpoint next. Nothing here
 //! replays the journal: the projection, the presences and the newest
@@ -106,7 +107,15 @@ impl Teams<'_> {
                     context_usage_percent: usage,
                 }
             };
-        let lead = member(team::LEAD, "lead", None, None, None);
+        let mut lead = member(team::LEAD, "lead", None, None, None);
+        // The lead goes by its own, shorter timeout, and is never online in
+        // zombie mode.
+        lead.liveness = team::lead_liveness(
+            find(team::LEAD),
+            now,
+            th,
+            t.lead_timeout_detected_at.is_some(),
+        );
         let teammates: Vec<MemberView> = t
             .teammates
             .values()

@@ -3,7 +3,8 @@
 //! `baton-teams` through git's plumbing alone (no worktree or index of
 //! yours is touched), so the team's state is auditable and travels with
 //! the repository; `baton team import REV` rebuilds a team from it in a
-//! store that does not have it.
+//! store that does not have it (a remote's `baton-teams` will do, as a
+//! fresh clone has it), recording the import in its journal.
 //!
 //! The copy: `metadata.json` (`schema_version` and the team as its journal
 //! leaves it), `journal.jsonl` (every journal record, which rebuilds it
@@ -134,18 +135,22 @@ impl Teams<'_> {
     }
 
     /// `baton team import REV`: rebuilds the teams copied on `rev` (a
-    /// branch or commit; only `only` when given) in this store, which must
-    /// not have them. The teams imported.
-    pub fn import(&self, rev: &str, only: Option<&str>) -> Result<Vec<String>> {
+    /// branch or commit, else a remote's branch of that name, as a fresh
+    /// clone or `git fetch origin baton-teams` leaves it; only `only` when
+    /// given) in this store, which must not have them. The teams imported,
+    /// and the revision they came from. Each one's journal records the
+    /// import: its lead's timeout counts from then.
+    pub fn import(&self, rev: &str, only: Option<&str>) -> Result<(Vec<String>, String)> {
         let git = self.repository()?;
-        if git.resolve(&format!("{rev}^{{commit}}")).is_none() {
+        let Some(rev) = copy_rev(&git, rev) else {
             return Err(Error::bad_input(format!(
-                "{rev:?} is not a branch or commit of this repository"
+                "{rev:?} is not a branch or commit of this repository, nor a remote's branch"
             ))
             .hint(format!(
-                "the copies are on branch {BRANCH} (`git fetch origin {BRANCH}` brings it)"
+                "the copies are on branch {BRANCH}, written by `baton team sync NAME` and shared with `git push origin {BRANCH}`; `git fetch origin {BRANCH}` brings it here"
             )));
-        }
+        };
+        let rev = rev.as_str();
         let all = git
             .read_files(rev, FOLDER)
             .map_err(|e| Error::op(format!("cannot read {FOLDER} at {rev}: {e}")))?;
@@ -197,12 +202,17 @@ impl Teams<'_> {
             }
         }
         for id in &ids {
-            self.import_one(id, file(id, "journal.jsonl")?, file(id, "mailbox.jsonl")?)?;
+            self.import_one(
+                id,
+                rev,
+                file(id, "journal.jsonl")?,
+                file(id, "mailbox.jsonl")?,
+            )?;
         }
-        Ok(ids)
+        Ok((ids, rev.to_string()))
     }
 
-    fn import_one(&self, id: &str, journal: &[u8], mailbox: &[u8]) -> Result<()> {
+    fn import_one(&self, id: &str, rev: &str, journal: &[u8], mailbox: &[u8]) -> Result<()> {
         let tid = TeamId::parse(id).map_err(|e| Error::bad_input(e.to_string()))?;
         let lines = |bytes: &[u8]| -> Vec<String> {
             String::from_utf8_lossy(bytes)
@@ -232,6 +242,41 @@ impl Teams<'_> {
             .collect::<std::result::Result<_, _>>()
             .map_err(|e| Error::bad_input(format!("team {id}'s mailbox.jsonl: {e}")))?;
         self.eng.store.import_messages(id, &messages)?;
+        if t.status != team::TeamStatus::Completed {
+            self.step(id, |_, _| {
+                Ok(team::Input::Imported {
+                    from: rev.to_string(),
+                })
+            })?;
+        }
         Ok(())
     }
+}
+
+/// `rev` if it names a commit here, else a remote's branch `rev` (origin's
+/// first).
+fn copy_rev(git: &crate::git::Git, rev: &str) -> Option<String> {
+    if git.resolve(rev).is_some() {
+        return Some(rev.to_string());
+    }
+    let remote = git
+        .run(
+            &[
+                "for-each-ref",
+                "--format=%(refname)",
+                &format!("refs/remotes/*/{rev}"),
+            ],
+            &[],
+        )
+        .ok()?;
+    let mut found: Vec<&str> = remote
+        .lines()
+        .map(str::trim)
+        .filter(|r| r.ends_with(&format!("/{rev}")))
+        .collect();
+    found.sort_by_key(|r| !r.starts_with("refs/remotes/origin/"));
+    found
+        .first()
+        .and_then(|r| r.strip_prefix("refs/remotes/"))
+        .map(str::to_string)
 }

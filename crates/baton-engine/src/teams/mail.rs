@@ -1,7 +1,8 @@
 //! The mailbox: sending (idempotent by `msg_id`; a message to a teammate
 //! who is away waits for it), a member's inbox (what is addressed to it or
-//! to everyone, not yet acknowledged, in `seq` order), acknowledging, and
-//! the whole mailbox for reading. Sending and reading are heartbeats.
+//! to everyone, not yet acknowledged, in `seq` order), acknowledging (only
+//! what is addressed to the member), and the whole mailbox for reading.
+//! Sending and reading are heartbeats.
 
 use super::Teams;
 use crate::error::{Error, Result};
@@ -78,9 +79,52 @@ impl Teams<'_> {
         )?)
     }
 
-    /// `name` acknowledges messages `seqs`; how many were new to it.
+    /// `name` acknowledges messages `seqs`; how many were new to it. Only
+    /// what is addressed to it (or to everyone, from someone else) can be:
+    /// otherwise nothing is acknowledged. A message's recipient never
+    /// changes, so checking first is not a race.
     pub fn ack(&self, id: &str, name: &str, seqs: &[u64]) -> Result<usize> {
         self.touch(id, name)?;
-        Ok(self.eng.store.ack_messages(id, name, seqs)?)
+        let mut wanted: Vec<u64> = seqs.to_vec();
+        wanted.sort_unstable();
+        wanted.dedup();
+        for &seq in &wanted {
+            let m = self
+                .eng
+                .store
+                .messages(
+                    id,
+                    &MessageQuery {
+                        after: seq.saturating_sub(1),
+                        limit: 1,
+                        ..Default::default()
+                    },
+                )?
+                .into_iter()
+                .find(|m| m.seq == seq);
+            let inbox = format!(
+                "`baton team msg ls {id} --inbox {name}` lists what {name} has to acknowledge"
+            );
+            let Some(m) = m else {
+                return Err(Error::bad_input(format!(
+                    "team {id} has no message #{seq}; nothing was acknowledged"
+                ))
+                .hint(inbox));
+            };
+            if m.from == name && m.to == team::EVERYONE {
+                return Err(Error::bad_input(format!(
+                    "message #{seq} is {name}'s own, to everyone; nothing was acknowledged"
+                ))
+                .hint(inbox));
+            }
+            if m.to != name && m.to != team::EVERYONE {
+                return Err(Error::bad_input(format!(
+                    "message #{seq} is addressed to {}, not {name}: only {} can acknowledge it; nothing was acknowledged",
+                    m.to, m.to
+                ))
+                .hint(inbox));
+            }
+        }
+        Ok(self.eng.store.ack_messages(id, name, &wanted)?)
     }
 }

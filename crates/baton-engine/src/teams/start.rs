@@ -70,6 +70,27 @@ impl Teams<'_> {
     }
 }
 
+impl Teams<'_> {
+    /// The branch baton gave teammate `m` when it started it as an agent
+    /// instance (`baton/<team>-<name>`, as the instance records it; by its
+    /// name when this store does not know the instance, e.g. after `team
+    /// import` in another clone).
+    pub(super) fn instance_branch(&self, m: &Teammate) -> Option<String> {
+        let id = m.instance.as_deref()?;
+        let recorded = baton_core::instance::InstanceId::parse(id)
+            .ok()
+            .and_then(|iid| {
+                self.eng
+                    .store
+                    .instances()
+                    .ok()?
+                    .get(&iid)
+                    .and_then(|i| i.resources.branch.clone())
+            });
+        Some(recorded.unwrap_or_else(|| format!("baton/{id}")))
+    }
+}
+
 /// The team and teammate agent instance `instance` is, if it is one.
 pub fn member_of_instance(eng: &crate::engine::Engine, instance: &str) -> Option<(String, String)> {
     eng.store.teams().ok()?.into_iter().find_map(|t| {

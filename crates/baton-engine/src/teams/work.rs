@@ -2,7 +2,9 @@
 //! completing tasks, the teammates' checkpoints of where their work
 //! stands, what they report of themselves, and moving a task from an
 //! offline owner to another, who inherits its checkpoint and is told so
-//! in its first message. Every operation is its caller's heartbeat.
+//! in its first message (after a roll back, from the good commit, told
+//! that the work after it was discarded). Every operation is its caller's
+//! heartbeat.
 
 use super::Teams;
 use crate::error::Result;
@@ -155,6 +157,14 @@ impl Teams<'_> {
         };
         let x = after.task(task).expect("reassigned task");
         let inherited = match &x.checkpoint {
+            Some(c) if c.rolled_back.is_some() => format!(
+                "The lead rolled its work back to the last good commit: branch {}, HEAD {} (checkpoint #{}, {}). What came after that commit was discarded (kept at {} for reference only), so do not build on it.",
+                c.git_branch.as_deref().unwrap_or("-"),
+                c.head.as_deref().unwrap_or("-"),
+                c.checkpoint_seq,
+                c.last_progress_at,
+                c.rolled_back.as_deref().unwrap_or("-"),
+            ),
             Some(c) => format!(
                 "Its latest checkpoint (#{}, {}): branch {}, HEAD {}, local status {}, files modified: {}.",
                 c.checkpoint_seq,

@@ -3,7 +3,11 @@
 //! `commit` commits what the teammate's worktree holds onto its branch;
 //! `rollback` puts its branch (and worktree) back to the last good commit,
 //! after saving what it replaces under `refs/baton-saved/teams/...`, never
-//! resetting anything without a saved ref. Journaled either way.
+//! resetting anything without a saved ref. The branch is the one its
+//! checkpoints name, else the one baton gave an agent teammate. Journaled
+//! either way; the journal moves the teammate's open tasks' checkpoints to
+//! the commit made or gone back to, so a task reassigned after a roll back
+//! is taken up from the good commit, not from the work discarded.
 
 use super::Teams;
 use crate::error::{Error, Result};
@@ -34,7 +38,7 @@ impl Teams<'_> {
                     .hint(format!("its teammates are: {}", names.join(", "))),
             );
         }
-        let branch = work_branch(&t, name);
+        let branch = work_branch(&t, name).or_else(|| self.instance_branch(&t.teammates[name]));
         let (head, saved) = match choice {
             "continue" => (None, None),
             "commit" => (Some(self.commit(&t, name, branch.as_deref())?), None),
@@ -54,6 +58,7 @@ impl Teams<'_> {
                 choice: choice.into(),
                 saved: saved.clone(),
                 head: head.clone(),
+                branch: branch.clone(),
             })
         })?;
         Ok(Resolved {
@@ -169,7 +174,8 @@ impl Teams<'_> {
 }
 
 /// The branch `name` works on: its current task's checkpoint's, else its
-/// latest checkpoint's.
+/// latest checkpoint's (else, for an agent teammate, the branch baton gave
+/// it).
 fn work_branch(t: &Team, name: &str) -> Option<String> {
     let m = t.teammates.get(name)?;
     let current = m.current_task.as_deref().and_then(|c| t.task(c));
@@ -189,7 +195,7 @@ fn no_branch(t: &Team, name: &str) -> Error {
         "{name} has checkpointed no branch in team {}",
         t.id
     ))
-    .hint("choose continue; a teammate's checkpoints name the branch its work is on")
+    .hint("choose continue; a teammate's checkpoints name the branch its work is on (`--branch`), and baton gives each agent teammate one")
 }
 
 fn same_dir(a: &std::path::Path, b: &std::path::Path) -> bool {
