@@ -84,7 +84,7 @@ on_both_backends! {
         let probe = ok(&p, 6, &["probe", "crew"]);
         assert_eq!(probe["team"]["status"], "suspended");
         assert!(probe["team"]["lead_timeout_detected_at"].is_i64(), "{probe}");
-        assert_eq!(probe["lead"]["liveness"], "online", "6 minutes: still online by the thresholds");
+        assert_eq!(probe["lead"]["liveness"], "timed_out", "6 minutes: past the lead's timeout, never online in zombie mode");
 
         let (code, out, err) = at(&p, 7, &["resume", "crew"]);
         assert_eq!(code, 0, "{err}");
@@ -398,7 +398,9 @@ on_both_backends! {
         assert_eq!(imported, serde_json::json!(["crew"]));
         let here = ok(&p, 4, &["review", "crew"]);
         let there = ok(&other, 4, &["review", "crew"]);
-        assert_eq!(there["journal"], here["journal"], "the same journal");
+        let (here_j, there_j) = (here["journal"].as_array().unwrap(), there["journal"].as_array().unwrap());
+        assert_eq!(there_j[..here_j.len()], here_j[..], "the same journal");
+        assert_eq!(there_j[here_j.len()]["event"], serde_json::json!({"kind": "imported", "from": "baton-teams"}), "and the import on record");
         assert_eq!(there["team"]["tasks"], here["team"]["tasks"]);
         let msgs = ok(&other, 4, &["msg", "ls", "crew", "--after", "0"]);
         let seqs: Vec<u64> = msgs.as_array().unwrap().iter().map(|m| m["seq"].as_u64().unwrap()).collect();
@@ -446,7 +448,10 @@ on_both_backends! {
         let (code, _, err) = at(&p, 0, &["create", "crew"]);
         assert_eq!(code, 2);
         assert!(err.contains("a team crew already exists"), "{err}");
-        ok(&p, 1, &["complete", "crew"]);
+        let (code, _, err) = at(&p, 1, &["complete", "crew"]);
+        assert_eq!(code, 2, "tasks are open: {err}");
+        assert!(err.contains("team crew has 2 open task(s)"), "{err}");
+        ok(&p, 1, &["complete", "crew", "--force"]);
         for args in [
             vec!["task", "start", "crew", "t1", "--as", "ana"],
             vec!["msg", "send", "crew", "--to", "ana", "hello"],
