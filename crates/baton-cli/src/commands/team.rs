@@ -239,7 +239,7 @@ pub fn run(project: &Project, cmd: TeamCommand, printer: &Arc<Printer>) -> Resul
             if !a.json {
                 for b in &c.missing {
                     printer.always(&format!(
-                        "warning: the teammates' branch {} is not in this repository, so it was not merged (fetch it, then --retry)",
+                        "warning: the teammates' branch {} is not in this repository, so it was not merged (fetch it and consolidate again)",
                         cell(b)
                     ));
                 }
