@@ -46,8 +46,12 @@ fn deliver_as(p: &TestProject, id: &str, event: &str, file: &str) -> (i32, Value
     (code, v)
 }
 
+/// A pull request opened while its task is still at `implementation` is
+/// kept for `wait-pr` (the task untouched, the delivery saying so); when
+/// the task gets there it passes with that event and runs on; the same
+/// event again changes nothing.
 #[test]
-fn an_opened_pull_request_resumes_only_the_task_waiting_for_it() {
+fn an_opened_pull_request_is_kept_for_the_stage_it_is_for() {
     let p = TestProject::new();
     p.workflow("pr-flow", FLOW);
     // The fixture's pull request comes from branch `changes`: with the
@@ -57,26 +61,52 @@ fn an_opened_pull_request_resumes_only_the_task_waiting_for_it() {
     let (code, v) = deliver(&p, "pull_request", "pull_request/opened.payload.json");
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["event"], "github.pull_request.opened");
-    assert_eq!(v["tasks"][0]["decision"], "skipped", "{v}");
+    assert_eq!(v["tasks"][0]["decision"], "buffered", "{v}");
     assert_eq!(
         v["tasks"][0]["why"],
-        "skipped: task changes is at implementation, this event is for wait-pr"
+        "task changes is at implementation; kept until it waits at wait-pr"
+    );
+    let doc = p.state("changes");
+    assert_eq!(doc["status"], "FAILED", "untouched: {doc}");
+    assert_eq!(doc["buffered_events"][0]["phase"], "wait-pr", "{doc}");
+    assert_eq!(
+        doc["buffered_events"][0]["event"],
+        "github.pull_request.opened"
+    );
+    let (_, out, _) = p.run(&["show", "changes"]);
+    assert!(
+        out.contains("kept for wait-pr: github.pull_request.opened"),
+        "{out}"
     );
 
     fs_err::write(p.root().join("ready"), "").unwrap();
     let (code, _, err) = p.run(&["resume", "changes"]);
-    assert_eq!(code, 4, "now it waits for the pull request: {err}");
-    let (code, v) = deliver(&p, "pull_request", "pull_request/opened.payload.json");
-    assert_eq!(code, 0, "{v}");
-    assert_eq!(v["tasks"][0]["decision"], "resumed", "{v}");
+    assert_eq!(
+        code, 0,
+        "it reached wait-pr and passed with the kept event: {err}"
+    );
+    assert!(
+        err.contains("kept since it came before this stage"),
+        "{err}"
+    );
     assert_eq!(
         fs_err::read_to_string(p.root().join("after.txt")).unwrap(),
         "pr 2 from changes\n"
     );
-    let (_, out, _) = p.run(&["show", "changes", "--json"]);
-    let doc: Value = serde_json::from_str(&out).unwrap();
+    let doc = p.state("changes");
     assert_eq!(doc["status"], "COMPLETE", "{doc}");
     assert_eq!(doc["labels"]["pr-number"], "2", "{doc}");
+    assert!(doc.get("buffered_events").is_none(), "used: {doc}");
+    let (_, out, _) = p.run(&["deliveries", "--json"]);
+    let all: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(all[0]["decision"], "resumed", "{all}");
+    assert!(
+        all[0]["why"]
+            .as_str()
+            .unwrap()
+            .contains("kept since it came before that stage"),
+        "{all}"
+    );
     // The same event again changes nothing.
     let (code, v) = deliver(&p, "pull_request", "pull_request/opened.payload.json");
     assert_eq!(code, 0);

@@ -269,24 +269,20 @@ on_both_backends! {
         assert_eq!(server.stop().code(), Some(0));
     }
 
-    /// Attack 7's last part, as a journey: a delivery comes before its
-    /// wait and is skipped; the same signed body captured and sent again
-    /// under a new delivery id once the task waits is a redelivery and
+    /// Attack 7's last part, as a journey: a delivery resumes the task at
+    /// `wait-pr`; rewound to wait there again, the same signed body
+    /// captured and sent under a new delivery id is a redelivery and
     /// resumes nothing; GitHub's next event does.
     fn a_replayed_signed_body_resumes_nothing() {
         let p = project();
-        let (code, _, _) = p.run(&["run", "pr-flow", "x", "--id", "changes"]);
-        assert_eq!(code, 1, "implementation fails until `ready` exists");
+        fs_err::write(p.root().join("ready"), "").unwrap();
+        assert_eq!(p.run(&["run", "pr-flow", "x", "--id", "changes"]).0, 4);
         let server = Server::start(&p, &[]);
         let opened = fixture("pull_request/opened.payload.json");
-        let (status, _) = deliver(&server, "pull_request", "d-early", &opened);
-        assert_eq!(status, 202);
-        wait_for("the early delivery to settle", || {
-            let (_, out, _) = p.run(&["deliveries", "--json"]);
-            out.contains("\"skipped\"").then_some(())
-        });
-        fs_err::write(p.root().join("ready"), "").unwrap();
-        assert_eq!(p.run(&["resume", "changes"]).0, 4);
+        assert_eq!(deliver(&server, "pull_request", "d-first", &opened).0, 202);
+        wait_for("the task to complete", || (p.state("changes")["status"] == "COMPLETE").then_some(()));
+        let (code, _, err) = p.run(&["resume", "changes", "--from", "wait-pr"]);
+        assert_eq!(code, 4, "{err}");
         let (status, v) = deliver(&server, "pull_request", "d-replayed", &opened);
         assert_eq!((status, &v["redelivery"]), (200, &Value::Bool(true)), "{v}");
         std::thread::sleep(Duration::from_millis(500));
@@ -296,6 +292,7 @@ on_both_backends! {
         let next = [opened.as_slice(), b"\n"].concat();
         assert_eq!(deliver(&server, "pull_request", "d-next", &next).0, 202);
         wait_for("the task to complete", || (p.state("changes")["status"] == "COMPLETE").then_some(()));
+        assert_eq!(p.state("changes")["stage_results"]["wait-pr"]["delivery"], "d-next");
         assert_eq!(server.stop().code(), Some(0));
     }
 }

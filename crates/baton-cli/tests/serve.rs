@@ -126,9 +126,11 @@ fn arrivals(p: &TestProject, id: &str) -> usize {
 }
 
 on_both_backends! {
-    /// PR opened for a task still in `implementation` is skipped, and the
-    /// task untouched; once it waits in `wait-pr`, the next one resumes it
-    /// there and it runs on to the end.
+    /// A PR opened for a task still in `implementation` is kept for
+    /// `wait-pr`, the task untouched; once the task gets there it passes
+    /// with it and runs on to the end. Back at `wait-pr`, a new event
+    /// resumes it there, in a process of its own that takes over the
+    /// server's lease.
     fn a_signed_delivery_resumes_the_task_only_at_the_stage_it_waits_in() {
         let p = project();
         let (code, _, err) = p.run(&["run", "pr-flow", "x", "--id", "changes"]);
@@ -139,28 +141,37 @@ on_both_backends! {
         assert_eq!(status, 202, "{v}");
         assert_eq!(v["accepted"], true);
         let d = settled(&p, "d-early");
-        assert_eq!(d["decision"], "skipped", "{d}");
-        assert_eq!(d["why"], "skipped: task changes is at implementation, this event is for wait-pr");
+        assert_eq!(d["decision"], "buffered", "{d}");
+        assert_eq!(d["why"], "task changes is at implementation; kept until it waits at wait-pr");
+        assert_eq!(d["repository"], "Codertocat/Hello-World");
         assert_eq!(p.state("changes")["status"], "FAILED");
         assert_eq!(arrivals(&p, "changes"), 0);
 
         fs_err::write(p.root().join("ready"), "").unwrap();
         let (code, _, err) = p.run(&["resume", "changes"]);
-        assert_eq!(code, 4, "it waits for the pull request now: {err}");
-        // A later event: GitHub's bodies differ (times, counts), here a
-        // newline (the same body again would be a replay).
+        assert_eq!(code, 0, "it reached wait-pr and passed with the kept delivery: {err}");
+        let d = settled(&p, "d-early");
+        assert_eq!(d["decision"], "resumed", "{d}");
+        assert_eq!(d["tasks"][0]["why"], "resumed at wait-pr, kept since it came before that stage");
+        assert_eq!(p.state("changes")["stage_results"]["wait-pr"]["delivery"], "d-early");
+        assert_eq!(arrivals(&p, "changes"), 1);
+
+        // Back at wait-pr, a later event (GitHub's bodies differ: times,
+        // counts; here a newline, as the same body again would be a replay)
+        // resumes it there, in a process of its own.
+        let (code, _, err) = p.run(&["resume", "changes", "--from", "wait-pr"]);
+        assert_eq!(code, 4, "it waits for the pull request again: {err}");
         let later = [opened.as_slice(), b"\n"].concat();
         let (status, v) = server.deliver("pull_request", "d-opened", &later);
         assert_eq!(status, 202, "{v}");
         let d = settled(&p, "d-opened");
         assert_eq!(d["decision"], "resumed", "{d}");
-        assert_eq!(d["repository"], "Codertocat/Hello-World");
         assert_eq!(d["tasks"][0]["why"], "resumed at wait-pr");
         let doc = wait_for("the task to complete", || {
             let s = p.state("changes");
             (s["status"] == "COMPLETE").then_some(s)
         });
-        assert_eq!(fs_err::read_to_string(p.root().join("after.txt")).unwrap(), "pr 2\n");
+        assert_eq!(fs_err::read_to_string(p.root().join("after.txt")).unwrap(), "pr 2\npr 2\n");
         assert_eq!(doc["labels"]["pr-number"], "2");
         // It ran on in a process of its own, which took the lease over from
         // the server: handed over, not a crash.

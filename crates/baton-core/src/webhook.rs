@@ -247,9 +247,25 @@ pub fn id_in_branch(head: &str, pattern: &str) -> Option<String> {
 pub enum Verdict {
     /// The task waits in `phase` for exactly this: pass it with the facts.
     Resume { phase: PhaseId },
-    /// The delivery is for this task, but the task is not in the stage
-    /// that expects it: untouched.
+    /// The delivery is for a wait phase of this task that it has not
+    /// reached yet (it is at an earlier stage): keep it for that phase,
+    /// to pass it when the task gets there, never before.
+    Buffer { phase: PhaseId, reason: String },
+    /// The delivery is for this task, but nothing can come of it (the
+    /// task is past that stage or has ended, or a condition of the wait is
+    /// not met): untouched.
     Skip { reason: String },
+}
+
+/// How a wait phase judges a delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expect {
+    /// Another event, or another task's.
+    Not,
+    /// This event for this task, but a payload condition is not met:
+    /// which (`review.user.login is "bob", not "cleo[bot]"`).
+    Unmet(String),
+    Yes,
 }
 
 /// Whether the wait phase `spec` (its `match` values filled in with the
@@ -260,17 +276,17 @@ pub fn expects(
     phase: &PhaseId,
     d: &Delivery<'_>,
     branch_pattern: &str,
-) -> bool {
+) -> Expect {
     let WaitSpec::Event {
         event,
         matches,
         payload,
     } = spec
     else {
-        return false;
+        return Expect::Not;
     };
     if *event != d.name() {
-        return false;
+        return Expect::Not;
     }
     let ids = d.task_ids(branch_pattern);
     let repository = d.repository();
@@ -284,33 +300,49 @@ pub fn expects(
             other => d.facts().get(other) == Some(&want),
         }
     });
-    labels_agree
-        && payload
-            .iter()
-            .all(|(path, want)| d.value_at(path).as_deref() == Some(want.as_str()))
+    if !labels_agree {
+        return Expect::Not;
+    }
+    for (path, want) in payload {
+        let got = d.value_at(path);
+        if got.as_deref() != Some(want.as_str()) {
+            return Expect::Unmet(match got {
+                Some(g) => format!("{path} is {g:?}, not {want:?}"),
+                None => format!("it has no {path} (wanted {want:?})"),
+            });
+        }
+    }
+    Expect::Yes
 }
 
 /// What the delivery means for the task `state` of workflow `wf`: `None`
 /// when no phase of it waits for such a delivery; else whether it resumes
-/// the task (its current phase is the wait phase that expects it) or is
-/// skipped, saying the stage the task is at.
+/// the task (its current phase is the wait phase that expects it), is
+/// kept for a wait phase the task has not reached yet, or is skipped,
+/// saying why.
 pub fn judge(
     state: &TaskState,
     wf: &Workflow,
     d: &Delivery<'_>,
     branch_pattern: &str,
 ) -> Option<Verdict> {
-    let expecting: Vec<&PhaseId> = wf
-        .phases
-        .iter()
-        .filter(|p| match &p.kind {
-            PhaseKind::Wait(spec) => expects(spec, state, &p.id, d, branch_pattern),
-            _ => false,
-        })
-        .map(|p| &p.id)
-        .collect();
+    let mut expecting: Vec<&PhaseId> = Vec::new();
+    let mut unmet: Option<(&PhaseId, String)> = None;
+    for p in &wf.phases {
+        if let PhaseKind::Wait(spec) = &p.kind {
+            match expects(spec, state, &p.id, d, branch_pattern) {
+                Expect::Yes => expecting.push(&p.id),
+                Expect::Unmet(why) if unmet.is_none() => unmet = Some((&p.id, why)),
+                _ => {}
+            }
+        }
+    }
+    let id = &state.task_id;
     if expecting.is_empty() {
-        return None;
+        let (phase, why) = unmet?;
+        return Some(Verdict::Skip {
+            reason: format!("task {id} waits at {phase} for {}, but {why}", d.name()),
+        });
     }
     let waiting = state
         .phases
@@ -334,13 +366,34 @@ pub fn judge(
         .map(|p| p.id.to_string())
         .unwrap_or_else(|| state.status.as_str().to_string());
     let expected: Vec<String> = expecting.iter().map(|p| p.to_string()).collect();
-    Some(Verdict::Skip {
-        reason: format!(
-            "skipped: task {} is at {stage}, this event is for {}",
-            state.task_id,
-            expected.join(" or ")
-        ),
-    })
+    let ended = matches!(
+        state.status,
+        crate::state::TaskStatus::Complete | crate::state::TaskStatus::Cancelled
+    );
+    // The first expecting phase the task has still to pass.
+    let ahead = state
+        .phases
+        .iter()
+        .find(|p| expecting.contains(&&p.id) && !p.status.is_done());
+    match ahead {
+        Some(p) if !ended => Some(Verdict::Buffer {
+            phase: p.id.clone(),
+            reason: format!("task {id} is at {stage}; kept until it waits at {}", p.id),
+        }),
+        _ if ended => Some(Verdict::Skip {
+            reason: format!(
+                "task {id} has ended ({}), this event is for {}",
+                state.status.as_str(),
+                expected.join(" or ")
+            ),
+        }),
+        _ => Some(Verdict::Skip {
+            reason: format!(
+                "task {id} is at {stage}, past {}, which this event is for",
+                expected.join(" or ")
+            ),
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -538,12 +591,12 @@ wait = { event = "github.pull_request.closed", match = { "task-id" = "{{labels.t
     fn an_opened_pr_resumes_the_task_waiting_for_it_and_skips_one_at_another_stage() {
         let opened = fixture("pull_request/opened.payload.json");
         let mut t = Task::new("changes");
-        // Still in implementation: skipped, saying where it is.
+        // Still in implementation: kept for the stage it is for.
         assert_eq!(
             t.judge("pull_request", &opened),
-            Some(Verdict::Skip {
-                reason: "skipped: task changes is at implementation, this event is for wait-pr"
-                    .into()
+            Some(Verdict::Buffer {
+                phase: PhaseId::parse("wait-pr").unwrap(),
+                reason: "task changes is at implementation; kept until it waits at wait-pr".into()
             })
         );
         t.wait_in("wait-pr");
@@ -574,11 +627,14 @@ wait = { event = "github.pull_request.closed", match = { "task-id" = "{{labels.t
         assert_eq!(events.len(), 3, "{events:?}");
         assert_eq!(t.state.labels["pr-number"], "2");
         assert_eq!(t.state.phase("wait-pr").unwrap().status, PhaseStatus::Pass);
-        // The same event again finds it at the next stage.
-        assert!(matches!(
+        // The same event again finds it past that stage.
+        assert_eq!(
             t.judge("pull_request", &opened),
-            Some(Verdict::Skip { .. })
-        ));
+            Some(Verdict::Skip {
+                reason: "task changes is at wait-approval, past wait-pr, which this event is for"
+                    .into()
+            })
+        );
         assert!(
             decide(
                 &t.state,
@@ -621,7 +677,14 @@ wait = { event = "github.pull_request.closed", match = { "task-id" = "{{labels.t
         ));
         let mut by_someone = review.clone();
         by_someone["review"]["state"] = "approved".into();
-        assert_eq!(t.judge("pull_request_review", &by_someone), None);
+        // Another reviewer's approval is for this task and this stage, but
+        // not what it waits for: said so, not "no task waits".
+        assert_eq!(
+            t.judge("pull_request_review", &by_someone),
+            Some(Verdict::Skip {
+                reason: "task changes waits at wait-approval for github.pull_request_review.submitted, but review.user.login is \"Codertocat\", not \"cleo[bot]\"".into()
+            })
+        );
         let mut by_bot = by_someone.clone();
         by_bot["review"]["user"]["login"] = "cleo[bot]".into();
         assert_eq!(
@@ -644,7 +707,10 @@ wait = { event = "github.pull_request.closed", match = { "task-id" = "{{labels.t
         t.wait_in("wait-merge");
         let closed = fixture("pull_request/closed.payload.json");
         assert_eq!(closed["pull_request"]["merged"], false);
-        assert_eq!(t.judge("pull_request", &closed), None, "closed unmerged");
+        assert!(
+            matches!(t.judge("pull_request", &closed), Some(Verdict::Skip { reason }) if reason.contains("pull_request.merged is \"false\", not \"true\"")),
+            "closed unmerged"
+        );
         let mut merged = closed.clone();
         merged["pull_request"]["merged"] = true.into();
         assert!(matches!(

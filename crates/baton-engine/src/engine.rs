@@ -7,6 +7,7 @@
 //! below, each opening with what it holds.
 
 mod answer;
+mod buffer;
 mod claim;
 mod crash;
 mod create;
@@ -294,6 +295,25 @@ impl Engine {
         if self.crash_at.as_deref() == Some(&format!("{point}:{phase}")) {
             let _ =
                 nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+
+    /// Test hook (`BATON_TEST_PAUSE_AT=POINT:PHASE`): at that point, the
+    /// engine writes `paused-POINT` in the task's folder and waits (at most
+    /// a minute) until a test removes it, so a race can be played in a
+    /// chosen order.
+    pub(crate) fn pause_point(&self, point: &str, task: &TaskId, phase: &str) {
+        if std::env::var("BATON_TEST_PAUSE_AT").ok().as_deref() != Some(&format!("{point}:{phase}"))
+        {
+            return;
+        }
+        let marker = self.project.task_dir(task).join(format!("paused-{point}"));
+        if std::fs::write(&marker, "").is_err() {
+            return;
+        }
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while marker.exists() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
 

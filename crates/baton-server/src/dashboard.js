@@ -75,6 +75,10 @@ function renderDetail(doc) {
   if (doc.waiting && doc.waiting.question !== undefined) notes.push(answerForm(doc.waiting));
   if (doc.failure) notes.push(el("div", { class: "note" }, doc.failure));
   for (const b of doc.blockers || []) notes.push(el("div", { class: "note" }, b));
+  for (const k of doc.buffered_events || []) {
+    notes.push(el("div", { class: "note buffered", "data-kept": k.delivery },
+      "Kept for " + k.phase + ": " + k.event + " (delivery " + k.delivery + ", came " + age(k.received_at) + " ago, kept until " + new Date(k.expires_at).toLocaleString() + ")"));
+  }
   const done = Object.fromEntries((doc.completed_phases || []).map((p) => [p.id, p]));
   const stages = doc.stage_results || {};
   const list = el("ol", { class: "timeline" });

@@ -94,6 +94,13 @@ pub trait DeliveryStore: Send + Sync {
 
     /// The deliveries not settled yet, oldest first, with their bodies.
     fn unsettled_deliveries(&self) -> Result<Vec<NewDelivery>>;
+
+    /// Delivery `id`, if it is stored.
+    fn delivery(&self, id: &str) -> Result<Option<DeliveryRow>>;
+
+    /// Rewrites what a settled delivery did (a delivery kept for a later
+    /// stage, once the task got there and used it); `false` if unknown.
+    fn resettle_delivery(&self, id: &str, how: &Settlement) -> Result<bool>;
 }
 
 pub(crate) const PENDING: &str = "pending";

@@ -7,6 +7,7 @@
 //! embedded backend; [`postgres::PgStore`] serves many workers on many
 //! machines. Both pass one contract suite (`tests/contract.rs`).
 
+pub mod buffered;
 pub mod capabilities;
 mod codec;
 pub mod deliveries;
@@ -23,6 +24,7 @@ use baton_core::lease::{Lease, LeaseOwner};
 use baton_core::state::{PhaseState, TaskStatus};
 use baton_core::{EventRecord, TaskId, TaskState, Timestamp};
 
+pub use buffered::{BufferStore, Buffered};
 pub use capabilities::{CapabilityStore, Revoke};
 pub use deliveries::{
     BodyDigest, DeliveryRow, DeliveryStore, NewDelivery, Settlement, TaskDecision,
@@ -169,9 +171,11 @@ pub struct StoredDefinition {
 /// [`ProgressStore`], plays through [`PlayStore`], workspaces by agent role
 /// through [`WorkspaceStore`], teams through [`TeamStore`], the inbox
 /// through [`InboxStore`], the agents' capabilities through
-/// [`CapabilityStore`], in the same database.
+/// [`CapabilityStore`], deliveries that came before their stage through
+/// [`BufferStore`], in the same database.
 pub trait Store:
     InstanceStore
+    + BufferStore
     + CapabilityStore
     + DeliveryStore
     + ProgressStore

@@ -29,6 +29,7 @@
 //! classification, URL places and redaction), `tls` (TLS through rustls
 //! with libpq's sslmode meanings) and `store` (`impl Store`).
 
+mod buffered;
 mod capabilities;
 mod connect;
 mod deliveries;

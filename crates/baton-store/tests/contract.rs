@@ -94,6 +94,9 @@ baton_testkit::on_both_backends! {
     fn capabilities_are_found_by_digest_and_revoked_by_scope() {
         capabilities_are_found_by_digest_and_revoked_by_scope(&Backend::current())
     }
+    fn early_deliveries_are_kept_once_per_stage_and_go_with_their_task_or_time() {
+        early_deliveries_are_kept_once_per_stage_and_go_with_their_task_or_time(&Backend::current())
+    }
     fn deliveries_are_stored_once_and_settled_once() {
         deliveries_are_stored_once_and_settled_once(&Backend::current())
     }
@@ -1029,8 +1032,8 @@ fn postgres_refuses_a_newer_schema() {
             assert_eq!(found, 999);
             // The tasks' schema, the instances', the deliveries', progress
             // and plays, workspaces, teams, the inbox, capabilities and
-            // the bodies of deliveries.
-            assert_eq!(known, 8);
+            // the bodies of deliveries, deliveries kept for a later stage.
+            assert_eq!(known, 9);
             assert!(path.starts_with("127.0.0.1:"), "{path}");
         }
         Err(e) => panic!("unexpected error {e}"),
@@ -1054,7 +1057,7 @@ fn postgres_workers_starting_together_migrate_once() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, vec![8]);
+    assert_eq!(versions, vec![9]);
 }
 
 // ----- coding and review instances -----------------------------------------
@@ -1270,6 +1273,56 @@ fn replayed_bodies_are_redeliveries_within_their_window(b: &Backend) {
         .filter(|t| *t)
         .count();
     assert_eq!(taken, 1);
+}
+
+/// A delivery kept for a task's later wait is kept once (the same one
+/// again is not a second), listed for its task oldest first, and goes
+/// when that stage uses it, when the task goes, or when it expires.
+fn early_deliveries_are_kept_once_per_stage_and_go_with_their_task_or_time(b: &Backend) {
+    use baton_store::Buffered;
+    let s = b.open();
+    let t = TaskId::parse("t1").unwrap();
+    let kept = |delivery: &str, phase: &str, at: i64, until: i64| Buffered {
+        task: t.clone(),
+        phase: phase.into(),
+        delivery: delivery.into(),
+        event: "pull_request".into(),
+        payload: "{}".into(),
+        branch_pattern: "baton/{task-id}".into(),
+        received_at: Timestamp(at),
+        expires_at: Timestamp(until),
+    };
+    assert!(s.buffer_event(&kept("d1", "wait-pr", 10, 100)).unwrap());
+    assert!(
+        !s.buffer_event(&kept("d1", "wait-pr", 11, 100)).unwrap(),
+        "kept once"
+    );
+    assert!(s.buffer_event(&kept("d2", "wait-merge", 20, 50)).unwrap());
+    let other = TaskId::parse("t2").unwrap();
+    assert!(
+        s.buffer_event(&Buffered {
+            task: other.clone(),
+            ..kept("d1", "wait-pr", 30, 100)
+        })
+        .unwrap()
+    );
+    let mine: Vec<String> = s
+        .buffered_for(&t)
+        .unwrap()
+        .into_iter()
+        .map(|b| b.delivery)
+        .collect();
+    assert_eq!(mine, ["d1", "d2"]);
+    assert_eq!(s.buffered_all().unwrap().len(), 3);
+    assert_eq!(
+        s.buffered_for(&t).unwrap()[0],
+        kept("d1", "wait-pr", 10, 100)
+    );
+    assert_eq!(s.expire_buffered(Timestamp(50)).unwrap(), 1, "d2 expired");
+    assert_eq!(s.drop_buffered(&t, Some("wait-pr")).unwrap(), 1);
+    assert!(s.buffered_for(&t).unwrap().is_empty());
+    assert_eq!(s.drop_buffered(&other, None).unwrap(), 1);
+    assert!(s.buffered_all().unwrap().is_empty());
 }
 
 /// A capability is found by its digest only, with its scope, and goes

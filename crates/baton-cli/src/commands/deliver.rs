@@ -73,6 +73,7 @@ pub fn run(project: &Project, args: DeliverArgs, printer: &Arc<Printer>) -> Resu
     for (task, d) in &handed.decisions {
         let (decision, said) = match d {
             Decision::Resumed { phase } => ("resumed", format!("resumed at {phase}")),
+            Decision::Buffered { why, .. } => ("buffered", why.clone()),
             Decision::Skipped(why) => ("skipped", why.clone()),
         };
         rows.push(serde_json::json!({"task": task.as_str(), "decision": decision, "why": said}));
@@ -82,13 +83,14 @@ pub fn run(project: &Project, args: DeliverArgs, printer: &Arc<Printer>) -> Resu
     }
     if args.json {
         printer.json(
-            &serde_json::json!({"delivery": id, "event": handed.name, "tasks": rows}).to_string(),
+            &serde_json::json!({"delivery": id, "event": handed.name, "decision": handed.settlement.decision, "why": handed.settlement.why, "tasks": rows}).to_string(),
         );
     } else if handed.decisions.is_empty() {
-        printer.data(&format!(
-            "no task waits for {}: nothing changed",
-            cell(&handed.name)
-        ));
+        // Nothing for a task; it may still have moved agent instances.
+        printer.data(&match handed.settlement.decision.as_str() {
+            "applied" => format!("{}: {}", cell(&handed.name), cell(&handed.settlement.why)),
+            _ => format!("no task waits for {}: nothing changed", cell(&handed.name)),
+        });
     }
     Ok(exit)
 }

@@ -233,6 +233,21 @@ pub fn show(project: &Project, args: ShowArgs, printer: &Arc<Printer>) -> Result
         out.push(String::new());
         out.push(format!("failure   {}", cell(f)));
     }
+    // Events that came before their stage, kept for it.
+    if let Some(kept) = doc["buffered_events"].as_array() {
+        out.push(String::new());
+        for k in kept {
+            let s = |key: &str| k[key].as_str().unwrap_or("").to_string();
+            out.push(format!(
+                "kept for {}: {} (delivery {}, received {}, until {})",
+                cell(&s("phase")),
+                cell(&s("event")),
+                cell(&s("delivery")),
+                s("received_at"),
+                s("expires_at")
+            ));
+        }
+    }
     if status == DisplayStatus::Waiting {
         if let Some(w) = st.waiting_phase().and_then(|p| p.waiting.as_ref()) {
             out.push(String::new());

@@ -39,6 +39,23 @@ pub struct ServerConfig {
     /// A signed body received again within this window, under any
     /// delivery id, is a redelivery (default "7d").
     pub replay_window: Option<String>,
+    /// How long a delivery that came before the stage it is for is kept
+    /// for that stage (default "7d").
+    pub buffer_ttl: Option<String>,
+}
+
+const BUFFER_TTL: &str = "7d";
+
+impl ServerConfig {
+    /// How long an early delivery is kept, in milliseconds (checked when
+    /// the config is read).
+    pub fn buffer_ttl_ms(&self) -> i64 {
+        let text = self.buffer_ttl.as_deref().unwrap_or(BUFFER_TTL);
+        baton_core::workflow::parse_duration(text)
+            .or_else(|_| baton_core::workflow::parse_duration(BUFFER_TTL))
+            .map(|ms| ms as i64)
+            .unwrap_or(7 * 24 * 3600 * 1000)
+    }
 }
 
 /// `[server]` resolved: defaults filled in, the environment added, checked.
@@ -177,6 +194,7 @@ impl ServerConfig {
         let header_timeout = duration("header_timeout", &self.header_timeout, "10s")?;
         let request_timeout = duration("request_timeout", &self.request_timeout, "30s")?;
         let replay_window = duration("replay_window", &self.replay_window, "7d")?;
+        duration("buffer_ttl", &self.buffer_ttl, BUFFER_TTL)?;
         let max_connections = self.max_connections.unwrap_or(1024);
         if max_connections == 0 {
             return Err(bad(

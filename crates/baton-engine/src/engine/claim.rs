@@ -75,8 +75,7 @@ impl Engine {
                     )
                 });
             }
-            self.release(held);
-            outcome
+            self.release_driven(held, outcome)
         })();
         if result.is_err() {
             // Never keep a task we cannot run: another worker may.

@@ -125,8 +125,7 @@ impl Engine {
             return Ok((id, Outcome::Waiting("detached".into())));
         }
         let outcome = self.drive(&mut held);
-        self.release(held);
-        Ok((id, outcome?))
+        Ok((id, self.release_driven(held, outcome)?))
     }
 
     /// Delete and recreate keeps the stage: when the repository's progress

@@ -88,12 +88,15 @@ type Decisions = Vec<(TaskId, Decision)>;
 pub enum Decision {
     /// The wait phase `phase` passed.
     Resumed { phase: String },
+    /// Kept for wait phase `phase`, which the task has not reached yet
+    /// (or has, but its runner still holds it): used when it gets there.
+    Buffered { phase: String, why: String },
     /// Untouched, and why.
     Skipped(String),
 }
 
-/// A task whose wait phase passed (a delivery arrived, a person answered),
-/// held by this process: run it on with [`Engine::run_passed`], or let it
+/// A task whose wait phase passed (a delivery arrived, a person answered,
+/// a delivery kept for it was taken up), held by this process: run it on with [`Engine::run_passed`], or let it
 /// go to a process of its own ([`Engine::let_go`]) (dropping it without running it leaves
 /// its lease to expire, and the task is then resumed as crashed).
 pub struct Passed {
@@ -140,7 +143,7 @@ impl Engine {
             payload: &payload,
         };
         let name = delivery.name();
-        let (decisions, passed) = self.pass(&d.id, &delivery, branch_pattern)?;
+        let (decisions, passed) = self.pass(d, &delivery, branch_pattern)?;
         let mut settlement = settlement(&name, &decisions, self.now());
         for said in self.close_instances(&delivery)? {
             if settlement.decision == "ignored" {
@@ -193,16 +196,16 @@ impl Engine {
     pub fn run_passed(&self, p: Passed) -> Result<Outcome> {
         let mut held = p.held;
         let outcome = self.drive(&mut held);
-        self.release(held);
-        outcome
+        self.release_driven(held, outcome)
     }
 
     fn pass(
         &self,
-        delivery_id: &str,
+        stored: &NewDelivery,
         d: &Delivery<'_>,
         branch_pattern: &str,
     ) -> Result<(Decisions, Vec<Passed>)> {
+        let delivery_id = stored.id.as_str();
         let mut decisions = Vec::new();
         let mut passed = Vec::new();
         // Only tasks of a workflow (some version of it) with a wait phase
@@ -234,16 +237,44 @@ impl Engine {
                 decisions.push((summary.id, Decision::Resumed { phase }));
                 continue;
             }
+            // Kept for a stage the task has not reached, or for the wait
+            // its live runner has just reached (it takes it up before it
+            // lets the task go; if it let go meanwhile, the wake does).
+            let mut keep = |phase: &str, why: String| -> Result<Decision> {
+                self.keep_for(
+                    &summary.id,
+                    phase,
+                    delivery_id,
+                    &stored.event,
+                    &stored.payload,
+                    branch_pattern,
+                )?;
+                Ok(match self.wake_buffered(&summary.id)? {
+                    Some(p) => {
+                        let phase = p.passed_phase();
+                        passed.push(p);
+                        Decision::Resumed { phase }
+                    }
+                    None => Decision::Buffered {
+                        phase: phase.to_string(),
+                        why,
+                    },
+                })
+            };
             let decision = match webhook::judge(&snap.state, &wf, d, branch_pattern) {
                 None => continue,
                 Some(Verdict::Skip { reason }) => Decision::Skipped(reason),
-                Some(Verdict::Resume { .. })
+                Some(Verdict::Buffer { phase, reason }) => keep(phase.as_str(), reason)?,
+                Some(Verdict::Resume { phase })
                     if matches!(self.liveness(snap.lease.as_ref()), Liveness::Live) =>
                 {
-                    Decision::Skipped(format!(
-                        "skipped: task {} is held by a live runner",
-                        summary.id
-                    ))
+                    keep(
+                        phase.as_str(),
+                        format!(
+                            "task {} waits at {phase}, held by its runner; kept until it lets go",
+                            summary.id
+                        ),
+                    )?
                 }
                 Some(Verdict::Resume { .. }) => {
                     match self.pass_one(&summary.id, &snap, d, delivery_id, branch_pattern)? {
@@ -275,20 +306,17 @@ impl Engine {
     ) -> Result<std::result::Result<(String, Held), String>> {
         let mut held = match self.take(id, snap, None) {
             Ok(h) => h,
-            Err(e) => return Ok(Err(format!("skipped: {e}"))),
+            Err(e) => return Ok(Err(e.message)),
         };
         let phase = match webhook::judge(&held.state, &held.wf, d, branch_pattern) {
             Some(Verdict::Resume { phase }) => phase,
-            Some(Verdict::Skip { reason }) => {
+            Some(Verdict::Skip { reason } | Verdict::Buffer { reason, .. }) => {
                 self.release(held);
                 return Ok(Err(reason));
             }
             None => {
                 self.release(held);
-                return Ok(Err(format!(
-                    "skipped: task {id} no longer waits for {}",
-                    d.name()
-                )));
+                return Ok(Err(format!("task {id} no longer waits for {}", d.name())));
             }
         };
         let passed = self.decide_commit(
@@ -336,8 +364,9 @@ pub fn moves_instances(event: &str, action: Option<&str>) -> bool {
 }
 
 /// What a delivery did, as stored: `resumed` if it passed a task's wait,
-/// else `skipped` if it named a waiting task, else `ignored` (or
-/// `applied` when it moved agent instances).
+/// else `buffered` if it is kept for a wait a task has not reached, else
+/// `skipped` if it named a waiting task, else `ignored` (or `applied` when
+/// it moved agent instances).
 fn settlement(
     name: &str,
     decisions: &[(TaskId, Decision)],
@@ -351,6 +380,11 @@ fn settlement(
                 decision: "resumed".into(),
                 why: format!("resumed at {phase}"),
             },
+            Decision::Buffered { why, .. } => TaskDecision {
+                task: task.to_string(),
+                decision: "buffered".into(),
+                why: why.clone(),
+            },
             Decision::Skipped(why) => TaskDecision {
                 task: task.to_string(),
                 decision: "skipped".into(),
@@ -359,12 +393,16 @@ fn settlement(
         })
         .collect();
     let resumed: Vec<&TaskDecision> = tasks.iter().filter(|t| t.decision == "resumed").collect();
+    let buffered: Vec<&TaskDecision> = tasks.iter().filter(|t| t.decision == "buffered").collect();
     let (decision, why) = if !resumed.is_empty() {
         let said: Vec<String> = resumed
             .iter()
             .map(|t| format!("task {} {}", t.task, t.why))
             .collect();
         ("resumed", said.join("; "))
+    } else if !buffered.is_empty() {
+        let said: Vec<String> = buffered.iter().map(|t| t.why.clone()).collect();
+        ("buffered", said.join("; "))
     } else if let Some(first) = tasks.first() {
         ("skipped", first.why.clone())
     } else {

@@ -63,12 +63,18 @@ impl Engine {
                 },
                 Next::Complete => {
                     self.decide_commit(held, Input::Complete)?;
+                    // What was kept for its waits is of no use now.
+                    let _ = self.store.drop_buffered(&held.state.task_id, None);
                     return Ok(Outcome::Complete);
                 }
                 Next::InProgress(p) => {
                     return Err(Error::op(format!("phase {p} is unexpectedly in progress")));
                 }
                 Next::Stopped(TaskStatus::Waiting) => {
+                    // An event that came before this stage, kept for it.
+                    if self.use_buffered(held)? {
+                        continue;
+                    }
                     match (self.wait_not_due(&held.state), held.state.waiting_phase()) {
                         // A durable timer that is due: TimerDue resumes the task.
                         (None, Some(p))
@@ -77,7 +83,11 @@ impl Engine {
                             let p = p.id.clone();
                             self.decide_commit(held, Input::TimerDue { phase: p })?;
                         }
-                        (w, _) => {
+                        (w, p) => {
+                            if let Some(p) = p {
+                                let (id, phase) = (held.state.task_id.clone(), p.id.to_string());
+                                self.pause_point("waited", &id, &phase);
+                            }
                             return Ok(Outcome::Waiting(w.unwrap_or_else(|| "an event".into())));
                         }
                     }

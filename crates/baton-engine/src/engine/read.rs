@@ -63,7 +63,37 @@ impl Engine {
         let wf = self.pinned(&snap.state.definition_hash)?;
         let status = self.status_of(snap);
         let doc = document::render(&snap.state, &wf, status, snap.lease.as_ref());
-        Ok(serde_json::to_value(doc).expect("the state document is JSON"))
+        let mut v = serde_json::to_value(doc).expect("the state document is JSON");
+        // Deliveries that came before their stage, kept for it (none
+        // for a task that has ended).
+        let now = self.now();
+        let ended = matches!(
+            snap.state.status,
+            baton_core::TaskStatus::Complete | baton_core::TaskStatus::Cancelled
+        );
+        let kept: Vec<serde_json::Value> = self
+            .store
+            .buffered_for(&snap.state.task_id)?
+            .iter()
+            .filter(|b| b.expires_at > now && !ended)
+            .map(|b| {
+                serde_json::json!({
+                    "phase": b.phase,
+                    "delivery": b.delivery,
+                    "event": baton_core::webhook::Delivery {
+                        event: &b.event,
+                        payload: &serde_json::from_str(&b.payload).unwrap_or_default(),
+                    }
+                    .name(),
+                    "received_at": b.received_at.rfc3339(),
+                    "expires_at": b.expires_at.rfc3339(),
+                })
+            })
+            .collect();
+        if !kept.is_empty() {
+            v["buffered_events"] = serde_json::Value::Array(kept);
+        }
+        Ok(v)
     }
 
     /// Re-renders `state.json` if it is missing or damaged; says so.

@@ -252,8 +252,7 @@ impl Engine {
             return Err(e);
         }
         let outcome = self.drive(&mut held);
-        self.release(held);
-        Ok((new_id, outcome?))
+        Ok((new_id, self.release_driven(held, outcome)?))
     }
 }
 

@@ -92,8 +92,7 @@ impl Engine {
         // background run, or a task `serve` passed): nothing crashed.
         let handed = opts.takeover_from.is_some();
         let result = self.resume_held(&mut held, &snap, opts, upgrade_to, handed);
-        self.release(held);
-        result
+        self.release_driven(held, result)
     }
 
     /// Continues a task this process holds (`resume`, or a worker's claim

@@ -41,6 +41,12 @@ const SETTLE: &str = "WITH s AS (
 const NEWEST: &str =
     "SELECT id, received_at, event, action, repository, settled_at, decision, why, tasks
      FROM deliveries ORDER BY received_at DESC, id DESC LIMIT $1";
+const ONE: &str =
+    "SELECT id, received_at, event, action, repository, settled_at, decision, why, tasks
+     FROM deliveries WHERE id = $1";
+const RESETTLE: &str =
+    "UPDATE deliveries SET settled_at = $2, decision = $3, why = $4, tasks = $5, payload = NULL
+     WHERE id = $1";
 const UNSETTLED: &str = "SELECT id, received_at, event, action, repository, payload FROM deliveries
      WHERE settled_at IS NULL ORDER BY received_at, id";
 
@@ -154,23 +160,23 @@ impl DeliveryStore for PgStore {
                 .db()
                 .query(NEWEST, &[&i64::try_from(limit).unwrap_or(i64::MAX)])?)
         })?;
-        rows.iter()
-            .map(|r| {
-                let id: String = r.get(0);
-                let tasks = tasks_of(&id, r.get::<_, &str>(8))?;
-                Ok(DeliveryRow {
-                    received_at: Timestamp(r.get(1)),
-                    event: r.get(2),
-                    action: r.get(3),
-                    repository: r.get(4),
-                    settled_at: r.get::<_, Option<i64>>(5).map(Timestamp),
-                    decision: r.get(6),
-                    why: r.get(7),
-                    tasks,
-                    id,
-                })
-            })
-            .collect()
+        rows.iter().map(row).collect()
+    }
+
+    fn delivery(&self, id: &str) -> Result<Option<DeliveryRow>> {
+        let rows = self.run(|conn, _| Ok(conn.db().query(ONE, &[&id])?))?;
+        rows.first().map(row).transpose()
+    }
+
+    fn resettle_delivery(&self, id: &str, how: &Settlement) -> Result<bool> {
+        let tasks = tasks_json(&how.tasks);
+        let n = self.run(|conn, _| {
+            Ok(conn.db().execute(
+                RESETTLE,
+                &[&id, &how.at.millis(), &how.decision, &how.why, &tasks],
+            )?)
+        })?;
+        Ok(n == 1)
     }
 
     fn unsettled_deliveries(&self) -> Result<Vec<NewDelivery>> {
@@ -189,4 +195,21 @@ impl DeliveryStore for PgStore {
             })
             .collect())
     }
+}
+
+/// A delivery row as the store holds it.
+fn row(r: &postgres::Row) -> Result<DeliveryRow> {
+    let id: String = r.get(0);
+    let tasks = tasks_of(&id, r.get::<_, &str>(8))?;
+    Ok(DeliveryRow {
+        received_at: Timestamp(r.get(1)),
+        event: r.get(2),
+        action: r.get(3),
+        repository: r.get(4),
+        settled_at: r.get::<_, Option<i64>>(5).map(Timestamp),
+        decision: r.get(6),
+        why: r.get(7),
+        tasks,
+        id,
+    })
 }

@@ -173,6 +173,21 @@ CREATE TABLE capabilities (
 CREATE INDEX capabilities_task ON capabilities (task_id, phase);
 CREATE INDEX capabilities_instance ON capabilities (instance_id);
 "#,
+    r#"
+-- Deliveries that came before the stage they are for: kept for that
+-- task's wait phase until the task reaches it, or the time runs out.
+CREATE TABLE buffered_events (
+    task_id TEXT NOT NULL,
+    phase TEXT NOT NULL,
+    delivery_id TEXT NOT NULL,
+    event TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    branch_pattern TEXT NOT NULL,
+    received_at BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL,
+    PRIMARY KEY (task_id, phase, delivery_id)
+);
+"#,
 ];
 
 /// The advisory lock migrations run under ("baton" in ASCII, then 1), so

@@ -91,28 +91,46 @@ impl DeliveryStore for SqliteStore {
         Ok(out)
     }
 
+    fn delivery(&self, id: &str) -> Result<Option<DeliveryRow>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, received_at, event, action, repository, settled_at, decision, why, tasks
+             FROM deliveries WHERE id = ?1",
+        )?;
+        let rows = stmt.query_map([id], row)?;
+        let mut out = None;
+        for r in rows {
+            let (mut d, tasks) = r?;
+            d.tasks = tasks_of(&d.id, &tasks)?;
+            out = Some(d);
+        }
+        Ok(out)
+    }
+
+    fn resettle_delivery(&self, id: &str, how: &Settlement) -> Result<bool> {
+        Ok(self
+            .conn()
+            .prepare_cached(
+                "UPDATE deliveries SET settled_at = ?2, decision = ?3, why = ?4, tasks = ?5, payload = NULL
+                 WHERE id = ?1",
+            )?
+            .execute(params![
+                id,
+                how.at.millis(),
+                how.decision,
+                how.why,
+                tasks_json(&how.tasks)
+            ])?
+            == 1)
+    }
+
     fn deliveries(&self, limit: usize) -> Result<Vec<DeliveryRow>> {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
             "SELECT id, received_at, event, action, repository, settled_at, decision, why, tasks
              FROM deliveries ORDER BY received_at DESC, rowid DESC LIMIT ?1",
         )?;
-        let rows = stmt.query_map([i64::try_from(limit).unwrap_or(i64::MAX)], |r| {
-            Ok((
-                DeliveryRow {
-                    id: r.get(0)?,
-                    received_at: Timestamp(r.get(1)?),
-                    event: r.get(2)?,
-                    action: r.get(3)?,
-                    repository: r.get(4)?,
-                    settled_at: r.get::<_, Option<i64>>(5)?.map(Timestamp),
-                    decision: r.get(6)?,
-                    why: r.get(7)?,
-                    tasks: Vec::new(),
-                },
-                r.get::<_, String>(8)?,
-            ))
-        })?;
+        let rows = stmt.query_map([i64::try_from(limit).unwrap_or(i64::MAX)], row)?;
         rows.map(|row| {
             let (mut d, tasks) = row?;
             d.tasks = tasks_of(&d.id, &tasks)?;
@@ -141,4 +159,22 @@ impl DeliveryStore for SqliteStore {
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
+}
+
+/// A delivery row, and its decisions as JSON.
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(DeliveryRow, String)> {
+    Ok((
+        DeliveryRow {
+            id: r.get(0)?,
+            received_at: Timestamp(r.get(1)?),
+            event: r.get(2)?,
+            action: r.get(3)?,
+            repository: r.get(4)?,
+            settled_at: r.get::<_, Option<i64>>(5)?.map(Timestamp),
+            decision: r.get(6)?,
+            why: r.get(7)?,
+            tasks: Vec::new(),
+        },
+        r.get::<_, String>(8)?,
+    ))
 }
