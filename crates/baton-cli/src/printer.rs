@@ -22,9 +22,14 @@ use baton_core::{TaskId, time::human_millis};
 use baton_engine::{Error, Observer};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// How often a running phase's last line is printed when stderr is not a
+/// terminal, unless `BATON_PROGRESS_INTERVAL` says otherwise.
+const PROGRESS_INTERVAL: Duration = Duration::from_secs(30);
 
 /// At most this many characters of one untrusted text are printed in a
 /// human-readable view; `--json` has the whole of it.
@@ -99,6 +104,24 @@ pub struct Printer {
     /// its task, and there is no spinner.
     many_tasks: std::sync::atomic::AtomicBool,
     stdout: Mutex<Stdout>,
+    /// Without a spinner: how often a running phase's line is printed
+    /// (`None`: never).
+    progress_every: Option<Duration>,
+    /// Without a spinner: when each running task's line was last printed
+    /// (or its phase started).
+    progress_told: Mutex<HashMap<TaskId, Instant>>,
+}
+
+/// `BATON_PROGRESS_INTERVAL`: a duration (`30s`, `2m`); `0` prints none.
+fn progress_every() -> Option<Duration> {
+    match std::env::var("BATON_PROGRESS_INTERVAL") {
+        Ok(v) if !v.trim().is_empty() => match baton_core::workflow::parse_duration(v.trim()) {
+            Ok(0) => None,
+            Ok(ms) => Some(Duration::from_millis(ms)),
+            Err(_) => Some(PROGRESS_INTERVAL),
+        },
+        _ => Some(PROGRESS_INTERVAL),
+    }
 }
 
 impl Printer {
@@ -112,6 +135,8 @@ impl Printer {
             bar: Mutex::new(None),
             many_tasks: std::sync::atomic::AtomicBool::new(false),
             stdout: Mutex::new(Stdout::Open),
+            progress_every: progress_every(),
+            progress_told: Mutex::new(HashMap::new()),
         }
     }
 
@@ -300,16 +325,61 @@ impl Observer for Printer {
         let label = cell(&label);
         let prefix = self.task_prefix(task);
         if self.tty && prefix.is_empty() {
+            // One line: the phase, its time, then the last line it printed,
+            // cut at the terminal's width.
             let b = ProgressBar::new_spinner();
             b.set_style(
-                ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("template"),
+                ProgressStyle::with_template("{spinner} {prefix} {elapsed} {wide_msg}")
+                    .expect("template"),
             );
-            b.set_message(label);
+            b.set_prefix(label);
             b.enable_steady_tick(Duration::from_millis(100));
             *self.bar.lock().unwrap_or_else(|p| p.into_inner()) = Some(b);
         } else {
+            self.progress_told
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(task.clone(), Instant::now());
             err_line!("{prefix}start {label}");
         }
+    }
+
+    fn phase_progress(&self, task: &TaskId, phase: &str, elapsed_ms: i64, last_line: &str) {
+        if self.quiet {
+            return;
+        }
+        // The phase's own text: every control character shown escaped,
+        // at most a screen line's worth.
+        let line = match text::clip(last_line, 300) {
+            (head, 0) => text::escape_line(head).into_owned(),
+            (head, _) => format!("{}…", text::escape_line(head)),
+        };
+        if let Some(b) = self.bar.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            b.set_message(line);
+            return;
+        }
+        let Some(every) = self.progress_every else {
+            return;
+        };
+        {
+            let mut told = self.progress_told.lock().unwrap_or_else(|p| p.into_inner());
+            let last = told.entry(task.clone()).or_insert_with(Instant::now);
+            if last.elapsed() < every {
+                return;
+            }
+            *last = Instant::now();
+        }
+        let said = if line.is_empty() {
+            "(no output yet)".to_string()
+        } else {
+            format!("— {line}")
+        };
+        err_line!(
+            "{}  {} running {} {said}",
+            self.task_prefix(task),
+            cell(phase),
+            human_millis(elapsed_ms)
+        );
     }
 
     fn phase_finished(
@@ -323,6 +393,10 @@ impl Observer for Printer {
         if let Some(b) = self.bar.lock().unwrap_or_else(|p| p.into_inner()).take() {
             b.finish_and_clear();
         }
+        self.progress_told
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(task);
         if self.quiet {
             return;
         }

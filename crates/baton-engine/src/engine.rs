@@ -16,6 +16,7 @@ mod detach;
 mod drive;
 mod hold;
 mod manage;
+mod output;
 mod phase;
 mod play;
 pub use phase::new_uuid;
@@ -28,6 +29,7 @@ mod workspaces;
 
 pub use deliver::{Awaited, Decision, HandedOver, Passed, ignored, moves_instances, new_delivery};
 pub use manage::CLEANED;
+pub use output::{Cursor as OutputCursor, Output, OutputLine};
 pub use supervise::{AutoRestart, Need, Triage};
 pub use workspaces::WorkspaceView;
 
@@ -87,6 +89,11 @@ pub trait Observer: Send + Sync {
     }
     /// A remark for the user (warnings, what was repaired).
     fn info(&self, _message: &str) {}
+    /// A running phase's sign of life: the last line it printed (a
+    /// command's output, what an agent did last; empty before anything),
+    /// as written (untrusted), and how long its process has run. Called
+    /// when that line changes and about once a second.
+    fn phase_progress(&self, _task: &TaskId, _phase: &str, _elapsed_ms: i64, _last_line: &str) {}
 }
 
 /// An observer that reports nothing.

@@ -33,6 +33,7 @@ pub fn routes() -> (axum::Router<App>, utoipa::openapi::OpenApi) {
         .routes(routes!(list_tasks))
         .routes(routes!(get_task))
         .routes(routes!(task_journal))
+        .routes(routes!(crate::output::task_output))
         .routes(routes!(resume_task))
         .routes(routes!(cancel_task))
         .routes(routes!(answer_task))
@@ -42,7 +43,7 @@ pub fn routes() -> (axum::Router<App>, utoipa::openapi::OpenApi) {
 }
 
 /// Runs blocking store work off the async threads.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
     tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
@@ -52,7 +53,7 @@ async fn blocking<T: Send + 'static>(
     })
 }
 
-fn task_id(id: &str) -> Result<TaskId, ApiError> {
+pub(crate) fn task_id(id: &str) -> Result<TaskId, ApiError> {
     TaskId::parse(id).map_err(|e| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -63,7 +64,7 @@ fn task_id(id: &str) -> Result<TaskId, ApiError> {
     })
 }
 
-fn not_found(id: &TaskId) -> ApiError {
+pub(crate) fn not_found(id: &TaskId) -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
         "TASK_NOT_FOUND",

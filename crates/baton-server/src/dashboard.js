@@ -7,6 +7,10 @@ if (params.get("token")) {
 const token = localStorage.getItem("baton-token") || "";
 let tasks = [];
 let selected = null;
+// What the selected task's running phase printed: its last lines, and
+// where /output reads on from.
+let output = { task: null, cursor: "", lines: [], running: null };
+const OUTPUT_LINES = 200;
 
 const el = (tag, attrs = {}, ...kids) => {
   const e = document.createElement(tag);
@@ -99,9 +103,47 @@ function renderDetail(doc) {
     if (stage) item.append(el("div", { class: "meta" }, stage.event + (stage.pr_number ? " · PR #" + stage.pr_number : "") + (stage.approved !== undefined ? (stage.approved ? " · approved" : " · not approved") : "")));
     if (c && c.summary) item.append(el("div", { class: "summary" }, c.summary));
     if (p.last_error) item.append(el("div", { class: "summary" }, p.last_error));
+    if (p.status === "IN_PROGRESS" && output.task === doc.task_id && output.lines.length) item.append(outputBox());
     list.append(item);
   }
   body.replaceChildren(head, ...notes, list);
+}
+
+// A phase's own text, its control characters shown as escapes (as the
+// command line shows them), never obeyed.
+function visible(s) {
+  return s.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
+    (c) => c.charCodeAt(0) < 0x100 ? "\\x" + c.charCodeAt(0).toString(16).padStart(2, "0") : "\\u{" + c.charCodeAt(0).toString(16) + "}");
+}
+
+function outputBox() {
+  const box = el("pre", { id: "output", class: "output" }, output.lines.map((l) => visible(l.text)).join("\n"));
+  requestAnimationFrame(() => { box.scrollTop = box.scrollHeight; });
+  return box;
+}
+
+// While the selected task runs, what its running phase prints, about once
+// a second.
+async function pollOutput() {
+  const t = tasks.find((x) => x.id === selected);
+  if (!selected || !t || t.status !== "RUNNING") return;
+  if (output.task !== selected) output = { task: selected, cursor: "", lines: [], running: null };
+  try {
+    const r = await api("/api/v1/tasks/" + encodeURIComponent(selected) + "/output" + (output.cursor ? "?after=" + encodeURIComponent(output.cursor) : ""));
+    if (output.task !== selected) return;
+    output.cursor = r.cursor;
+    if (r.running !== output.running) output.lines = [];
+    output.running = r.running;
+    output.lines = output.lines.concat(r.lines.filter((l) => l.phase === r.running)).slice(-OUTPUT_LINES);
+    const box = document.getElementById("output");
+    const item = document.querySelector('li[data-phase="' + CSS.escape(r.running || "") + '"]');
+    if (box && output.lines.length) {
+      box.textContent = output.lines.map((l) => visible(l.text)).join("\n");
+      box.scrollTop = box.scrollHeight;
+    } else if (item && output.lines.length) {
+      item.append(outputBox());
+    }
+  } catch (e) { /* the next look tries again */ }
 }
 
 function answerForm(w) {
@@ -181,3 +223,4 @@ document.getElementById("status-filter").addEventListener("change", renderTasks)
 refresh();
 listen();
 setInterval(renderTasks, 15000);
+setInterval(pollOutput, 1000);

@@ -13,7 +13,8 @@
 //! starts as processes), `api` with `views` (the JSON API and its OpenAPI
 //! document), `auth` (the API's token, and the agents' capabilities on
 //! `/mcp`), `mcp` (the MCP endpoint: identified, screened, then the
-//! SDK), `dashboard` (the page at `/` and its live event stream) and
+//! SDK), `output` (what a running phase prints, after a cursor),
+//! `dashboard` (the page at `/` and its live event stream) and
 //! `watch` (what the store holds that those follow). docs/security.md
 //! says what each defends against.
 
@@ -25,6 +26,7 @@ mod handoff;
 pub mod input;
 mod listen;
 mod mcp;
+mod output;
 mod recorder;
 mod runner;
 mod shape;

@@ -277,9 +277,45 @@ pub fn log(project: &Project, args: LogArgs, printer: &Arc<Printer>) -> Result<E
     let id = task_id(project, args.id.as_deref())?;
     eng.load(&id)?;
     let mut after = 0;
+    // With --follow (not --json): where in the phases' output we are.
+    let mut output = args
+        .follow
+        .then(baton_engine::engine::OutputCursor::default)
+        .filter(|_| !args.json);
     loop {
         let events = eng.events(&id, after, 1000)?;
-        for r in &events {
+        // Read after the journal: an attempt the journal says ended has
+        // all of its output on disk by now.
+        let (mut ended, mut running) = (Vec::new(), Vec::new());
+        if let Some(cursor) = output.as_mut() {
+            let read = eng.phase_output(&eng.load(&id)?, cursor)?;
+            *cursor = read.cursor.clone();
+            for line in read.lines {
+                if line.attempt == cursor.attempt && read.running.is_some() {
+                    running.push(line);
+                } else {
+                    ended.push(line);
+                }
+            }
+        }
+        // An ended attempt's last lines go before the event that ended it.
+        let ends_at = ended.first().and_then(|l| {
+            events.iter().position(|r| {
+                matches!(
+                    r.event,
+                    baton_core::Event::PhasePassed { .. }
+                        | baton_core::Event::PhaseFailed { .. }
+                        | baton_core::Event::PhaseInterrupted { .. }
+                ) && r.event.phase().is_some_and(|p| p.as_str() == l.phase)
+            })
+        });
+        if ends_at.is_none() {
+            print_output(printer, &std::mem::take(&mut ended));
+        }
+        for (i, r) in events.iter().enumerate() {
+            if Some(i) == ends_at {
+                print_output(printer, &std::mem::take(&mut ended));
+            }
             after = r.seq;
             if args.json {
                 let v = baton_core::document::journal_line(id.as_str(), r);
@@ -305,6 +341,7 @@ pub fn log(project: &Project, args: LogArgs, printer: &Arc<Printer>) -> Result<E
                 ));
             }
         }
+        print_output(printer, &running);
         if printer.stdout_gone() {
             // Nobody reads any more (`baton log --follow | head`).
             break;
@@ -318,11 +355,34 @@ pub fn log(project: &Project, args: LogArgs, printer: &Arc<Printer>) -> Result<E
         let snap = eng.load(&id)?;
         let d = eng.status_of(&snap);
         if d != DisplayStatus::Running && eng.events(&id, after, 1)?.is_empty() {
+            if let Some(cursor) = output.as_mut() {
+                // What the last phase printed after the last look.
+                let read = eng.phase_output(&snap, cursor)?;
+                print_output(printer, &read.lines);
+            }
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
     Ok(Exit::Done)
+}
+
+/// Lines a phase printed, as `log --follow` shows them: no journal seq,
+/// the time they were read, whose they are, escaped.
+fn print_output(printer: &Printer, lines: &[baton_engine::engine::OutputLine]) {
+    if lines.is_empty() {
+        return;
+    }
+    let now = baton_core::Timestamp(jiff::Timestamp::now().as_millisecond());
+    for l in lines {
+        printer.data(&format!(
+            "{:>5}  {now}  {:<18} {}: {}",
+            "·",
+            l.stream,
+            l.phase,
+            cell(&l.text)
+        ));
+    }
 }
 
 /// Tokens and cost in words: "1200 tokens in, 300 out, $0.0123".

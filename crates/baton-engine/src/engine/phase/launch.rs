@@ -4,6 +4,7 @@
 //! journaled in batches), its native session continued after a crash, or
 //! a new one seeded with the brief when that cannot be done.
 
+use crate::engine::output::LastLine;
 use crate::engine::{Engine, Held};
 use crate::error::Result;
 use crate::process::{self, Spec, Stop, Waited};
@@ -23,6 +24,10 @@ const JOURNAL_TEXT_CHARS: usize = 2_000;
 /// Activity is journaled at most this often (a session id, a tool call or
 /// result at once).
 const FLUSH_EVERY: Duration = Duration::from_millis(250);
+/// The observer hears of a running phase at least this often
+/// ([`crate::Observer::phase_progress`]), and at once when its last line
+/// changed.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
 /// One process to run for a phase.
 pub(super) struct Launch {
@@ -162,6 +167,15 @@ impl Engine {
         running.release();
         let lost = held.hb.lost.clone();
         let cancel = held.hb.cancel.clone();
+        let task = held.state.task_id.clone();
+        let mut progress = Progress {
+            // A built-in CLI's stdout is its JSON stream: what it did is
+            // told from that instead.
+            output: l.cli.is_none().then(|| LastLine::new(&l.stdout, &l.stderr)),
+            activity: String::new(),
+            told: None,
+            started: Instant::now(),
+        };
         let mut stream = Stream {
             tail: l.cli.map(|c| Tail::new(c, &l.stdout, l.env.clone())),
             session_known: l.session.is_some(),
@@ -181,12 +195,16 @@ impl Engine {
                 return Some(Stop::Interrupted);
             }
             if let Some(new) = stream.tail.as_mut().map(|t| t.poll()) {
+                if let Some(line) = new.iter().rev().find_map(activity_line) {
+                    progress.activity = line;
+                }
                 stream.take(new);
                 if let Err(e) = self.flush(held, phase, l, &mut stream, false) {
                     stream.failed = Some(e);
                     return Some(Stop::LeaseLost);
                 }
             }
+            progress.tell(&*self.observer, &task, phase.as_str());
             None
         };
         let waited = running.wait(timeout, &mut check);
@@ -354,6 +372,54 @@ impl Engine {
             })
             .flatten()
             .collect()
+    }
+}
+
+/// What the observer is told of a running phase.
+struct Progress {
+    /// A command's (or a `command = [...]` agent's) output.
+    output: Option<LastLine>,
+    /// What a built-in CLI's agent did last.
+    activity: String,
+    /// When it was last told, and the line.
+    told: Option<(Instant, String)>,
+    started: Instant,
+}
+
+impl Progress {
+    fn tell(&mut self, observer: &dyn crate::Observer, task: &baton_core::TaskId, phase: &str) {
+        if let Some(o) = &mut self.output {
+            o.poll();
+        }
+        let line = match &self.output {
+            Some(o) => o.line(),
+            None => self.activity.as_str(),
+        };
+        let due = match &self.told {
+            None => true,
+            Some((at, told)) => told != line || at.elapsed() >= PROGRESS_EVERY,
+        };
+        if due {
+            let elapsed = self.started.elapsed().as_millis() as i64;
+            observer.phase_progress(task, phase, elapsed, line);
+            self.told = Some((Instant::now(), line.to_string()));
+        }
+    }
+}
+
+/// What an agent did, in one line, for a running phase's progress.
+fn activity_line(e: &AgentEvent) -> Option<String> {
+    let first = |t: &str| {
+        t.lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(str::to_string)
+    };
+    match e {
+        AgentEvent::ToolCall { name, summary, .. } => Some(format!("→ {name} {summary}")),
+        AgentEvent::AssistantText { text } => first(text),
+        AgentEvent::Subagent { event, .. } => activity_line(event),
+        _ => None,
     }
 }
 
