@@ -82,7 +82,11 @@ on_both_backends! {
         fs_err::write(p.root().join("fail-t2"), "").unwrap();
         let (code, _, err) = p.run(&["play", "sprint.toml", "--workflow", "step"]);
         assert_eq!(code, 1, "{err}");
-        assert!(err.contains("play sprint stopped: task 2 of 3 (t2) ended"), "{err}");
+        assert!(
+            err.contains("play sprint stopped: task 2 of 3 (t2) failed: phase work failed 1 time(s): exit status 1"),
+            "{err}"
+        );
+        assert!(!err.contains("Failed(\""), "no Rust debug text: {err}");
         assert!(err.contains("baton play --resume"), "{err}");
         // Started again by mistake: refused, with the way on.
         let (code, _, err) = p.run(&["play", "sprint.toml", "--workflow", "step"]);

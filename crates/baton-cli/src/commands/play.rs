@@ -38,25 +38,75 @@ pub fn run(project: &Project, args: PlayArgs, printer: &Arc<Printer>) -> Result<
         start(&eng, &args)?
     };
     let outcome = eng.play(&mut play, args.max_tasks)?;
+    let total = play.tasks.len();
+    // Tasks before --start-from-task were not run by this play: what they
+    // are is said, never counted as complete.
+    let passed_over = eng.play_passed_over(&play)?;
     match play.status.as_str() {
+        "done" if passed_over.is_empty() => printer.info(&format!(
+            "play {}: all {total} tasks complete",
+            play.name
+        )),
         "done" => printer.info(&format!(
-            "play {}: all {} tasks complete",
-            play.name,
-            play.tasks.len()
-        )),
-        "stopped" => printer.info(&format!(
-            "play {} stopped: {}; continue it with `baton play --resume`",
-            play.name,
-            play.stopped.as_deref().unwrap_or("")
-        )),
-        _ => printer.info(&format!(
-            "play {}: {} of {} tasks complete (--max-tasks); continue it with `baton play --resume`",
+            "play {}: reached its end; {} of {total} tasks ran and are complete ({})",
             play.name,
             play.done.len(),
-            play.tasks.len()
+            play.done.join(", ")
+        )),
+        "stopped" => {
+            printer.always(&format!(
+                "play {} stopped: {}",
+                play.name,
+                play.stopped.as_deref().unwrap_or("")
+            ));
+            printer.hint("fix the cause, then continue the play with `baton play --resume` (it runs that task on)");
+        }
+        _ => printer.info(&format!(
+            "play {}: {} of {total} tasks complete (--max-tasks); continue it with `baton play --resume`",
+            play.name,
+            play.done.len(),
         )),
     }
+    if !passed_over.is_empty() {
+        let listed: Vec<String> = passed_over
+            .iter()
+            .map(|(id, status)| match status.as_str() {
+                "none" => format!("{id} (never run)"),
+                s => format!("{id} ({})", printer.status_word_err(s)),
+            })
+            .collect();
+        printer.info(&format!(
+            "play {}: not run by this play (it started at task {}): {}",
+            play.name,
+            passed_over_start(&play),
+            listed.join(", ")
+        ));
+        for (i, (id, status)) in passed_over.iter().enumerate() {
+            if status != "COMPLETE" {
+                let n = play.tasks.iter().position(|t| &t.id == id).unwrap_or(i) + 1;
+                printer.hint(&match status.as_str() {
+                    "none" => {
+                        format!("{id} never ran: run the play from it with `--start-from-task {n}`")
+                    }
+                    s if s == "FAILED" || s == "CRASHED" || s == "WAITING" => {
+                        format!("{id} is {s}: `baton resume {id}` goes on with it")
+                    }
+                    s => format!("{id} is {s}"),
+                });
+            }
+        }
+    }
     Ok(outcome.exit())
+}
+
+/// The task (counted from 1) this play started at: the first it ran or
+/// is at.
+fn passed_over_start(play: &Play) -> usize {
+    play.tasks
+        .iter()
+        .position(|t| play.done.first() == Some(&t.id))
+        .unwrap_or(play.next)
+        + 1
 }
 
 /// A new play of `args.file`, its tasks read, from `--start-from-task`.

@@ -52,8 +52,9 @@ impl Engine {
             if outcome != Outcome::Complete {
                 play.status = "stopped".into();
                 play.stopped = Some(format!(
-                    "task {} of {total} ({id}) ended {outcome:?}",
-                    play.next + 1
+                    "task {} of {total} ({id}) {}",
+                    play.next + 1,
+                    ended(&outcome)
                 ));
                 self.put_play(play)?;
                 return Ok(outcome);
@@ -70,8 +71,39 @@ impl Engine {
         Ok(Outcome::Complete)
     }
 
+    /// The status of each task of `play` it passed over without running
+    /// it (before its `--start-from-task`): id and status word (`none`:
+    /// no such task).
+    pub fn play_passed_over(&self, play: &Play) -> Result<Vec<(String, String)>> {
+        let mut out = Vec::new();
+        for t in play.tasks.iter().take(play.next) {
+            if play.done.contains(&t.id) {
+                continue;
+            }
+            let status = match TaskId::parse(&t.id).ok().map(|id| self.store.load(&id)) {
+                Some(Ok(Some(snap))) => self.status_of(&snap).as_str().to_string(),
+                Some(Err(e)) => return Err(e.into()),
+                _ => "none".to_string(),
+            };
+            out.push((t.id.clone(), status));
+        }
+        Ok(out)
+    }
+
     fn put_play(&self, play: &mut Play) -> Result<()> {
         play.updated_at = self.now();
         Ok(self.store.put_play(play)?)
+    }
+}
+
+/// How a task of a play ended, in words (`failed: …`, `is waiting: …`).
+fn ended(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Complete => "is complete".into(),
+        Outcome::Failed(why) => format!("failed: {why}"),
+        Outcome::Waiting(what) => format!("is waiting: {what}"),
+        Outcome::Cancelled => "was cancelled".into(),
+        Outcome::Interrupted(why) => format!("was interrupted: {why}"),
+        Outcome::Queued => "was queued for the workers".into(),
     }
 }
