@@ -19,7 +19,8 @@ mod salvage;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
-    /// `ok`, `problem` or `fixed`.
+    /// `ok`, `problem`, `fixed` or `kept` (left as it is on purpose,
+    /// holding work: said, never a problem).
     pub level: &'static str,
     pub message: String,
     pub hint: Option<String>,
@@ -36,6 +37,16 @@ impl Finding {
     pub(crate) fn problem(m: impl Into<String>, hint: impl Into<String>) -> Self {
         Finding {
             level: "problem",
+            message: m.into(),
+            hint: Some(hint.into()),
+        }
+    }
+    /// Something baton keeps on purpose (a worktree holding work): said,
+    /// with what the user may do, but no problem (`doctor` does not fail
+    /// over it, and `--fix` never removes it).
+    pub(crate) fn kept(m: impl Into<String>, hint: impl Into<String>) -> Self {
+        Finding {
+            level: "kept",
             message: m.into(),
             hint: Some(hint.into()),
         }

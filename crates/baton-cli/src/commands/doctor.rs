@@ -22,6 +22,7 @@ pub fn run(project: &Project, args: DoctorArgs, printer: &Arc<Printer>) -> Resul
                 "fixed" => printer
                     .status_word("COMPLETE")
                     .replace("COMPLETE", "fixed  "),
+                "kept" => printer.status_word("WAITING").replace("WAITING", "kept   "),
                 _ => printer.status_word("FAILED").replace("FAILED", "problem"),
             };
             // A finding may quote a folder's name or a stored text.

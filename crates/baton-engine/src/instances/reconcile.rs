@@ -3,9 +3,10 @@
 //! cut short (a crash between its record and its worktree), is marked
 //! failed; the worktrees and branches baton recorded for instances that
 //! ended are removed with `--fix`, except those holding work, which are
-//! kept and reported. What baton owns is known from the store (the
-//! instance's recorded resources, or the worktree and branch it was to
-//! get), never from a name pattern.
+//! kept and said (`kept`, no problem: `--fix` never removes them, so
+//! `doctor` does not fail over them). What baton owns is known from the
+//! store (the instance's recorded resources, or the worktree and branch
+//! it was to get), never from a name pattern.
 
 use super::{Agents, cleanup::Removal};
 use crate::doctor::Finding;
@@ -103,6 +104,8 @@ impl Agents<'_> {
                 removal.removed.extend(r.removed);
                 removal.kept.extend(r.kept);
                 removal.failed.extend(r.failed);
+            } else if let Some(why) = self.kept_for_good(i, &all) {
+                removal.kept.push((i.id.clone(), why));
             } else {
                 out.push(Finding::problem(
                     format!(
@@ -121,7 +124,7 @@ impl Agents<'_> {
             )));
         }
         for (id, why) in removal.kept {
-            out.push(Finding::problem(
+            out.push(Finding::kept(
                 format!("agent instance {id} has ended; its worktree and branch are kept: {why}"),
                 "push or merge that work (or discard it yourself); baton never deletes it",
             ));
@@ -137,6 +140,29 @@ impl Agents<'_> {
             all.by_id.len()
         )));
         out
+    }
+
+    /// Why `--fix` would keep what ended instance `i` holds, if it would:
+    /// its settings say so, or it holds work (as the clean-up judges it).
+    fn kept_for_good(&self, i: &Instance, all: &instance::Instances) -> Option<String> {
+        if let instance::Config::Review(rc) = &i.config
+            && rc.preserve_changes
+        {
+            return Some("[instances.review] preserve_changes = true".into());
+        }
+        let (path, branch) = self.owned(i);
+        let base = match &i.config {
+            instance::Config::Coding(c) => c.base_branch.clone(),
+            instance::Config::Review(_) => i
+                .review()
+                .and_then(|r| all.get(&r.parent_instance_id))
+                .and_then(|p| p.resources.branch.clone())
+                .unwrap_or_else(|| "HEAD".into()),
+        };
+        match self.git.held_by(&path, &branch, &base) {
+            Ok(crate::git::Held::Nothing) | Err(_) => None,
+            Ok(held) => Some(held.reason()),
+        }
     }
 
     /// Why a live instance cannot go on, if it cannot.
