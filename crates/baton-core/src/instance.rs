@@ -270,6 +270,26 @@ impl Instance {
             State::Review(r) => Some(r),
             State::Coding(_) => None,
         }
+    /// The instance as `--json` and the API show it: its stored form, with
+    /// every time written as RFC 3339 UTC (stored as epoch milliseconds).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).expect("an instance is JSON");
+        let rfc3339 = |v: &mut serde_json::Value| {
+            if let Some(ms) = v.as_i64() {
+                *v = serde_json::Value::String(Timestamp(ms).rfc3339());
+            }
+        };
+        for key in ["started_at", "updated_at", "terminated_at"] {
+            if let Some(t) = v.get_mut(key) {
+                rfc3339(t);
+            }
+        }
+        if let Some(t) = v.pointer_mut("/state/last_activity") {
+            rfc3339(t);
+        }
+        v
+    }
+
     }
 
     /// When it has run too long: its execution timeout (coding) or its

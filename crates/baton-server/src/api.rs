@@ -277,15 +277,12 @@ async fn list_deliveries(
 
 /// The coding and review agent instances.
 #[utoipa::path(get, path = "/api/v1/instances",
-    responses((status = 200, description = "every instance as stored: id, type, status, state, resources, config, times", body = Vec<Object>)))]
+    responses((status = 200, description = "every instance as stored: id, type, status, state, resources, config, times (RFC 3339)", body = Vec<Object>)))]
 async fn list_instances(State(app): State<App>) -> Result<axum::Json<Vec<Value>>, ApiError> {
     blocking(move || {
         let all = app.eng.store.instances()?;
         Ok(axum::Json(
-            all.by_id
-                .values()
-                .map(|i| serde_json::to_value(i).expect("an instance is JSON"))
-                .collect(),
+            all.by_id.values().map(|i| i.to_json()).collect(),
         ))
     })
     .await

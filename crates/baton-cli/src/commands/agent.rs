@@ -419,10 +419,10 @@ fn short_time(rfc3339: &str) -> String {
     rfc3339.get(..19).unwrap_or("").replace('T', " ")
 }
 
-/// An instance as `--json` prints it: its stored form, plus `kind` and its
-/// latest turn (`{task, status}`).
+/// An instance as `--json` prints it: its stored form (times in RFC
+/// 3339), plus `kind` and its latest turn (`{task, status}`).
 fn view_json(v: &View) -> Value {
-    let mut j = serde_json::to_value(&v.instance).expect("json");
+    let mut j = v.instance.to_json();
     if let Some(o) = j.as_object_mut() {
         o.insert("kind".into(), json!(kind(&v.instance)));
         o.insert(

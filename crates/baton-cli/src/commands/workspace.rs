@@ -15,8 +15,18 @@ pub fn run(project: &Project, cmd: WorkspaceCommand, printer: &Arc<Printer>) -> 
         WorkspaceCommand::Ls(args) => {
             let all = eng.workspaces()?;
             if args.json {
-                let json = serde_json::to_string(&all).expect("workspaces are JSON");
-                printer.json(&json);
+                // Times in RFC 3339, as docs/cli.md says JSON times are.
+                let mut json = serde_json::to_value(&all).expect("workspaces are JSON");
+                for w in json.as_array_mut().into_iter().flatten() {
+                    for key in ["created_at", "updated_at"] {
+                        if let Some(t) = w.get_mut(key)
+                            && let Some(ms) = t.as_i64()
+                        {
+                            *t = baton_core::Timestamp(ms).rfc3339().into();
+                        }
+                    }
+                }
+                printer.json(&json.to_string());
                 return Ok(Exit::Done);
             }
             if all.is_empty() {
