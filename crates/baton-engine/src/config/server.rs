@@ -96,16 +96,16 @@ impl ServerConfig {
                 .hint(format!("in .baton/config.toml under [server], {hint}"))
         };
         let text = addr.or(self.addr.as_deref()).unwrap_or(DEFAULT_ADDR);
-        let addr: SocketAddr = text.parse().map_err(|_| {
-            let e = Error::bad_input(format!("{text:?} is not an address to listen on"))
-                .hint("write IP:PORT, e.g. 127.0.0.1:7777, or 0.0.0.0:7777 for every interface");
+        let addr = listen_addr(text).map_err(|why| {
+            let e = Error::bad_input(format!("{text:?} is not an address to listen on: {why}"))
+                .hint("write HOST:PORT, e.g. localhost:7777 or 127.0.0.1:7777, or 0.0.0.0:7777 for every interface");
             if addr.is_some() {
                 e
             } else {
                 bad(
                     "addr",
-                    format!("{text:?} is not IP:PORT"),
-                    "write e.g. addr = \"127.0.0.1:7777\"",
+                    format!("{text:?} is not HOST:PORT: {why}"),
+                    "write e.g. addr = \"127.0.0.1:7777\" or \"localhost:7777\"",
                 )
             }
         })?;
@@ -176,6 +176,15 @@ impl ServerConfig {
             }
             allowed_hosts.push(name);
         }
+        // The name it was told to listen by is one clients reach it by.
+        if let Some((host, _)) = text.rsplit_once(':')
+            && text.parse::<SocketAddr>().is_err()
+        {
+            let host = host.to_ascii_lowercase();
+            if !allowed_hosts.contains(&host) {
+                allowed_hosts.push(host);
+            }
+        }
         let duration =
             |key: &str, v: &Option<String>, default: &str| -> Result<std::time::Duration> {
                 let text = v.as_deref().unwrap_or(default);
@@ -216,6 +225,37 @@ impl ServerConfig {
             replay_window_ms: replay_window.as_millis() as i64,
         })
     }
+}
+
+/// Where to listen, from `IP:PORT` or `HOST:PORT` (`localhost:7777`): a
+/// host name is resolved, and of its addresses the first IPv4 one is
+/// taken (the first of any kind when it has none), so `localhost` is
+/// loopback as `127.0.0.1` is.
+fn listen_addr(text: &str) -> std::result::Result<SocketAddr, String> {
+    if let Ok(a) = text.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    let Some((host, port)) = text.rsplit_once(':') else {
+        return Err("no port (write HOST:PORT)".into());
+    };
+    let port: u16 = port
+        .parse()
+        .map_err(|_| format!("{port:?} is not a port number"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        return Err("no host (write HOST:PORT)".into());
+    }
+    use std::net::ToSocketAddrs;
+    let found: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("{host:?} does not resolve: {e}"))?
+        .collect();
+    found
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(found.first())
+        .copied()
+        .ok_or_else(|| format!("{host:?} resolves to no address"))
 }
 
 /// `[supervisor]`: what `baton serve` restarts by itself.
@@ -374,5 +414,19 @@ mod tests {
             .settings(Some("localhost"), none, None)
             .unwrap_err();
         assert!(e.message.contains("not an address"), "{}", e.message);
+        assert!(e.message.contains("no port"), "{}", e.message);
+        // A host name that resolves is an address: localhost is loopback.
+        let s = ServerConfig::default()
+            .settings(Some("localhost:7777"), none, None)
+            .unwrap();
+        assert!(
+            s.addr.ip().is_loopback() && s.addr.port() == 7777,
+            "{}",
+            s.addr
+        );
+        let e = ServerConfig::default()
+            .settings(Some("no-such-host.invalid:7777"), none, None)
+            .unwrap_err();
+        assert!(e.message.contains("does not resolve"), "{}", e.message);
     }
 }
