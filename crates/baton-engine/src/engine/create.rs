@@ -391,11 +391,55 @@ impl Engine {
                             "install `{program}`, fix [agents.{n}] command in .baton/config.toml, or pick another agent with --agent NAME"
                         )));
                     }
+                    if let (Some(state), PhaseKind::Prompt { template, .. }) = (state, &p.kind) {
+                        check_prompt_size(state, p, template, &n, cfg)?;
+                    }
                 }
             }
         }
         Ok(())
     }
+}
+
+/// A prompt that `{{prompt}}` would put into one argument too long for
+/// the command line, known from what the task says before it starts (its
+/// description, labels, flags; what phases will add only makes it
+/// longer): refused before the task is created, never found after.
+fn check_prompt_size(
+    state: &TaskState,
+    p: &baton_core::workflow::Phase,
+    template: &str,
+    name: &str,
+    cfg: &crate::config::AgentConfig,
+) -> Result<()> {
+    let argv = cfg.argv();
+    if !argv.iter().any(|a| a.contains("{{prompt}}")) {
+        return Ok(());
+    }
+    let prompt = baton_core::template::render(template, |v| machine::value_of(state, &p.id, v));
+    let filled = baton_agents::generic::fill(&argv, &prompt, std::path::Path::new(""));
+    let Some(big) = filled
+        .iter()
+        .find(|a| a.len() > super::phase::MAX_ARG_BYTES)
+    else {
+        return Ok(());
+    };
+    let advice = if cfg.cli.is_some() {
+        "shorten what goes into it (a long description can live in a file the prompt names)"
+            .to_string()
+    } else {
+        format!(
+            "use {{{{prompt_file}}}} instead of {{{{prompt}}}} in [agents.{name}] command in .baton/config.toml, or shorten what goes into it"
+        )
+    };
+    Err(Error::bad_input(format!(
+        "phase {} would give agent {name:?} an argument of {} bytes (its prompt is {} bytes), more than the {} bytes one argument may have",
+        p.id,
+        big.len(),
+        prompt.len(),
+        super::phase::MAX_ARG_BYTES
+    ))
+    .hint(format!("{advice}; nothing was created")))
 }
 
 /// Whether `dir` holds a task's rendered files (a state.json) that

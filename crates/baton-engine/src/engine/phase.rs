@@ -27,7 +27,7 @@ pub(crate) use start::{attempt_label, summary_file};
 /// process. Linux refuses any single one over 128 KiB (E2BIG, "Argument
 /// list too long"); failing below that with a clear message beats a spawn
 /// error that repeats on every attempt.
-const MAX_ARG_BYTES: usize = 100_000;
+pub(super) const MAX_ARG_BYTES: usize = 100_000;
 
 /// An attempt of a phase, started: which one, where its files go and what
 /// its process is given.
