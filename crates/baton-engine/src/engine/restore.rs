@@ -1,7 +1,8 @@
 //! Where a worktree is restored: going back to a phase's start checkpoint,
 //! by a rewind (`baton resume --from`) or a fork into a new task (`baton
 //! fork`), checked before anything changes and journaled before the files
-//! move (what was there is saved under `refs/baton-saved/`).
+//! move (what was there is saved under `refs/baton-saved/`, when the
+//! restore would lose it otherwise).
 
 use super::{Engine, Held, Outcome};
 use crate::error::{Error, Result};
@@ -142,18 +143,31 @@ impl Engine {
             self.now().millis(),
             std::process::id()
         );
+        // Saved first (and kept only when the restore would lose something
+        // without it), then said in the journal, then restored: a crash
+        // at any point leaves the files where the journal says.
+        let saved = git.save_if_replaced(&cp, &safety).map_err(|e| {
+            Error::op(format!(
+                "cannot restore the work tree to the start of {to}: {e}"
+            ))
+            .hint("nothing was changed")
+        })?;
+        let kept = match &saved {
+            Some(_) => format!("what is there now is saved at {safety}"),
+            None => "nothing there needs saving (it holds the checkpoint's files, or what the branch keeps)".into(),
+        };
         self.decide_commit(
             held,
             Input::Note {
                 phase: Some(to.clone()),
                 text: format!(
-                    "restoring the work tree to the start of {to} (snapshot {}); what is there now is saved at {safety}",
+                    "restoring the work tree to the start of {to} (snapshot {}); {kept}",
                     short(cp.snapshot.as_deref())
                 ),
             },
         )?;
-        match git.restore(&cp, &safety) {
-            Ok(saved) => {
+        match git.lay_down(&cp) {
+            Ok(()) => {
                 self.decide_commit(
                     held,
                     Input::Note {
@@ -161,17 +175,26 @@ impl Engine {
                         text: format!("restored the work tree to the start of {to}"),
                     },
                 )?;
-                self.observer.info(&format!(
-                    "restored the work tree to the start of {to} (HEAD {}); what was there is saved at {safety} ({})",
-                    short(cp.head.as_deref()),
-                    short(Some(&saved)),
-                ));
+                self.observer.info(&match &saved {
+                    Some(saved) => format!(
+                        "restored the work tree to the start of {to} (HEAD {}); what was there is saved at {safety} ({})",
+                        short(cp.head.as_deref()),
+                        short(Some(saved)),
+                    ),
+                    None => format!(
+                        "restored the work tree to the start of {to} (HEAD {}); nothing there needed saving",
+                        short(cp.head.as_deref()),
+                    ),
+                });
                 Ok(())
             }
             Err(e) => Err(Error::op(format!(
                 "cannot restore the work tree to the start of {to}: {e}"
             ))
-            .hint(format!("what was there is saved at {safety} if that ref exists (`git show --stat {safety}`)"))),
+            .hint(match &saved {
+                Some(_) => format!("what was there is saved at {safety} (`git show --stat {safety}`)"),
+                None => "the branch and the index were put back; the work tree held nothing that needed saving".into(),
+            })),
         }
     }
 

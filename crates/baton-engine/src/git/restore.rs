@@ -124,6 +124,83 @@ impl Git {
     /// files it lacks are removed; the project's `.baton/` is never touched.
     /// On failure the branch and the index are put back as they were.
     pub fn restore(&self, cp: &Checkpoint, safety_ref: &str) -> Result<String, GitError> {
+        let saved = self.save_worktree(cp, safety_ref)?;
+        self.lay_down(cp)?;
+        Ok(saved)
+    }
+
+    /// The first half of a restore to `cp` that keeps a saved ref only
+    /// when it holds something: the work tree and index saved under
+    /// `safety_ref` as [`Git::restore`] saves them, the ref deleted again
+    /// when the restore would lose nothing without it (`None`). Then
+    /// [`Git::lay_down`] does the rest.
+    pub fn save_if_replaced(
+        &self,
+        cp: &Checkpoint,
+        safety_ref: &str,
+    ) -> Result<Option<String>, GitError> {
+        let saved = self.save_worktree(cp, safety_ref)?;
+        if self.loses_nothing(cp, &saved)? {
+            self.run(&["update-ref", "-d", safety_ref], &[])?;
+            return Ok(None);
+        }
+        Ok(Some(saved))
+    }
+
+    /// Whether restoring `cp` over what `saved` holds (its tree: the work
+    /// tree; its parents: the old HEAD and a commit of the old index)
+    /// loses nothing: the old HEAD stays reachable from the checkpoint's
+    /// (the branch only moves along its own history), the work tree is
+    /// the checkpoint's or the old HEAD's, and the index the old HEAD's or
+    /// the work tree's.
+    fn loses_nothing(&self, cp: &Checkpoint, saved: &str) -> Result<bool, GitError> {
+        let tree = |rev: &str| {
+            self.run(
+                &["rev-parse", "--verify", "-q", &format!("{rev}^{{tree}}")],
+                &[],
+            )
+            .map(|t| t.trim().to_string())
+        };
+        let parents = self.run(&["rev-list", "--parents", "-n", "1", saved], &[])?;
+        let parents: Vec<&str> = parents.split_whitespace().skip(1).collect();
+        let (old_head, index) = match parents.as_slice() {
+            [head, index] => (Some(*head), *index),
+            [index] => (None, *index),
+            _ => return Ok(false),
+        };
+        let reachable = match (old_head, cp.head.as_deref()) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(old), Some(new)) => {
+                old == new
+                    || self
+                        .command(&["merge-base", "--is-ancestor", old, new], &[])
+                        .status()
+                        .is_ok_and(|s| s.success())
+            }
+        };
+        if !reachable {
+            return Ok(false);
+        }
+        let work = tree(saved)?;
+        let head_tree = match old_head {
+            Some(h) => Some(tree(h)?),
+            None => None,
+        };
+        let snapshot_tree = match &cp.snapshot {
+            Some(s) => Some(tree(s)?),
+            None => head_tree.clone(),
+        };
+        let index_tree = tree(index)?;
+        let work_kept = Some(&work) == snapshot_tree.as_ref() || Some(&work) == head_tree.as_ref();
+        let index_kept = index_tree == work || Some(&index_tree) == head_tree.as_ref();
+        Ok(work_kept && index_kept)
+    }
+
+    /// Saves the work tree and index under `safety_ref`, as a restore to
+    /// `cp` does first (refused, with nothing saved, when the restore
+    /// would be: [`Git::restore_blocker`]).
+    fn save_worktree(&self, cp: &Checkpoint, safety_ref: &str) -> Result<String, GitError> {
         if let Some(why) = self.restore_blocker(cp) {
             return Err(GitError {
                 args: "restore".into(),
@@ -143,11 +220,19 @@ impl Git {
             args.push(h);
         }
         let index_commit = self.run(&args, &IDENT)?.trim().to_string();
-        let saved = self.snapshot_with(
+        self.snapshot_with(
             safety_ref,
             "baton: work tree before restoring a checkpoint",
             Some(&index_commit),
-        )?;
+        )
+    }
+
+    /// The second half of a restore: the branch moved back to `cp`'s HEAD
+    /// and its files laid down (what was there saved before, by
+    /// [`Git::save_if_replaced`] or [`Git::restore`]). On failure the
+    /// branch and the index are put back as they were.
+    pub fn lay_down(&self, cp: &Checkpoint) -> Result<(), GitError> {
+        let old_head = self.head();
         let index_file = self.run(&["rev-parse", "--git-path", "index"], &[])?;
         let index_file = self.root.join(index_file.trim());
         let backup = index_file.with_extension("baton-backup");
@@ -180,7 +265,7 @@ impl Git {
             return Err(e);
         }
         let _ = std::fs::remove_file(&backup);
-        Ok(saved)
+        Ok(())
     }
 
     /// Commits every change in the work tree (what `.gitignore` ignores
