@@ -339,6 +339,7 @@ fn choose_phases(mut draft: codify::Draft, printer: &Printer) -> Result<codify::
     let mut kept = Vec::new();
     let mut renamed: Vec<(String, String)> = Vec::new();
     for (n, mut p) in std::mem::take(&mut draft.phases).into_iter().enumerate() {
+            "occurrences": c.occurrences,
         loop {
             printer.always(&format!(
                 "phase {}/{total}: {} (from \"{}\"{}{}) — Enter keeps it, r NEW-ID renames it, d drops it",
@@ -347,6 +348,9 @@ fn choose_phases(mut draft: codify::Draft, printer: &Printer) -> Result<codify::
                 p.heading,
                 p.agent.as_deref().map(|a| format!(", @{a}")).unwrap_or_default(),
                 p.loop_to
+        if c.occurrences > 1 {
+            user.push_str(&format!("(This happened {} times.)\n", c.occurrences));
+        }
                     .as_ref()
                     .map(|(to, _)| format!(", loops to {to}"))
                     .unwrap_or_default()

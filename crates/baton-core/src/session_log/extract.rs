@@ -102,8 +102,65 @@ pub fn summary_of(s: &Section) -> Option<String> {
 /// The learning cases of `log`: every `[!error]` (with the `[!user]` that
 /// answered it, if one did before the phase went on) and every `[!user]`
 /// that corrected the agent without an error; context is what the phase
-/// had said and done before, outcome how the phase ended.
+/// had said and done before, outcome how the phase ended. One error that
+/// came again (each retry of a phase failing the same way) is one case,
+/// counted in [`Correction::occurrences`] ([`same_case`]).
 pub fn corrections(log: &SessionLog) -> Vec<Correction> {
+    let mut merged: Vec<Correction> = Vec::new();
+    for c in each_correction(log) {
+        match merged.iter_mut().find(|m| same_case(m, &c)) {
+            Some(m) => m.occurrences += 1,
+            None => merged.push(c),
+        }
+    }
+    merged
+}
+
+/// Whether two cases are one: the same phase, and the same error and
+/// correction once what changes from one try to the next is left out
+/// (numbers: attempt counts, line numbers, times, ids; hex hashes; case
+/// and spacing).
+pub fn same_case(a: &Correction, b: &Correction) -> bool {
+    let key = |t: &Option<String>| t.as_deref().map(normalized);
+    a.phase == b.phase && key(&a.error) == key(&b.error) && key(&a.correction) == key(&b.correction)
+}
+
+/// `text` without what differs between two reports of one error.
+fn normalized(text: &str) -> String {
+    let mut out = String::new();
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        // A hash or an id (7 or more hex digits) is any hash.
+        let hexes = word.chars().filter(char::is_ascii_hexdigit).count();
+        if hexes >= 7
+            && word
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric())
+                .all(|c| c.is_ascii_hexdigit())
+        {
+            out.push('#');
+            continue;
+        }
+        let mut digits = false;
+        for c in word.chars() {
+            if c.is_ascii_digit() {
+                if !digits {
+                    out.push('#');
+                }
+                digits = true;
+            } else {
+                digits = false;
+                out.extend(c.to_lowercase());
+            }
+        }
+    }
+    out
+}
+
+/// Every case as it comes, near duplicates too.
+fn each_correction(log: &SessionLog) -> Vec<Correction> {
     let mut out: Vec<Correction> = Vec::new();
     let found = phases(log);
     for (si, s) in log.sections.iter().enumerate() {
@@ -132,6 +189,7 @@ pub fn corrections(log: &SessionLog) -> Vec<Correction> {
                         error: Some(callout_text(c)),
                         correction: None,
                         outcome: outcome.clone(),
+                        occurrences: 1,
                     });
                     open = Some(out.len() - 1);
                 }
@@ -145,6 +203,7 @@ pub fn corrections(log: &SessionLog) -> Vec<Correction> {
                             error: None,
                             correction: Some(said),
                             outcome: outcome.clone(),
+                            occurrences: 1,
                         }),
                     }
                 }
@@ -179,4 +238,53 @@ pub struct Correction {
     pub correction: Option<String>,
     /// What the section ended with afterwards (its summary), if it did.
     pub outcome: Option<String>,
+    /// How many times this case came (the same error in each retry of a
+    /// phase is one case); the first is the one described.
+    pub occurrences: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case(phase: &str, error: &str) -> Correction {
+        Correction {
+            phase: phase.into(),
+            context: String::new(),
+            error: Some(error.into()),
+            correction: None,
+            outcome: None,
+            occurrences: 1,
+        }
+    }
+
+    #[test]
+    fn one_error_retried_is_one_case_and_other_errors_stay_apart() {
+        let a = case(
+            "build",
+            "attempt 1 failed; it is tried again\nexit status 1\nerror at src/lib.rs:12 (commit 1a2b3c4d5e)",
+        );
+        let b = case(
+            "build",
+            "attempt 2 failed; it is tried again\nexit status 1\nerror at  src/lib.rs:14 (commit 9f8e7d6c5b)",
+        );
+        assert!(same_case(&a, &b));
+        assert!(!same_case(
+            &a,
+            &case(
+                "test",
+                "attempt 1 failed; it is tried again\nexit status 1\nerror at src/lib.rs:12 (commit 1a2b3c4d5e)"
+            )
+        ));
+        assert!(!same_case(
+            &a,
+            &case("build", "attempt 1 failed\nlinker not found")
+        ));
+        let mut corrected = b.clone();
+        corrected.correction = Some("use the other linker".into());
+        assert!(
+            !same_case(&a, &corrected),
+            "a person's answer makes its own case"
+        );
+    }
 }
