@@ -277,6 +277,11 @@ pub struct McpServer<'a> {
     pub env: &'a [(String, String)],
     /// A folder of this run's own, for settings files a CLI reads.
     pub scratch: &'a Path,
+    /// Folders of this run's own outside the project, under the user's
+    /// private state, best first: for a CLI that reads a settings file
+    /// only where nobody else may write, all the way up (Gemini CLI), when
+    /// `scratch` is not such a place (a project below /tmp).
+    pub private: &'a [PathBuf],
     /// The folder the CLI runs in.
     pub cwd: &'a Path,
     /// Reach baton's tools over Streamable HTTP instead, where the CLI can
@@ -350,10 +355,16 @@ pub struct McpWiring {
 impl McpWiring {
     /// Writes [`McpWiring::files`], each atomically (a file in the working
     /// folder may be the user's own, with baton's server added).
+    /// Folders made on the way are the user's alone (0700), as a CLI
+    /// that checks who may write above its settings file wants.
     pub fn write_files(&self) -> std::io::Result<()> {
+        use std::os::unix::fs::DirBuilderExt;
         for (path, text) in &self.files {
             if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)?;
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)?;
             }
             memory::replace(path, text)?;
         }
@@ -370,9 +381,17 @@ pub(crate) fn settings_file_wiring(
     var: &str,
     http_settings: Value,
 ) -> McpWiring {
-    let file = server
-        .scratch
-        .join(format!("{}-settings.json", var.to_ascii_lowercase()));
+    settings_file_wiring_in(server.scratch, server, var, http_settings)
+}
+
+/// [`settings_file_wiring`] with the file in `dir`.
+pub(crate) fn settings_file_wiring_in(
+    dir: &Path,
+    server: &McpServer<'_>,
+    var: &str,
+    http_settings: Value,
+) -> McpWiring {
+    let file = dir.join(format!("{}-settings.json", var.to_ascii_lowercase()));
     let settings = match server.http {
         // Streamable HTTP; the token expanded from the environment.
         Some(h) => {

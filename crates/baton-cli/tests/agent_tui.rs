@@ -74,11 +74,7 @@ fn a_person_and_baton_share_the_terminal_ui_of(agent: Agent, checkpoint_tool: &s
         Reply::text("PANE-HELLO-3"),
     ]);
     let home = tempfile::tempdir().unwrap();
-    let (p, _remote) = if agent == Agent::Gemini {
-        private_project()
-    } else {
-        project()
-    };
+    let (p, _remote) = project();
     let cfg = p.root().join(".baton/config.toml");
     let mut text = fs_err::read_to_string(&cfg).unwrap();
     // `--title` of the tests' OpenCode agent is an option of `opencode

@@ -87,7 +87,7 @@ fn inbox_answers_unblock_a_real_agents_requests() {
         Reply::text("Merged into release, old table kept."),
     ]);
     let home = tempfile::tempdir().unwrap();
-    let p = TestProject::new_private();
+    let p = TestProject::new();
     let cfg = p.root().join(".baton/config.toml");
     let mut text = fs_err::read_to_string(&cfg).unwrap();
     text.push_str(&Agent::Claude.baton_config("cc", &server, home.path()));

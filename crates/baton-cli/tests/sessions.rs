@@ -208,7 +208,7 @@ on_both_backends! {
 fn an_agent_sessions_log_codifies_into_a_workflow_that_runs() {
     use baton_testkit::agents::Agent;
     use baton_testkit::model_server::{ModelServer, Reply};
-    let p = TestProject::new_private();
+    let p = TestProject::new();
     let (tool, args) = Agent::Claude.write_tool(&p.root().join("notes.txt"), "two screens");
     let server = ModelServer::start(vec![
         Reply::tool(tool, args),
@@ -491,7 +491,7 @@ fn a_real_agent_run_with_a_subagent_renders_as_the_golden_logs() {
     use baton_testkit::agents::Agent;
     use baton_testkit::model_server::{ModelServer, Reply};
     for mode in ["link", "inline"] {
-        let p = TestProject::new_private();
+        let p = TestProject::new();
         // Claude Code runs the subagent in the background: it and the main
         // agent ask the model at once, and the main agent may take another
         // turn when the subagent is done. Every answer is the same, so the
@@ -578,7 +578,7 @@ fn spawned_agent_run(
 ) {
     use baton_testkit::agents::Agent;
     use baton_testkit::model_server::{ModelServer, Reply};
-    let p = TestProject::new_private();
+    let p = TestProject::new();
     let server = ModelServer::start_with_branches(
         vec![spawn, wait, Reply::text("The spawned agent looked.")],
         vec![(

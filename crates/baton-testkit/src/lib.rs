@@ -112,25 +112,6 @@ impl TestProject {
         Self::init(Self::bare())
     }
 
-    /// [`TestProject::new`] in a folder no other user may write to (under
-    /// the build output, not /tmp): some CLIs refuse settings files below a
-    /// world-writable folder.
-    pub fn new_private() -> TestProject {
-        let base = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| testkit_dir().join("../../target"))
-            .join("private-test-projects");
-        fs_err::create_dir_all(&base).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        fs_err::set_permissions(&base, std::fs::Permissions::from_mode(0o700)).unwrap();
-        let mut p = Self::bare();
-        p.dir = tempfile::Builder::new()
-            .prefix("baton-test-")
-            .tempdir_in(&base)
-            .unwrap();
-        Self::init(p)
-    }
-
     fn init(p: TestProject) -> TestProject {
         p.git(&["init", "-q", "-b", "main"]);
         fs_err::write(p.root().join("README.md"), "# test project\n").unwrap();

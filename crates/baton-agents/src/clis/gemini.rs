@@ -79,20 +79,35 @@ impl AgentCli for Gemini {
         let allow = server.http.map(|h| {
             serde_json::json!({"security": {"environmentVariableRedaction": {"allowed": [h.token_var]}}})
         });
-        let mut wiring = crate::settings_file_wiring(
+        // The run's folder in the project when Gemini CLI would read a
+        // settings file there; else one of baton's under the user's own
+        // private state, so where the project lives does not matter.
+        let mut why_not = Vec::new();
+        let dir = std::iter::once(server.scratch)
+            .chain(server.private.iter().map(PathBuf::as_path))
+            .find(|d| match insecure_for_gemini(d) {
+                None => true,
+                Some(why) => {
+                    why_not.push(why);
+                    false
+                }
+            });
+        let Some(dir) = dir else {
+            why_not.dedup();
+            return Some(crate::McpWiring {
+                unseen: Some(format!(
+                    "Gemini CLI is not told about baton mcp in this run: it reads a system settings file only when the file and every folder above it belong to root and only root may write them, and {} (its agent can still run `baton agent …` commands)",
+                    why_not.join("; ")
+                )),
+                ..Default::default()
+            });
+        };
+        Some(crate::settings_file_wiring_in(
+            dir,
             server,
             "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
             allow.unwrap_or(Value::Null),
-        );
-        if let Some(why) = insecure_for_gemini(server.scratch) {
-            wiring = crate::McpWiring {
-                unseen: Some(format!(
-                    "Gemini CLI is not told about baton mcp in this run: it reads a system settings file only when the file and every folder above it belong to root and only root may write them, and {why} (its agent can still run `baton agent …` commands)"
-                )),
-                ..Default::default()
-            };
-        }
-        Some(wiring)
+        ))
     }
     fn parse_line(&self, v: &Value, seen: &Seen<'_>) -> Vec<AgentEvent> {
         parse_line(v, seen.last_text)
@@ -363,11 +378,22 @@ fn gemini_workspace(context: &str, project_hash: Option<&str>) -> Option<String>
 /// Why Gemini CLI would skip a system settings file in `dir` (0.61 checks
 /// that the file and each folder above it are owned by root and not
 /// writable by group or others): the first folder that fails, or `None`.
-/// The folders not made yet are made by this process, owned by its user.
+/// The folders not made yet are made by this process, owned by its user:
+/// fine only for root.
 fn insecure_for_gemini(dir: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     for d in dir.ancestors() {
         let Ok(m) = std::fs::metadata(d) else {
+            // Made by this process: its user's (the owner of /proc/self).
+            if let Ok(me) = std::fs::metadata("/proc/self")
+                && me.uid() != 0
+            {
+                return Some(format!(
+                    "{} would belong to uid {} (baton does not run as root)",
+                    d.display(),
+                    me.uid()
+                ));
+            }
             continue;
         };
         if m.uid() != 0 {
@@ -418,6 +444,7 @@ mod tests {
             args: &[],
             env: &[],
             scratch: Path::new("/tmp/p/.baton/tasks/t/mcp"),
+            private: &[PathBuf::from("/tmp/elsewhere/mcp")],
             cwd: Path::new("/tmp/p"),
             http: None,
         };
@@ -426,5 +453,38 @@ mod tests {
         assert!(w.unseen.unwrap().contains("belong to root"));
         // Folders of root's that only root may write are fine.
         assert_eq!(insecure_for_gemini(Path::new("/usr/lib/x")), None);
+    }
+
+    #[test]
+    fn a_project_gemini_would_skip_gets_its_settings_in_a_private_folder() {
+        // Where the project is, nobody else may write above /usr/lib; a
+        // project below /tmp gets the private folder.
+        let private = [
+            PathBuf::from("/tmp/x/mcp"),
+            PathBuf::from("/usr/lib/baton-test/mcp"),
+        ];
+        let server = crate::McpServer {
+            command: "baton",
+            args: &[],
+            env: &[],
+            scratch: Path::new("/tmp/p/.baton/tasks/t/mcp"),
+            private: &private,
+            cwd: Path::new("/tmp/p"),
+            http: None,
+        };
+        let w = Gemini.mcp_wiring(&server, &|_| None).unwrap();
+        if insecure_for_gemini(Path::new("/usr/lib/baton-test/mcp")).is_some() {
+            // Not root here: no folder will do.
+            assert!(w.unseen.is_some());
+            return;
+        }
+        assert_eq!(w.unseen, None);
+        assert_eq!(
+            w.env,
+            [(
+                "GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_string(),
+                "/usr/lib/baton-test/mcp/gemini_cli_system_settings_path-settings.json".to_string()
+            )]
+        );
     }
 }

@@ -56,12 +56,6 @@ pub fn project() -> (TestProject, tempfile::TempDir) {
     project_in(TestProject::new())
 }
 
-/// [`project`] in a folder only its owner may write (Gemini CLI reads
-/// baton's MCP settings only there).
-pub fn private_project() -> (TestProject, tempfile::TempDir) {
-    project_in(TestProject::new_private())
-}
-
 fn project_in(p: TestProject) -> (TestProject, tempfile::TempDir) {
     let cfg = p.root().join(".baton/config.toml");
     let mut text = fs_err::read_to_string(&cfg).unwrap();

@@ -95,12 +95,14 @@ impl Engine {
             .iter()
             .find(|(k, _)| k == "BATON_STATE_DIR")
             .map(|(_, v)| std::path::PathBuf::from(v).join("mcp"))?;
+        let private = private_dirs(&scratch);
         let mut wiring = cli.mcp_wiring(
             &baton_agents::McpServer {
                 command: &exe,
                 args: &args,
                 env: &server_env,
                 scratch: &scratch,
+                private: &private,
                 cwd,
                 http: http.as_ref().map(|(url, _)| baton_agents::McpHttp {
                     url,
@@ -113,6 +115,7 @@ impl Engine {
             wiring.env.push((MCP_TOKEN_VAR.into(), token));
         }
         wiring.write_files().ok()?;
+        prune_private(&private, &wiring);
         Some(wiring)
     }
 
@@ -483,4 +486,60 @@ pub fn new_uuid() -> String {
         &h[16..20],
         &h[20..32]
     )
+}
+
+/// Where baton keeps a run's settings files outside the project, for a
+/// CLI that reads one only where nobody else may write (Gemini CLI),
+/// best first: under `$XDG_STATE_HOME`, `~/.local/state`, and the home the
+/// user database names (when `HOME` points elsewhere, e.g. below /tmp):
+/// `…/baton/mcp/<a hash of the run's folder>`, one per task attempt's
+/// folder (or instance), made 0700 when used.
+fn private_dirs(scratch: &std::path::Path) -> Vec<std::path::PathBuf> {
+    use sha2::{Digest, Sha256};
+    let hash = Sha256::digest(scratch.as_os_str().as_encoded_bytes());
+    let name: String = hash.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let absolute =
+        |v: Option<std::ffi::OsString>| v.map(std::path::PathBuf::from).filter(|p| p.is_absolute());
+    let mut roots: Vec<std::path::PathBuf> = Vec::new();
+    roots.extend(absolute(std::env::var_os("XDG_STATE_HOME")));
+    roots.extend(absolute(std::env::var_os("HOME")).map(|h| h.join(".local/state")));
+    if let Ok(Some(user)) = nix::unistd::User::from_uid(nix::unistd::geteuid()) {
+        roots.push(user.dir.join(".local/state"));
+    }
+    let mut out: Vec<std::path::PathBuf> = Vec::new();
+    for r in roots {
+        let d = r.join("baton").join(PRIVATE_MCP).join(&name);
+        if !out.contains(&d) {
+            out.push(d);
+        }
+    }
+    out
+}
+
+/// The folder under baton's private state that holds runs' settings
+/// files.
+const PRIVATE_MCP: &str = "mcp";
+
+/// Runs' settings folders under the private state the wiring wrote to
+/// that were not touched for a week go (a CLI reads its settings when it
+/// starts; a folder is written again at each run).
+fn prune_private(private: &[std::path::PathBuf], wiring: &baton_agents::McpWiring) {
+    let week = std::time::Duration::from_secs(7 * 24 * 3600);
+    for d in private {
+        if !wiring.files.iter().any(|(f, _)| f.starts_with(d)) {
+            continue;
+        }
+        let Some(all) = d.parent() else { continue };
+        for e in std::fs::read_dir(all).into_iter().flatten().flatten() {
+            let old = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > week);
+            if old && e.path() != *d {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
 }
