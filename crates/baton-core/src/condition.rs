@@ -74,6 +74,29 @@ impl Condition {
     }
 }
 
+/// The condition as a workflow writes it (`flags.a && !flags.b`), which
+/// [`Condition::parse`] reads back to the same condition.
+impl std::fmt::Display for Condition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let join = |f: &mut std::fmt::Formatter<'_>, cs: &[Condition], op: &str| {
+            for (i, c) in cs.iter().enumerate() {
+                if i > 0 {
+                    write!(f, " {op} ")?;
+                }
+                write!(f, "{c}")?;
+            }
+            Ok(())
+        };
+        match self {
+            Condition::Const(b) => write!(f, "{b}"),
+            Condition::Flag(name) => write!(f, "flags.{name}"),
+            Condition::Not(c) => write!(f, "!{c}"),
+            Condition::And(cs) => join(f, cs, "&&"),
+            Condition::Or(cs) => join(f, cs, "||"),
+        }
+    }
+}
+
 /// Whether a flag value counts as on: `true`, a non-zero number, or a string
 /// other than "", "false", "0", "no", "off".
 pub fn truthy(v: &serde_json::Value) -> bool {
@@ -105,6 +128,27 @@ pub fn parse_flag_value(v: &str) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_condition_is_written_back_as_it_reads() {
+        let known = |_: &str| true;
+        for src in [
+            "flags.a",
+            "!flags.a",
+            "true",
+            "flags.a && !flags.b || flags.c",
+            "not flags.x",
+        ] {
+            let c = Condition::parse(src, known).unwrap();
+            assert_eq!(Condition::parse(&c.to_string(), known).unwrap(), c, "{src}");
+        }
+        assert_eq!(
+            Condition::parse("flags.e2e && !flags.mvp", known)
+                .unwrap()
+                .to_string(),
+            "flags.e2e && !flags.mvp"
+        );
+    }
 
     #[test]
     fn evaluates() {

@@ -209,7 +209,10 @@ pub fn render<'a>(
                 files_changed: &p.files_changed,
                 agent_session: p.agent_session.as_ref(),
                 agent: last.map(|r| r.session.agent.as_str()),
-                native_session_id: last.map(|r| r.session.native_id.as_str()),
+                // None for a generic agent (`command = [...]`): no native session.
+                native_session_id: last
+                    .map(|r| r.session.native_id.as_str())
+                    .filter(|id| !id.is_empty()),
                 tokens: p.usage().into(),
                 exit_code: last.and_then(|r| r.exit_code),
             }

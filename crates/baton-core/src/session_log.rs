@@ -86,6 +86,9 @@ pub struct Front {
     pub resume_point: Option<String>,
     /// The task's labels (`task-id`, `repository`, …).
     pub labels: Vec<(String, String)>,
+    /// The task's flags and their values (`--flag`, the workflow's
+    /// `[flags]`), which its phases' `when` conditions were judged on.
+    pub flags: Vec<(String, String)>,
     /// Keys baton does not know, as written (a hand edit keeps them).
     pub extra: Vec<(String, String)>,
 }
@@ -98,15 +101,22 @@ pub enum LogStatus {
     Completed,
     Failed,
     Paused,
+    /// The task's runner died while it ran (CRASHED, as `baton ls` shows
+    /// it): written by whoever finds it so, since the runner cannot.
+    Crashed,
 }
 
 impl LogStatus {
+    /// Every status, as a sentence names them.
+    pub const NAMES: &str = "active, completed, failed, paused, crashed";
+
     pub fn as_str(self) -> &'static str {
         match self {
             LogStatus::Active => "active",
             LogStatus::Completed => "completed",
             LogStatus::Failed => "failed",
             LogStatus::Paused => "paused",
+            LogStatus::Crashed => "crashed",
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
@@ -115,6 +125,7 @@ impl LogStatus {
             "completed" => LogStatus::Completed,
             "failed" => LogStatus::Failed,
             "paused" => LogStatus::Paused,
+            "crashed" => LogStatus::Crashed,
             _ => return None,
         })
     }
@@ -179,6 +190,12 @@ pub mod kind {
     pub const DECISION_NEEDED: &str = "decision_needed";
     pub const APPROVAL_REQUIRED: &str = "approval_required";
     pub const TASK_COMPLETE: &str = "task_complete";
+    /// What a phase's definition holds that its story would not show: the
+    /// `when` it ran on (its title), the command it runs (its lines),
+    /// what it waits for (its title, the `wait = { … }` table).
+    pub const WHEN: &str = "when";
+    pub const COMMAND: &str = "command";
+    pub const WAIT: &str = "wait";
 }
 
 impl Callout {

@@ -1,6 +1,8 @@
 //! The frontmatter: the subset of YAML baton writes (`key: value`, flow
 //! lists `[a, b]`, flow maps `{k: v}`, a block list of flow maps for
-//! `subagents`), read back with the line of anything it cannot read.
+//! `subagents`), read back with the line of anything it cannot read, and
+//! the block style people write by hand (`- a` items under a key, `k: v`
+//! lines indented under it, `- k: v` items with more pairs under them).
 //! Values that plain YAML would misread are written as JSON strings,
 //! which YAML reads the same.
 
@@ -54,6 +56,9 @@ pub(super) fn render(f: &Front) -> String {
     if !f.labels.is_empty() {
         line("labels", &map(&f.labels));
     }
+    if !f.flags.is_empty() {
+        line("flags", &flag_map(&f.flags));
+    }
     for (k, v) in &f.extra {
         line(k, v);
     }
@@ -71,6 +76,9 @@ fn push_line(s: &mut String, k: &str, v: &str) {
 }
 
 /// Reads the frontmatter's lines; `first` is the line number of the first.
+/// Lists and maps are read in YAML's flow style (`[a, b]`, `{k: v}`) as
+/// baton writes them, and in its block style as people write them by
+/// hand (`- a` items under the key, `k: v` lines indented under it).
 pub(super) fn parse(lines: &[&str], first: usize) -> Result<Front, ParseError> {
     let mut f = Front::default();
     let mut seen_type = false;
@@ -97,6 +105,19 @@ pub(super) fn parse(lines: &[&str], first: usize) -> Result<Front, ParseError> {
         }
         let key = key.trim();
         let value = value.trim();
+        // A block value: the lines under the key that are indented, or
+        // that are `- ` items (YAML lets a list start at its key's column).
+        let mut block: Vec<(usize, &str)> = Vec::new();
+        if value.is_empty() {
+            while i < lines.len() && in_block(lines[i]) {
+                block.push((first + i, lines[i]));
+                i += 1;
+            }
+            // Blank lines after the block belong to what follows.
+            while block.last().is_some_and(|(_, l)| l.trim().is_empty()) {
+                block.pop();
+            }
+        }
         match key {
             "type" => {
                 if unquote(value, n)? != "session" {
@@ -117,14 +138,11 @@ pub(super) fn parse(lines: &[&str], first: usize) -> Result<Front, ParseError> {
             "status" => {
                 let s = unquote(value, n)?;
                 f.status = LogStatus::parse(&s).ok_or_else(|| {
-                    ParseError::at(
-                        n,
-                        format!("status {s:?} is none of active, completed, failed, paused"),
-                    )
+                    ParseError::at(n, format!("status {s:?} is none of {}", LogStatus::NAMES))
                 })?;
             }
             "channel" => f.channel = non_empty(unquote(value, n)?),
-            "participants" => f.participants = flow_list(value, n)?,
+            "participants" => f.participants = list_value(value, &block, n)?,
             "model" => f.model = non_empty(unquote(value, n)?),
             "tokens_used" => f.tokens_used = number(value, n, "tokens_used")?,
             "subagents" => {
@@ -137,27 +155,17 @@ pub(super) fn parse(lines: &[&str], first: usize) -> Result<Front, ParseError> {
                         "subagents are written as a list of `- {session: …, agent: …}` lines",
                     ));
                 }
-                while i < lines.len() && lines[i].trim_start().starts_with("- ") {
-                    let item = lines[i].trim_start()[2..].trim();
-                    f.subagents.push(subagent(item, first + i)?);
-                    i += 1;
+                for (line, item) in items(&block)? {
+                    f.subagents.push(subagent(&item, line)?);
                 }
             }
             "resume_point" => f.resume_point = non_empty(unquote(value, n)?),
-            "labels" => f.labels = flow_map(value, n)?,
+            "labels" => f.labels = map_value(value, &block, n)?,
+            "flags" => f.flags = map_value(value, &block, n)?,
             _ => {
-                if value.is_empty() {
-                    // A block value we do not read: skip its lines.
-                    while i < lines.len()
-                        && (lines[i].starts_with(' ')
-                            || lines[i].starts_with("- ")
-                            || lines[i] == "-")
-                    {
-                        i += 1;
-                    }
-                }
-                // Kept as written when it is a plain key (a hand edit's
-                // own field); anything else is not ours to keep.
+                // Kept as written when it is a plain key with a value on
+                // its line (a hand edit's own field); anything else is not
+                // ours to keep.
                 let plain = key
                     .chars()
                     .next()
@@ -165,7 +173,7 @@ pub(super) fn parse(lines: &[&str], first: usize) -> Result<Front, ParseError> {
                     && key
                         .chars()
                         .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
-                if plain {
+                if plain && block.is_empty() {
                     f.extra.push((key.to_string(), value.to_string()));
                 }
             }
@@ -186,6 +194,119 @@ pub(super) fn parse(lines: &[&str], first: usize) -> Result<Front, ParseError> {
     Ok(f)
 }
 
+/// A line that belongs to the block value of the key above it.
+fn in_block(l: &str) -> bool {
+    l.starts_with(' ')
+        || l.starts_with('\t')
+        || l.starts_with("- ")
+        || l == "-"
+        || l.trim().is_empty()
+}
+
+/// The items of a block list, each with its line: `- a` gives `a`; an
+/// item's further lines (indented under its dash) are joined to it as
+/// `k: v` pairs of a flow map (`- session: x` then `  agent: y` gives
+/// `{session: x, agent: y}`).
+fn items(block: &[(usize, &str)]) -> Result<Vec<(usize, String)>, ParseError> {
+    let mut out: Vec<(usize, String, Vec<String>)> = Vec::new();
+    let mut dash: Option<usize> = None;
+    for &(n, l) in block {
+        let t = l.trim_start();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let indent = l.len() - t.len();
+        let is_item = t == "-" || t.starts_with("- ");
+        match dash {
+            Some(d) if is_item && indent == d => {}
+            Some(d) if indent > d => match out.last_mut() {
+                Some((_, _, more)) => {
+                    more.push(t.trim().to_string());
+                    continue;
+                }
+                None => unreachable!("an item came first"),
+            },
+            None if is_item => dash = Some(indent),
+            _ => {
+                return Err(ParseError::at(
+                    n,
+                    format!("{:?} should be a `- ` item of the list above it", l.trim()),
+                ));
+            }
+        }
+        out.push((n, t[1..].trim().to_string(), Vec::new()));
+    }
+    Ok(out
+        .into_iter()
+        .map(|(n, head, more)| {
+            if more.is_empty() {
+                return (n, head);
+            }
+            let mut pairs: Vec<String> = Some(head).filter(|h| !h.is_empty()).into_iter().collect();
+            pairs.extend(more);
+            (n, format!("{{{}}}", pairs.join(", ")))
+        })
+        .collect())
+}
+
+/// A list: `[a, b]`, a block of `- a` items, one bare value, or nothing.
+fn list_value(
+    value: &str,
+    block: &[(usize, &str)],
+    line: usize,
+) -> Result<Vec<String>, ParseError> {
+    if value.starts_with('[') {
+        return flow_list(value, line);
+    }
+    if !value.is_empty() {
+        return Ok(vec![unquote(value, line)?]);
+    }
+    items(block)?
+        .into_iter()
+        .map(|(n, item)| {
+            if item.starts_with(['[', '{']) {
+                return Err(ParseError::at(
+                    n,
+                    format!("{item:?}: an item of this list is one value"),
+                ));
+            }
+            unquote(&item, n)
+        })
+        .filter(|v| !v.as_ref().is_ok_and(String::is_empty))
+        .collect()
+}
+
+/// A map: `{k: v, …}`, or `k: v` lines indented under its key.
+fn map_value(
+    value: &str,
+    block: &[(usize, &str)],
+    line: usize,
+) -> Result<Vec<(String, String)>, ParseError> {
+    if !value.is_empty() {
+        return flow_map(value, line);
+    }
+    let mut out = Vec::new();
+    let mut indent: Option<usize> = None;
+    for &(n, l) in block {
+        let t = l.trim_start();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let at = l.len() - t.len();
+        let (k, v) = split_key(t.trim_end())
+            .filter(|_| indent.is_none_or(|i| i == at) && at > 0)
+            .ok_or_else(|| {
+                ParseError::at(
+                    n,
+                    format!("{:?} should be a `key: value` line of the map above it", t),
+                )
+            })?;
+        indent = Some(at);
+        out.push((unquote(k, n)?, unquote(v, n)?));
+    }
+    Ok(out)
+}
+
 fn non_empty(s: String) -> Option<String> {
     (!s.is_empty()).then_some(s)
 }
@@ -198,7 +319,11 @@ fn number(v: &str, line: usize, key: &str) -> Result<u64, ParseError> {
 }
 
 fn subagent(item: &str, line: usize) -> Result<Subagent, ParseError> {
-    let pairs = flow_map(item, line)?;
+    // `- session: x` alone is a map of one pair.
+    let pairs = match item.starts_with('{') {
+        true => flow_map(item, line)?,
+        false => flow_map(&format!("{{{item}}}"), line)?,
+    };
     let get = |k: &str| pairs.iter().find(|(p, _)| p == k).map(|(_, v)| v.clone());
     Ok(Subagent {
         session: get("session")
@@ -248,6 +373,29 @@ fn map(pairs: &[(String, String)]) -> String {
                 scalar(k)
             };
             format!("{key}: {}", scalar(v))
+        })
+        .collect();
+    format!("{{{}}}", parts.join(", "))
+}
+
+/// The task's flags as a flow map: booleans and whole numbers as YAML
+/// reads them, anything else a string.
+fn flag_map(pairs: &[(String, String)]) -> String {
+    let parts: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| {
+            let key = if k.contains(':') {
+                serde_json::to_string(k).expect("a string")
+            } else {
+                scalar(k)
+            };
+            let bare = matches!(v.as_str(), "true" | "false")
+                || (!v.is_empty()
+                    && v.trim_start_matches('-')
+                        .chars()
+                        .all(|c| c.is_ascii_digit())
+                    && v != "-");
+            format!("{key}: {}", if bare { v.clone() } else { scalar(v) })
         })
         .collect();
     format!("{{{}}}", parts.join(", "))

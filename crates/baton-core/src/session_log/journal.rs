@@ -33,19 +33,32 @@ pub fn of_task(
     mode: SubagentMode,
 ) -> SessionLog {
     let mut b = Builder::new(state);
-    let mut ended = None;
-    for r in records {
-        b.event(r, wf, &mut ended);
+    if let Some(wf) = wf {
+        b.defs = wf
+            .phases
+            .iter()
+            .map(|p| (p.id.to_string(), definition(p)))
+            .collect();
     }
-    let subagents = b.place_subagents(mode);
+    let mut ended = None;
+    // The inbox items in their place in time: each where its phase stood
+    // when it was raised, before whatever came after it (the task's end).
     let mut mine: Vec<&InboxItem> = items
         .iter()
         .filter(|i| i.session.as_deref() == Some(state.task_id.as_str()))
         .collect();
     mine.sort_by_key(|i| i.created_at);
+    let mut mine = mine.into_iter().peekable();
+    for r in records {
+        while let Some(i) = mine.next_if(|i| i.created_at < r.ts) {
+            b.item(i);
+        }
+        b.event(r, wf, &mut ended);
+    }
     for i in mine {
         b.item(i);
     }
+    let subagents = b.place_subagents(mode);
     let usage = state.usage();
     let channel = state.labels.get("channel").cloned();
     if let Some(c) = &channel {
@@ -75,9 +88,135 @@ pub fn of_task(
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
+        flags: state
+            .flags
+            .iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                (k.clone(), v)
+            })
+            .collect(),
         extra: Vec::new(),
     };
     finish(b.log)
+}
+
+/// `log` of a task whose runner died while it ran (CRASHED, as `baton ls`
+/// shows it: only a reader can find that out, the runner cannot say it):
+/// its status says so, and the phase that was running says what became
+/// of it, its tool calls without a result cut off, and how it goes on.
+pub fn crashed(log: &mut SessionLog, state: &TaskState, why: &str) {
+    log.front.status = LogStatus::Crashed;
+    let id = &state.task_id;
+    let (title, body, at) = match state.in_progress() {
+        Some(p) => (
+            format!("the runner died while attempt {} ran", p.attempt.max(1)),
+            format!(
+                "{why}\n\nThe task is CRASHED: `baton resume {id}` runs {} again from its start.",
+                p.id
+            ),
+            Some(p.id.as_str()),
+        ),
+        None => (
+            "the runner died".to_string(),
+            match &log.front.resume_point {
+                Some(r) => {
+                    format!("{why}\n\nThe task is CRASHED: `baton resume {id}` goes on at {r}.")
+                }
+                None => format!("{why}\n\nThe task is CRASHED: `baton resume {id}` goes on."),
+            },
+            None,
+        ),
+    };
+    let section = match at {
+        Some(phase) => match log.sections.iter().rposition(|s| s.name == phase) {
+            Some(i) => Some(i),
+            None => {
+                log.sections.push(Section {
+                    name: phase.to_string(),
+                    ..Section::default()
+                });
+                Some(log.sections.len() - 1)
+            }
+        },
+        None => log.sections.len().checked_sub(1),
+    };
+    let blocks = match section {
+        Some(i) => &mut log.sections[i].blocks,
+        None => &mut log.intro,
+    };
+    if at.is_some() {
+        for b in blocks.iter_mut() {
+            if let Block::ToolCalls(calls) = b {
+                for c in calls.iter_mut().filter(|c| c.result.is_none()) {
+                    c.result = Some("no result: the run was cut off while it ran".into());
+                    c.ok = false;
+                }
+            }
+        }
+    }
+    blocks.push(Block::Callout(Callout::new(kind::ERROR, title, &body)));
+}
+
+/// What the log says of phase `p`'s definition where a reader (and
+/// `codify`) could not tell it from what happened: its `when`, the
+/// command it runs, what it waits for (a person's question shows when it
+/// is asked). Nothing for an agent phase without a condition.
+fn definition(p: &crate::workflow::Phase) -> Vec<Block> {
+    let mut out = Vec::new();
+    if let Some(c) = &p.when {
+        out.push(Block::Callout(Callout::new(kind::WHEN, c.to_string(), "")));
+    }
+    match &p.kind {
+        PhaseKind::Run { command } => {
+            out.push(Block::Callout(Callout::new(kind::COMMAND, "", command)))
+        }
+        PhaseKind::Wait(w @ (WaitSpec::Event { .. } | WaitSpec::Duration { .. })) => {
+            out.push(Block::Callout(Callout::new(kind::WAIT, wait_toml(w), "")))
+        }
+        _ => {}
+    }
+    out
+}
+
+/// A wait as the inline table of a workflow's `wait = { … }`.
+fn wait_toml(w: &WaitSpec) -> String {
+    let q = |s: &str| serde_json::to_string(s).expect("a string");
+    let table = |m: &std::collections::BTreeMap<String, String>| {
+        let pairs: Vec<String> = m
+            .iter()
+            .map(|(k, v)| format!("{} = {}", q(k), q(v)))
+            .collect();
+        format!("{{ {} }}", pairs.join(", "))
+    };
+    match w {
+        WaitSpec::Event {
+            event,
+            matches,
+            payload,
+        } => {
+            let mut s = format!("{{ event = {}", q(event));
+            if !matches.is_empty() {
+                s.push_str(&format!(", match = {}", table(matches)));
+            }
+            if !payload.is_empty() {
+                s.push_str(&format!(", payload = {}", table(payload)));
+            }
+            s + " }"
+        }
+        WaitSpec::Duration { millis } => format!("{{ duration = \"{millis}ms\" }}"),
+        WaitSpec::Human { question, options } => {
+            let opts: Vec<String> = options.iter().map(|o| q(o)).collect();
+            format!(
+                "{{ human = {}, options = [{}] }}",
+                q(question),
+                opts.join(", ")
+            )
+        }
+    }
 }
 
 /// A session baton started as a child of a task's session: a review of a
@@ -249,6 +388,8 @@ struct Builder {
     subs: Vec<Sub>,
     /// The time of the event being read.
     now: String,
+    /// What each phase's first section says of its definition.
+    defs: std::collections::BTreeMap<String, Vec<Block>>,
 }
 
 /// A subagent: where its callout goes, and what it did.
@@ -280,6 +421,7 @@ impl Builder {
             participants: Vec::new(),
             subs: Vec::new(),
             now: String::new(),
+            defs: Default::default(),
         };
         let desc = crate::session_log::clean(&state.description);
         let mut lines = desc.trim().lines();
@@ -446,6 +588,13 @@ impl Builder {
             }
             Event::PhaseSkipped { phase, reason } => {
                 self.start(phase.as_str());
+                // A person's question is shown when it is asked: one never
+                // asked is said here, so the log keeps the phase's kind.
+                if let Some(PhaseKind::Wait(w @ WaitSpec::Human { .. })) =
+                    wf.and_then(|w| w.phase(phase.as_str())).map(|p| &p.kind)
+                {
+                    self.callout(kind::WAIT, &wait_toml(w), "");
+                }
                 self.prose(&format!("_Skipped: {}._", one_line(reason)));
                 self.open = false;
             }
@@ -587,10 +736,13 @@ impl Builder {
         target.extend(blocks);
     }
 
-    /// A new section for `phase`.
+    /// A new section for `phase`; the phase's first says what its
+    /// definition holds that its story would not show.
     fn start(&mut self, phase: &str) {
+        let blocks = self.defs.remove(phase).unwrap_or_default();
         self.log.sections.push(Section {
             name: phase.to_string(),
+            blocks,
             ..Section::default()
         });
         self.open = true;

@@ -1,9 +1,10 @@
 //! Markdown back into a [`SessionLog`]. What baton rendered reads back
 //! exactly; a hand-edited log is read as far as it makes sense (a stray
-//! heading level is prose, a list that is not a tool call is prose); a
-//! frontmatter or callout that cannot be read is refused with its line.
+//! heading level is prose, a list that is not a tool call is prose, a
+//! `---` between sections is a separator); a frontmatter or callout that
+//! cannot be read is refused with its line.
 
-use super::render::{ESCAPABLE, TOOL_CALLS, fence_end, is_callout_start};
+use super::render::{ESCAPABLE, TOOL_CALLS, fence_end, is_break, is_callout_start};
 use super::{Block, Callout, Section, SessionLog, ToolLine, frontmatter};
 
 /// What is wrong with a log, and on which line (1-based).
@@ -72,7 +73,7 @@ pub fn parse(text: &str) -> Result<SessionLog, ParseError> {
             flush(&mut log, &mut current, &mut blocks);
             current = Some(section(h));
             i += 1;
-        } else if l.trim().is_empty() {
+        } else if l.trim().is_empty() || separates(&lines, i) {
             i += 1;
         } else if is_callout_start(l) {
             let (c, next) = callout(&lines, i)?;
@@ -237,6 +238,17 @@ fn closing(s: &str, n: usize) -> Option<usize> {
     None
 }
 
+/// Line `i` is a thematic break (`---`) with nothing but blank lines
+/// between it and the next section or the end: a separator people put
+/// between phases, not part of what the phase said.
+fn separates(lines: &[&str], i: usize) -> bool {
+    is_break(lines[i])
+        && lines[i + 1..]
+            .iter()
+            .find(|l| !l.trim().is_empty())
+            .is_none_or(|l| l.starts_with("## "))
+}
+
 /// Prose from `start` to the next structure (a section, a callout, the
 /// tool calls), blank lines at its end left out; fenced code is taken as
 /// it is, escapes are undone.
@@ -245,7 +257,11 @@ fn prose(lines: &[&str], start: usize) -> (String, usize) {
     let mut i = start;
     while i < lines.len() {
         let l = lines[i];
-        if l.starts_with("## ") || is_callout_start(l) || l.trim_end() == TOOL_CALLS {
+        if l.starts_with("## ")
+            || is_callout_start(l)
+            || l.trim_end() == TOOL_CALLS
+            || separates(lines, i)
+        {
             break;
         }
         if let Some(close) = fence_end(l, &lines[i + 1..]) {

@@ -2,7 +2,8 @@
 //! prose lines that would read as the log's own structure (a heading, a
 //! callout, a `**Tool calls:**` line, a code fence never closed) get a
 //! `\` in front, which markdown shows as the character itself and
-//! [`super::parse`] takes off again.
+//! [`super::parse`] takes off again; so does a thematic break (`---`) that
+//! ends a text, which would read as a separator between sections.
 
 use super::{Block, Callout, SessionLog, ToolLine, clean, frontmatter, one_line, trimmed_lines};
 
@@ -91,7 +92,9 @@ fn prose(out: &mut String, text: &str) {
             i += close + 2;
             continue;
         }
-        if needs_escape(l) {
+        // A break ending the text would read as a separator between
+        // sections, which the parser leaves out.
+        if needs_escape(l) || (i + 1 == lines.len() && is_break(l)) {
             out.push('\\');
         }
         out.push_str(l);
@@ -115,7 +118,17 @@ pub(super) fn fence_end<S: AsRef<str>>(line: &str, rest: &[S]) -> Option<usize> 
 }
 
 /// The characters a `\` in front of a line protects.
-pub(super) const ESCAPABLE: &[char] = &['#', '>', '*', '`', '~', '\\'];
+pub(super) const ESCAPABLE: &[char] = &['#', '>', '*', '`', '~', '\\', '-', '_'];
+
+/// A thematic break (`---`, `***`, `___`, spaced or not) at the start of
+/// a line: between phases, people write one as a separator.
+pub(super) fn is_break(l: &str) -> bool {
+    let Some(c) = l.chars().next().filter(|c| matches!(c, '-' | '*' | '_')) else {
+        return false;
+    };
+    let marks = l.chars().filter(|x| *x == c).count();
+    marks >= 3 && l.chars().all(|x| x == c || x == ' ' || x == '\t')
+}
 
 fn needs_escape(l: &str) -> bool {
     l.starts_with('#')

@@ -84,6 +84,7 @@ fn front() -> impl Strategy<Value = Front> {
             LogStatus::Completed,
             LogStatus::Failed,
             LogStatus::Paused,
+            LogStatus::Crashed,
         ]),
         prop::collection::vec(any_scalar(), 0..3),
         any::<u64>(),
@@ -99,7 +100,20 @@ fn front() -> impl Strategy<Value = Front> {
             0..3,
         ),
         prop::option::of(any_scalar()),
-        prop::collection::vec((any_scalar(), any_scalar()), 0..3),
+        (
+            prop::collection::vec((any_scalar(), any_scalar()), 0..3),
+            prop::collection::vec(
+                (
+                    word(),
+                    prop_oneof![
+                        any_scalar(),
+                        Just("true".to_string()),
+                        Just("-12".to_string())
+                    ],
+                ),
+                0..3,
+            ),
+        ),
     )
         .prop_map(
             |(
@@ -111,7 +125,7 @@ fn front() -> impl Strategy<Value = Front> {
                 tokens_used,
                 subagents,
                 resume_point,
-                labels,
+                (labels, flags),
             )| Front {
                 session_id,
                 workflow,
@@ -125,6 +139,7 @@ fn front() -> impl Strategy<Value = Front> {
                 subagents,
                 resume_point,
                 labels,
+                flags,
                 extra: Vec::new(),
             },
         )
@@ -519,4 +534,199 @@ fn a_teams_log_links_its_teammates_turns() {
         assert!(text.contains(want), "{want:?} not in:\n{text}");
     }
     assert_eq!(render(&parse(&text).unwrap()), text);
+}
+
+/// What people write by hand, as YAML and markdown let them: block lists
+/// and maps in the frontmatter, `---` between phases.
+#[test]
+fn block_yaml_and_separators_are_read_as_written_by_hand() {
+    let text = "---\ntype: session\nsession_id: by-hand\nstatus: paused\nparticipants:\n  - orchestrator@1.0\n  - researcher@1.2\nsubagents:\n  - session: sub-1\n    agent: researcher@1.2\n    tokens: 3200\n  - {session: sub-2, agent: x}\nlabels:\n  channel: dev\n  pr: \"7\"\nflags:\n  tests: true\nresume_point: phase-2\n---\n# Add the login form\n\n## Research @orchestrator\nThe form is in src/login.rs.\n\n---\n\n## Write it @researcher\n\n***\n";
+    let log = parse(text).unwrap();
+    assert_eq!(
+        log.front.participants,
+        ["orchestrator@1.0", "researcher@1.2"]
+    );
+    assert_eq!(log.front.subagents.len(), 2);
+    assert_eq!(log.front.subagents[0].session, "sub-1");
+    assert_eq!(log.front.subagents[0].tokens, 3200);
+    assert_eq!(log.front.subagents[1].agent, "x");
+    assert_eq!(
+        log.front.labels,
+        [("channel".into(), "dev".into()), ("pr".into(), "7".into())]
+    );
+    assert_eq!(log.front.flags, [("tests".into(), "true".into())]);
+    assert_eq!(
+        summary_of(&log.sections[0]).as_deref(),
+        Some("The form is in src/login.rs."),
+        "the separator is no part of the phase"
+    );
+    assert!(log.sections[1].blocks.is_empty(), "{:?}", log.sections[1]);
+    // A list at its key's column, and an empty one.
+    let log =
+        parse("---\ntype: session\nsession_id: s\nparticipants:\n- a\n- b\nsubagents:\n---\n")
+            .unwrap();
+    assert_eq!(log.front.participants, ["a", "b"]);
+    // What does not read is refused with its line.
+    let e =
+        parse("---\ntype: session\nsession_id: s\nparticipants:\n  - a\n  b\n---\n").unwrap_err();
+    assert_eq!(e.line, 6, "{e}");
+    // A `---` in an agent's text stays its text.
+    let mut log = SessionLog::default();
+    log.front.session_id = "s".into();
+    log.sections.push(Section {
+        name: "p".into(),
+        blocks: vec![Block::Prose("a rule ends it\n---".into())],
+        ..Section::default()
+    });
+    let once = render(&log);
+    assert!(once.contains("\n\\---\n"), "{once}");
+    assert_eq!(parse(&once).unwrap().sections, log.sections);
+}
+
+/// The log says how each phase was defined where its story would not:
+/// the command it runs, its `when`, a wait; codify turns that back into
+/// the workflow the session ran.
+#[test]
+fn codify_keeps_commands_conditions_and_skips() {
+    use crate::state::{PhaseState, TaskState};
+    let wf = crate::workflow::Workflow::parse(
+        "name = \"w\"\n[flags]\nsecurity = false\nmvp = true\n[[phase]]\nid = \"build\"\nrun = \"\"\"set -e\ncargo build\"\"\"\n[[phase]]\nid = \"security\"\nwhen = \"flags.security\"\nprompt = \"Look.\"\n[[phase]]\nid = \"review\"\nwhen = \"!flags.mvp || flags.security\"\nrun = \"echo reviewed\"\n[[phase]]\nid = \"soak\"\nwait = { duration = \"2s\" }\n",
+        "w.toml",
+        "w",
+        &|_| Err("none".into()),
+    )
+    .unwrap();
+    let ts = crate::Timestamp::from_millis(1_700_000_000_000);
+    let mut state = TaskState {
+        task_id: crate::TaskId::parse("t").unwrap(),
+        workflow: "w".into(),
+        definition_hash: String::new(),
+        description: "Do it".into(),
+        project_name: "p".into(),
+        created_at: ts,
+        updated_at: ts,
+        status: crate::state::TaskStatus::Running,
+        flags: [
+            ("security".to_string(), serde_json::json!(false)),
+            ("mvp".to_string(), serde_json::json!(true)),
+        ]
+        .into(),
+        labels: Default::default(),
+        tech_stack: serde_json::Value::Null,
+        phases: wf
+            .phases
+            .iter()
+            .map(|p| PhaseState::new(p.id.clone()))
+            .collect(),
+        iteration_counts: Default::default(),
+        blockers: Vec::new(),
+        resume_note: None,
+        failure: None,
+        agent: None,
+        handoff_pending: false,
+        imported: None,
+        auto_restarts: Vec::new(),
+        last_seq: 0,
+    };
+    let rec = |seq: u64, event: crate::Event| crate::EventRecord { seq, ts, event };
+    let records = vec![
+        rec(
+            1,
+            crate::Event::PhaseStarted {
+                phase: crate::PhaseId::parse("build").unwrap(),
+                attempt: 1,
+                iteration: 0,
+                checkpoint: None,
+            },
+        ),
+        rec(
+            2,
+            crate::Event::PhasePassed {
+                phase: crate::PhaseId::parse("build").unwrap(),
+                attempt: 1,
+                summary: "built".into(),
+                output: "built".into(),
+                files_changed: Vec::new(),
+            },
+        ),
+        rec(
+            3,
+            crate::Event::PhaseSkipped {
+                phase: crate::PhaseId::parse("security").unwrap(),
+                reason: "its `when` condition is false".into(),
+            },
+        ),
+        rec(
+            4,
+            crate::Event::PhaseSkipped {
+                phase: crate::PhaseId::parse("review").unwrap(),
+                reason: "its `when` condition is false".into(),
+            },
+        ),
+    ];
+    let log = journal::of_task(
+        &state,
+        &records,
+        Some(&wf),
+        &[],
+        journal::SubagentMode::Link,
+    );
+    let md = render(&log);
+    assert!(
+        md.contains(
+            "\n## build\n\n> [!command]\n> set -e\n> cargo build\n\n> [!summary] passed\n> built\n"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("\n## security\n\n> [!when] flags.security\n\n_Skipped: its `when` condition is false._\n"), "{md}");
+    assert!(md.contains("flags: {mvp: true, security: false}\n"), "{md}");
+    let back = parse(&md).unwrap();
+    let draft = codify::draft(&back, "again");
+    let toml = codify::to_toml(&draft, &[]);
+    assert!(
+        toml.contains("[flags]\nmvp = true\nsecurity = false\n"),
+        "{toml}"
+    );
+    assert!(
+        toml.contains("id = \"build\"\nrun = '''\nset -e\ncargo build'''\n"),
+        "{toml}"
+    );
+    assert!(
+        toml.contains("id = \"security\"\nwhen = \"flags.security\"\nprompt = "),
+        "{toml}"
+    );
+    assert!(
+        toml.contains(
+            "id = \"review\"\nwhen = \"!flags.mvp || flags.security\"\nrun = \"echo reviewed\"\n"
+        ),
+        "{toml}"
+    );
+    let again =
+        crate::workflow::Workflow::parse(&toml, "again.toml", "again", &|_| Err("none".into()))
+            .unwrap();
+    assert_eq!(
+        again.phases.len(),
+        3,
+        "soak never started: the log tells nothing of it"
+    );
+
+    // The runner died in the next phase: the log says so at that phase.
+    state.phases[0].status = crate::state::PhaseStatus::Pass;
+    state.phases[1].status = crate::state::PhaseStatus::Skipped;
+    state.phases[2].status = crate::state::PhaseStatus::Skipped;
+    state.phases[3].status = crate::state::PhaseStatus::InProgress;
+    state.phases[3].attempt = 1;
+    let mut log = journal::of_task(
+        &state,
+        &records,
+        Some(&wf),
+        &[],
+        journal::SubagentMode::Link,
+    );
+    assert_eq!(log.front.resume_point.as_deref(), Some("soak"));
+    journal::crashed(&mut log, &state, "pid 7 on vm has exited");
+    let md = render(&log);
+    assert!(md.contains("status: crashed\n"), "{md}");
+    assert!(md.contains("\n## soak\n\n> [!error] the runner died while attempt 1 ran\n> pid 7 on vm has exited\n>\n> The task is CRASHED: `baton resume t` runs soak again from its start.\n"), "{md}");
+    assert_eq!(parse(&md).unwrap().front.status, LogStatus::Crashed);
 }
