@@ -387,9 +387,40 @@ fn check_sessions(eng: &Engine, fix: bool, shared: bool) -> Result<Vec<Finding>>
         let log = eng.project.sessions_dir().join(format!("{}.md", t.id));
         // Written without waiting for the disk: after a power cut a log
         // may be empty or cut short, which re-rendering mends.
-        let reads = std::fs::read_to_string(&log)
-            .is_ok_and(|text| baton_core::session_log::parse(&text).is_ok());
-        if reads || (shared && !eng.task_dir(&t.id).exists()) {
+        let said = std::fs::read_to_string(&log)
+            .ok()
+            .and_then(|text| baton_core::session_log::parse(&text).ok())
+            .map(|l| l.front.status);
+        if shared && !eng.task_dir(&t.id).exists() {
+            continue;
+        }
+        // A CRASHED task's log says so (its runner could not); any other
+        // task's says its status, unless its live runner keeps it.
+        let shown = DisplayStatus::of_task(t.status, &eng.liveness(t.lease.as_ref()), t.queued);
+        if let Some(s) = said {
+            if !crate::sessions::log_is_stale(shown, Some(s.as_str())) {
+                continue;
+            }
+            if fix {
+                eng.render_session(&t.id)?;
+                out.push(Finding::fixed(format!(
+                    "task {}: rendered its session log again ({} said {}, the task is {})",
+                    t.id,
+                    log.display(),
+                    s.as_str(),
+                    shown.as_str()
+                )));
+            } else {
+                out.push(Finding::problem(
+                    format!(
+                        "task {}: its session log says {} but the task is {}",
+                        t.id,
+                        s.as_str(),
+                        shown.as_str()
+                    ),
+                    "run `baton doctor --fix` (or `baton session ls`) to render it from the store",
+                ));
+            }
             continue;
         }
         if fix {

@@ -425,6 +425,21 @@ impl Engine {
         Ok(())
     }
 
+    /// Writes the task's session log when a commit left it due: called
+    /// while a phase's process runs, when nothing may be committed for a
+    /// long time. A failed write is only logged (the log is derived).
+    fn tick_log(&self, held: &mut Held) {
+        if let Err(e) = held.log.tick(
+            self.store.as_ref(),
+            &held.state,
+            &held.wf,
+            &self.project.sessions_dir(),
+            &mut held.rendered,
+        ) {
+            tracing::warn!(task = %held.state.task_id, error = %e, "session log not written");
+        }
+    }
+
     /// The project's own folder as a task's workspace.
     fn project_workspace(&self) -> Workspace {
         Workspace::project(&self.project, self.git.clone())

@@ -23,6 +23,6 @@ mod writer;
 
 pub use codify::{REFINE_WORKFLOW, REFINE_WORKFLOW_NAME, Refined, write_draft, write_workflow};
 pub use index::SessionIndex;
-pub use read::{SessionRow, read_log};
+pub use read::{SessionRow, log_is_stale, read_log};
 pub use resume::SessionResume;
 pub(crate) use writer::LogWriter;

@@ -189,8 +189,24 @@ impl Engine {
     }
 
     /// The sessions matching `q`, from the index (rebuilt first when it
-    /// cannot be read).
+    /// cannot be read); running and crashed tasks' logs too, settled
+    /// from the store first (`settle_session_logs`).
     pub fn query_sessions(&self, q: &Query) -> Result<Vec<IndexRow>> {
+        let rows = self.index_rows()?;
+        let said: std::collections::HashMap<&str, &str> = rows
+            .iter()
+            .map(|r| (r.id.as_str(), r.status.as_str()))
+            .collect();
+        let settled = self.settle_session_logs(|id| said.get(id).map(|s| s.to_string()))?;
+        let rows = match settled.is_empty() {
+            true => rows,
+            false => self.index_rows()?,
+        };
+        Ok(rows.into_iter().filter(|r| q.matches(r)).collect())
+    }
+
+    /// The index's rows, rebuilt first when it cannot be read.
+    fn index_rows(&self) -> Result<Vec<IndexRow>> {
         let idx = self.session_index();
         let rows = match idx.read() {
             Some(r) => r,
@@ -205,7 +221,7 @@ impl Engine {
                 idx.read().unwrap_or_default()
             }
         };
-        Ok(rows.into_iter().filter(|r| q.matches(r)).collect())
+        Ok(rows)
     }
 }
 

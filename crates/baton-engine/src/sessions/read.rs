@@ -1,12 +1,16 @@
 //! Reading session logs: the list of `.baton/sessions/*.md` (what their
 //! frontmatter says), one log by id or path, and a task's log rendered
 //! from the store (for a task whose file is missing, and `doctor --fix`).
+//! Before a list or a log is read, the logs no runner can bring up to
+//! date are settled from the store: a CRASHED task's (its runner is dead),
+//! and any task's that is missing or says another status than the task's.
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::render;
 use baton_core::TaskId;
-use baton_core::session_log::{self, SessionLog};
+use baton_core::lease::{DisplayStatus, Liveness};
+use baton_core::session_log::{self, LogStatus, SessionLog};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -47,6 +51,21 @@ impl SessionRow {
     }
 }
 
+/// Whether a task shown as `shown` needs its log rendered again from the
+/// store, its log saying `said` (`None`: it has none): missing, or saying
+/// another status than the task's. A running or queued task's log is its
+/// runner's to write.
+pub fn log_is_stale(shown: DisplayStatus, said: Option<&str>) -> bool {
+    let want = match shown {
+        DisplayStatus::Running | DisplayStatus::Queued => return said.is_none(),
+        DisplayStatus::Crashed => LogStatus::Crashed,
+        DisplayStatus::Waiting => LogStatus::Paused,
+        DisplayStatus::Complete => LogStatus::Completed,
+        DisplayStatus::Failed | DisplayStatus::Cancelled => LogStatus::Failed,
+    };
+    said != Some(want.as_str())
+}
+
 /// Reads and parses the log at `path`; an error names the file and line.
 pub fn read_log(path: &Path) -> Result<SessionLog> {
     let text = fs_err::read_to_string(path).map_err(|e| {
@@ -63,13 +82,38 @@ pub fn read_log(path: &Path) -> Result<SessionLog> {
 }
 
 impl Engine {
-    /// Every log under `.baton/sessions`, newest first; a file that does
-    /// not read is reported, not fatal.
+    /// Every log under `.baton/sessions`, newest first (running and
+    /// crashed tasks' too, settled first); a file that does not read is
+    /// reported, not fatal.
     pub fn sessions(&self) -> Result<Vec<SessionRow>> {
         let dir = self.project.sessions_dir();
+        let mut rows = self.session_rows(&dir);
+        let statuses: std::collections::HashMap<String, String> = rows
+            .iter()
+            .map(|r| (r.session_id.clone(), r.status.clone()))
+            .collect();
+        let settled = self.settle_session_logs(|id| statuses.get(id).cloned())?;
+        if !settled.is_empty() {
+            rows.retain(|r| !settled.contains(&r.session_id));
+            for id in &settled {
+                let path = dir.join(format!("{id}.md"));
+                if let Ok(log) = read_log(&path) {
+                    rows.push(SessionRow::of(&log, path));
+                }
+            }
+        }
+        rows.sort_by(|a, b| {
+            b.started
+                .cmp(&a.started)
+                .then_with(|| a.session_id.cmp(&b.session_id))
+        });
+        Ok(rows)
+    }
+
+    fn session_rows(&self, dir: &Path) -> Vec<SessionRow> {
         let mut rows = Vec::new();
-        let Ok(entries) = fs_err::read_dir(&dir) else {
-            return Ok(rows);
+        let Ok(entries) = fs_err::read_dir(dir) else {
+            return rows;
         };
         for e in entries.flatten() {
             let path = e.path();
@@ -81,14 +125,31 @@ impl Engine {
                 Err(e) => self.observer().info(&format!("skipped: {e}")),
             }
         }
-        rows.sort_by(|a, b| {
-            b.started
-                .cmp(&a.started)
-                .then_with(|| a.session_id.cmp(&b.session_id))
-        });
-        Ok(rows)
+        rows
     }
 
+    /// Renders from the store the logs of tasks no live runner keeps
+    /// current whose log is missing or says another status than the task
+    /// has (`status_of` tells what a log says now, `None`: no log): a
+    /// CRASHED task's says `crashed`, at the phase that was running. A
+    /// live runner's task is left to it, unless it has no log yet. The
+    /// ids rendered.
+    pub fn settle_session_logs(
+        &self,
+        status_of: impl Fn(&str) -> Option<String>,
+    ) -> Result<Vec<String>> {
+        let mut done = Vec::new();
+        for t in self.store.list()? {
+            let live = self.liveness(t.lease.as_ref());
+            let shown = DisplayStatus::of_task(t.status, &live, t.queued);
+            if log_is_stale(shown, status_of(t.id.as_str()).as_deref())
+                && self.render_session(&t.id).is_ok()
+            {
+                done.push(t.id.to_string());
+            }
+        }
+        Ok(done)
+    }
     /// The log named by `arg`: a file path, or a session id (its file,
     /// else the task of that id rendered from the store).
     pub fn session_log(&self, arg: &str) -> Result<(SessionLog, Option<PathBuf>)> {
@@ -97,6 +158,13 @@ impl Engine {
             return Ok((read_log(as_path)?, Some(as_path.to_path_buf())));
         }
         let file = self.project.sessions_dir().join(format!("{arg}.md"));
+        if let Ok(id) = TaskId::parse(arg) {
+            // A crashed task's log, or one lost, is settled first.
+            let said = read_log(&file)
+                .ok()
+                .map(|l| l.front.status.as_str().to_string());
+            self.settle_session_log(&id, said)?;
+        }
         if file.exists() {
             return Ok((read_log(&file)?, Some(file)));
         }
@@ -124,7 +192,22 @@ impl Engine {
             .unwrap_or_default()
     }
 
-    /// Task `id`'s log, rendered from the store.
+    /// [`Engine::settle_session_logs`] for one task (when the store has
+    /// it), whose log says `said`.
+    fn settle_session_log(&self, id: &TaskId, said: Option<String>) -> Result<()> {
+        let Some(snap) = self.store.load(id)? else {
+            return Ok(());
+        };
+        let live = self.liveness(snap.lease.as_ref());
+        let shown = DisplayStatus::of_task(snap.state.status, &live, snap.queued);
+        if log_is_stale(shown, said.as_deref()) {
+            self.render_session(id)?;
+        }
+        Ok(())
+    }
+
+    /// Task `id`'s log, rendered from the store: a task whose runner died
+    /// while it ran says so (CRASHED).
     pub fn task_log(&self, id: &TaskId) -> Result<SessionLog> {
         let snap = self.load(id)?;
         let wf = self.pinned(&snap.state.definition_hash).ok();
@@ -136,6 +219,15 @@ impl Engine {
         let mut log = session_log::journal::with_children(log, &children, mode);
         log.front.model = super::writer::model_of(&log, &self.project.config.agent_models());
         super::writer::subagents_counted(&mut log, &snap.state, &records);
+        let live = self.liveness(snap.lease.as_ref());
+        if DisplayStatus::of_task(snap.state.status, &live, snap.queued) == DisplayStatus::Crashed {
+            let why = match &live {
+                Liveness::Dead(w) => w.clone(),
+                Liveness::Expired => "its runner's lease expired".into(),
+                _ => "nobody is running it".into(),
+            };
+            session_log::journal::crashed(&mut log, &snap.state, &why);
+        }
         Ok(log)
     }
 

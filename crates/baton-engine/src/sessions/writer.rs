@@ -3,9 +3,13 @@
 //! the task lands, then grows with each commit; the log (and its row of
 //! the index) is written in the background, atomically but without
 //! waiting for the disk (it is derived: the journal is what is durable):
-//! at once when the task stops (it waits, fails, completes, is let go),
+//! at once when the task stops (it waits, fails, completes, is let go)
+//! and when its first phase starts after the task was taken (so a log
+//! exists, on disk before that phase's process runs, from then on),
 //! within a quarter second of a phase starting or ending, and at most
-//! every two seconds while an agent streams.
+//! every two seconds while an agent streams. What a commit left due is
+//! written by [`LogWriter::tick`] while a phase's process runs, so the log
+//! never lags behind a phase that runs long.
 
 use super::SessionIndex;
 use crate::render::{self, Background};
@@ -29,6 +33,10 @@ pub(crate) struct LogWriter {
     written: Option<Instant>,
     /// Something was committed that the file does not show yet.
     dirty: bool,
+    /// How soon after the last write the file should show it.
+    due: Duration,
+    /// This runner has written the log (since taking the task).
+    wrote: bool,
     /// The task's row as last put in the index.
     indexed: Option<session_log::index::IndexRow>,
     /// How its CLIs' subagents show (`[sessions] subagents`).
@@ -67,18 +75,43 @@ impl LogWriter {
                 Err(_) => return Ok(()),
             },
         }
-        self.dirty = true;
+        let was_dirty = std::mem::replace(&mut self.dirty, true);
         // A phase that starts or ends shows within a quarter second (many
         // short phases in a row are written together; the task's end, a
         // wait and letting the task go are written at once); an agent's
         // stream at most every two seconds.
-        let at_once = new.iter().any(|r| stops_here(&r.event));
+        let at_once = new.iter().any(|r| stops_here(&r.event))
+            || (!self.wrote
+                && new
+                    .iter()
+                    .any(|r| matches!(r.event, Event::PhaseStarted { .. })));
         let every = if new.iter().any(|r| moves_the_log(&r.event)) {
             TRANSITIONS
         } else {
             EVERY
         };
-        if at_once || self.written.is_none_or(|t| t.elapsed() >= every) {
+        self.due = if was_dirty {
+            self.due.min(every)
+        } else {
+            every
+        };
+        if at_once || self.written.is_none_or(|t| t.elapsed() >= self.due) {
+            self.write(store, state, wf, dir, out)?;
+        }
+        Ok(())
+    }
+
+    /// Writes what is due and not written yet (called while a phase's
+    /// process runs, when no commit may come for a long time).
+    pub(crate) fn tick(
+        &mut self,
+        store: &dyn Store,
+        state: &TaskState,
+        wf: &Workflow,
+        dir: &Path,
+        out: &mut Background,
+    ) -> std::io::Result<()> {
+        if self.dirty && self.written.is_none_or(|t| t.elapsed() >= self.due) {
             self.write(store, state, wf, dir, out)?;
         }
         Ok(())
@@ -156,6 +189,7 @@ impl LogWriter {
         })?;
         self.written = Some(Instant::now());
         self.dirty = false;
+        self.wrote = true;
         Ok(())
     }
 }

@@ -205,6 +205,8 @@ impl Engine {
                 }
             }
             progress.tell(&*self.observer, &task, phase.as_str());
+            // The session log catches up with what was committed.
+            self.tick_log(held);
             None
         };
         let waited = running.wait(timeout, &mut check);
