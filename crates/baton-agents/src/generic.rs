@@ -8,6 +8,10 @@
 
 use std::path::Path;
 
+/// What a run of a generic agent is journaled as in place of a built-in
+/// CLI's name (`AgentSession.cli`): it has no native session to continue.
+pub const CLI: &str = "command";
+
 /// `argv` (a built-in adapter's or a generic command) with the prompt and
 /// the prompt file's path filled in.
 pub fn fill(argv: &[String], prompt: &str, prompt_file: &Path) -> Vec<String> {

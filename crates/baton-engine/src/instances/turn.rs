@@ -73,7 +73,8 @@ impl Agents<'_> {
         Some((t.clone(), self.eng.status_of(&snap)))
     }
 
-    /// The native session of `inst`'s latest agent run, to continue.
+    /// The native session of `inst`'s latest agent run, to continue (a
+    /// generic agent's runs have none).
     pub(super) fn last_session(&self, inst: &Instance) -> Option<AgentSession> {
         inst.turns.iter().rev().find_map(|t| {
             let snap = self.eng.load(t).ok()?;
@@ -81,6 +82,7 @@ impl Agents<'_> {
                 .agent_runs()
                 .last()
                 .map(|(_, run)| run.session.clone())
+                .filter(|s| !s.native_id.is_empty())
         })
     }
 

@@ -2,7 +2,9 @@
 //! for; for a built-in agent CLI also its stream read while it runs (the
 //! native session id journaled the moment it shows, what the agent does
 //! journaled in batches), its native session continued after a crash, or
-//! a new one seeded with the brief when that cannot be done.
+//! a new one seeded with the brief when that cannot be done; for a
+//! generic agent (`command = [...]`) the end of its output journaled as
+//! what it said.
 
 use crate::engine::output::LastLine;
 use crate::engine::{Engine, Held};
@@ -230,7 +232,23 @@ impl Engine {
             stream.take(c.usage_from_file(&text).into_iter().collect());
         }
         self.flush(held, phase, l, &mut stream, true)?;
-        if l.cli.is_some()
+        // A generic agent's output is what it said: the end of its stdout.
+        let generic = l.cli.is_none() && l.session.is_some();
+        if generic {
+            let said = process::read_tail(&l.stdout, JOURNAL_TEXT_CHARS);
+            if !said.trim().is_empty() {
+                self.decide_commit(
+                    held,
+                    Input::AgentActivity {
+                        phase: phase.clone(),
+                        events: vec![AgentEvent::AssistantText {
+                            text: said.trim().to_string(),
+                        }],
+                    },
+                )?;
+            }
+        }
+        if (l.cli.is_some() || generic)
             && let Waited::Exited(status) = &waited
         {
             self.decide_commit(

@@ -176,11 +176,13 @@ impl Engine {
         };
         // The interrupted session of this phase, if there is one.
         let interrupted = ps.agent_session.clone().filter(|_| ps.interrupted);
-        // The session the task was imported from, until an agent ran.
+        // The session the task was imported from, until an agent ran (a
+        // generic agent's run has no session to go on from).
         let imported = held
             .state
             .imported
             .clone()
+            .filter(|s| s.cli != baton_agents::generic::CLI)
             .filter(|_| held.state.agent_runs().is_empty());
         let resumable = cli
             .and_then(|c| launch::invocation_for(ps, &name, c, &cwd))
@@ -342,8 +344,19 @@ impl Engine {
                 return self.fail_unstarted(held, phase, started, message);
             }
             // Known before it starts: the session continued, or the
-            // id baton chose.
-            let session = cli.and_then(|c| {
+            // id baton chose. A generic agent has no native session, but
+            // its run is journaled all the same (by its name), so the log,
+            // `cli_history` and a handoff know who ran.
+            let generic = cli.is_none().then(|| AgentSession {
+                agent: name.clone(),
+                cli: baton_agents::generic::CLI.into(),
+                native_id: String::new(),
+                cwd: cwd.display().to_string(),
+                version: None,
+                start: SessionStart::New,
+            });
+            let session = generic.or_else(|| {
+                let c = cli?;
                 let native_id = match (&resumable, start) {
                     (Some(s), SessionStart::Resumed) if c.resume_keeps_id() => s.native_id.clone(),
                     // A fork: the new id shows in the stream.
