@@ -38,7 +38,7 @@ pub struct SessionLearnArgs {
 
 #[derive(Debug, Args)]
 pub struct SessionQueryArgs {
-    /// active, completed, failed or paused.
+    /// active, completed, failed, paused or crashed.
     #[arg(long)]
     pub status: Option<String>,
     /// An agent that took part (its name, without the version).

@@ -79,7 +79,7 @@ pub fn run(project: &Project, cmd: SessionCommand, printer: &Arc<Printer>) -> Re
                 && LogStatus::parse(s).is_none()
             {
                 return Err(Error::bad_input(format!("--status {s}: no such status"))
-                    .hint("use active, completed, failed or paused"));
+                    .hint("use active, completed, failed or paused, or crashed (a task whose runner died)"));
             }
             for (flag, v) in [("--since", &a.since), ("--until", &a.until)] {
                 if let Some(v) = v
@@ -230,7 +230,14 @@ pub fn run(project: &Project, cmd: SessionCommand, printer: &Arc<Printer>) -> Re
                     }
                 }
             };
-            let wf = eng.load_workflow(&name).ok();
+            // What was written (the draft, or the agent's refined one).
+            let wf = fs_err::read_to_string(&path).ok().and_then(|text| {
+                baton_core::workflow::Workflow::parse(&text, "", &name, &|f| {
+                    std::fs::read_to_string(eng.project.baton_dir().join(f))
+                        .map_err(|e| e.to_string())
+                })
+                .ok()
+            });
             let phases: Vec<String> = match &wf {
                 Some(w) => w.phases.iter().map(|p| p.id.to_string()).collect(),
                 None => draft.phases.iter().map(|p| p.id.clone()).collect(),
@@ -242,7 +249,34 @@ pub fn run(project: &Project, cmd: SessionCommand, printer: &Arc<Printer>) -> Re
                 if phases.len() == 1 { "" } else { "s" },
                 phases.join(", ")
             ));
-            printer.hint(&format!("run it with `baton run {name} \"…\"`"));
+            // `baton run NAME` reads .baton/workflows/NAME.toml: a file
+            // written elsewhere runs once it is there.
+            let home = eng.project.workflows_dir().join(format!("{name}.toml"));
+            let same = |a: &std::path::Path, b: &std::path::Path| match (
+                a.canonicalize(),
+                b.canonicalize(),
+            ) {
+                (Ok(a), Ok(b)) => a == b,
+                _ => false,
+            };
+            if same(&path, &home) {
+                printer.hint(&format!("run it with `baton run {name} \"…\"`"));
+            } else {
+                let what = if home.exists() {
+                    format!(
+                        "; {} is another workflow of that name, which this would replace",
+                        home.display()
+                    )
+                } else {
+                    String::new()
+                };
+                printer.hint(&format!(
+                    "`baton run` finds workflows in {}: copy it there (`cp {} {}`), then run it with `baton run {name} \"…\"`{what}",
+                    eng.project.workflows_dir().display(),
+                    path.display(),
+                    home.display()
+                ));
+            }
             Ok(Exit::Done)
         }
     }
@@ -305,6 +339,7 @@ fn learn_line(
             "what_went_wrong": c.error,
             "correction": c.correction,
             "outcome": c.outcome,
+            "occurrences": c.occurrences,
         });
     }
     let mut user = format!("Task: {}\nPhase: {}\n", log.title, c.phase);
@@ -313,6 +348,9 @@ fn learn_line(
     }
     if let Some(e) = &c.error {
         user.push_str(&format!("\nWhat went wrong:\n{e}\n"));
+        if c.occurrences > 1 {
+            user.push_str(&format!("(This happened {} times.)\n", c.occurrences));
+        }
     }
     user.push_str("\nWhat should be done next?");
     let mut answer = c.correction.clone().unwrap_or_default();
@@ -339,7 +377,6 @@ fn choose_phases(mut draft: codify::Draft, printer: &Printer) -> Result<codify::
     let mut kept = Vec::new();
     let mut renamed: Vec<(String, String)> = Vec::new();
     for (n, mut p) in std::mem::take(&mut draft.phases).into_iter().enumerate() {
-            "occurrences": c.occurrences,
         loop {
             printer.always(&format!(
                 "phase {}/{total}: {} (from \"{}\"{}{}) — Enter keeps it, r NEW-ID renames it, d drops it",
@@ -348,9 +385,6 @@ fn choose_phases(mut draft: codify::Draft, printer: &Printer) -> Result<codify::
                 p.heading,
                 p.agent.as_deref().map(|a| format!(", @{a}")).unwrap_or_default(),
                 p.loop_to
-        if c.occurrences > 1 {
-            user.push_str(&format!("(This happened {} times.)\n", c.occurrences));
-        }
                     .as_ref()
                     .map(|(to, _)| format!(", loops to {to}"))
                     .unwrap_or_default()

@@ -9,22 +9,19 @@ use crate::engine::{Engine, Outcome, RunOptions};
 use crate::error::{Error, Result};
 use crate::render;
 use baton_core::TaskId;
-use baton_core::session_log::SessionLog;
 use baton_core::session_log::codify::{self, Draft};
 use baton_core::workflow::Workflow;
 use std::path::{Path, PathBuf};
 
-/// Writes the workflow codified from `log` as `name` to `output` (default
-/// `.baton/workflows/<name>.toml`, or `<name>-2.toml`, … when that file
-/// says something else); returns where.
-pub(super) fn write_codified(
-    eng: &Engine,
-    log: &SessionLog,
-    name: &str,
-    output: Option<&Path>,
-) -> Result<PathBuf> {
-    let draft = codify::draft(log, name);
-    write_draft(eng, &draft, output)
+/// The workflow `draft` is, as it would load, without writing it.
+pub(super) fn draft_workflow(eng: &Engine, draft: &Draft) -> Result<Workflow> {
+    let agents: Vec<String> = eng.project.config.agents.keys().cloned().collect();
+    let text = codify::to_toml(draft, &agents);
+    let path = eng
+        .project
+        .workflows_dir()
+        .join(format!("{}.toml", draft.name));
+    check(eng, &text, &path, &draft.name)
 }
 
 /// The built-in workflow an agent refines a draft in.

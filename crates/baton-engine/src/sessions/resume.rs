@@ -6,10 +6,11 @@
 //! `resume_point` as passed, with the summaries the log gives, and the
 //! next agent gets the brief rebuilt from them.
 
-use super::codify::write_codified;
+use super::codify::{draft_workflow, write_draft};
 use crate::engine::{Engine, FromLog, Outcome, ResumeOptions, RunOptions};
 use crate::error::{Error, Result};
 use baton_core::TaskId;
+use baton_core::session_log::codify::{self, Draft};
 use baton_core::session_log::{self, LogStatus, SessionLog, codify::phase_id};
 use baton_core::state::{PhaseState, PhaseStatus};
 use baton_core::workflow::Workflow;
@@ -55,8 +56,30 @@ impl Engine {
             )?;
             return Ok((id, outcome));
         }
-        let wf = self.workflow_of_log(&log, opts.workflow.as_deref())?;
+        // Everything that could refuse is checked before anything is
+        // written: a codified workflow only goes to its file once the log
+        // resumes in it.
+        let (wf, codified) = self.workflow_of_log(&log, opts.workflow.as_deref())?;
         let passed = passed_before(&log, &wf, self.now())?;
+        let wf = match codified {
+            Some(draft) => {
+                // A log's `[!command]`s run as written: say which will.
+                for p in draft.phases.iter().skip(passed.len()) {
+                    if let codify::Step::Run(command) = &p.step {
+                        self.observer().info(&format!(
+                            "phase {} runs the command the log gives: {}",
+                            p.id,
+                            baton_core::agent_stream::shorten(
+                                &command.split_whitespace().collect::<Vec<_>>().join(" "),
+                                120
+                            )
+                        ));
+                    }
+                }
+                self.write_codified(&log, &draft)?
+            }
+            None => wf,
+        };
         let mut description = log.title.clone();
         for b in &log.intro {
             if let session_log::Block::Prose(p) = b {
@@ -106,11 +129,16 @@ impl Engine {
     }
 
     /// The workflow a log continues in: the one asked for, else the log's
-    /// when this project has it, else one codified from the log (written
-    /// beside the others, and said).
-    fn workflow_of_log(&self, log: &SessionLog, asked: Option<&str>) -> Result<Workflow> {
+    /// when this project has it, else one codified from the log (its
+    /// draft too: written by [`Engine::write_codified`] once the log is
+    /// known to resume in it).
+    fn workflow_of_log(
+        &self,
+        log: &SessionLog,
+        asked: Option<&str>,
+    ) -> Result<(Workflow, Option<Draft>)> {
         if let Some(w) = asked {
-            return self.load_workflow(w);
+            return Ok((self.load_workflow(w)?, None));
         }
         if let Some(w) = &log.front.workflow
             && self
@@ -119,10 +147,18 @@ impl Engine {
                 .join(format!("{w}.toml"))
                 .is_file()
         {
-            return self.load_workflow(w);
+            return Ok((self.load_workflow(w)?, None));
         }
         let name = format!("session-{}", phase_id(&log.front.session_id));
-        let path = write_codified(self, log, &name, None)?;
+        let draft = codify::draft(log, &name);
+        let wf = draft_workflow(self, &draft)?;
+        Ok((wf, Some(draft)))
+    }
+
+    /// Writes the workflow codified from `log` beside the others (and
+    /// says so); the workflow as written.
+    fn write_codified(&self, log: &SessionLog, draft: &Draft) -> Result<Workflow> {
+        let path = write_draft(self, draft, None)?;
         self.observer().info(&format!(
             "{}: wrote {} from the log's phases",
             match &log.front.workflow {
@@ -134,8 +170,39 @@ impl Engine {
         let stem = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or(name);
+            .unwrap_or_else(|| draft.name.clone());
         self.load_workflow(&stem)
+    }
+}
+
+/// Where in `wf` the resume point `point` is: a phase of that id (or a
+/// heading that slugs to one), a heading of the log, or a place in the
+/// log (`phase-2`, `2`: its second phase) when no phase is named so.
+fn resume_at(point: &str, told: &[session_log::LogPhase], wf: &Workflow) -> Option<usize> {
+    let slug = phase_id(point);
+    let in_wf = |name: &str| {
+        let id = phase_id(name);
+        wf.phases
+            .iter()
+            .position(|p| p.id.as_str() == name || p.id.as_str() == id)
+    };
+    if let Some(at) = in_wf(point) {
+        return Some(at);
+    }
+    if let Some(t) = told.iter().find(|t| phase_id(&t.name) == slug)
+        && let Some(at) = in_wf(&t.name)
+    {
+        return Some(at);
+    }
+    let n: usize = slug
+        .strip_prefix("phase-")
+        .unwrap_or(&slug)
+        .parse()
+        .ok()
+        .filter(|n| *n >= 1)?;
+    match told.get(n - 1) {
+        Some(t) => in_wf(&t.name),
+        None => (n <= wf.phases.len()).then_some(n - 1),
     }
 }
 
@@ -149,21 +216,17 @@ fn passed_before(
     let told = session_log::phases(log);
     let matches = |wf_id: &str, name: &str| name == wf_id || phase_id(name) == wf_id;
     let at = match &log.front.resume_point {
-        Some(point) => wf
-            .phases
-            .iter()
-            .position(|p| matches(p.id.as_str(), point))
-            .ok_or_else(|| {
-                let ids: Vec<&str> = wf.phases.iter().map(|p| p.id.as_str()).collect();
-                Error::bad_input(format!(
-                    "the log's resume_point {point:?} is no phase of workflow {} ({})",
-                    wf.name,
-                    ids.join(", ")
-                ))
-                .hint(
-                    "set resume_point in the log's frontmatter to one of them, or pass --workflow",
-                )
-            })?,
+        Some(point) => resume_at(point, &told, wf).ok_or_else(|| {
+            let ids: Vec<&str> = wf.phases.iter().map(|p| p.id.as_str()).collect();
+            Error::bad_input(format!(
+                "the log's resume_point {point:?} is no phase of workflow {} ({})",
+                wf.name,
+                ids.join(", ")
+            ))
+            .hint(
+                "set resume_point in the log's frontmatter to one of them (or a heading of the log, or its place: phase-2), or pass --workflow",
+            )
+        })?,
         None if log.front.status == LogStatus::Completed => {
             return Err(Error::bad_input(format!(
                 "the session {} is completed: its log has no resume_point",
