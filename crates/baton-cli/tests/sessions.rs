@@ -43,10 +43,11 @@ on_both_backends! {
             "status: paused\n",
             "resume_point: ask\n",
             "\n# Add the login form\n\nwith a remember-me box\n",
-            "\n## plan\n\n> [!summary] passed\n> the plan: two screens\n",
-            "\n## build\n\n> [!error] attempt 1 failed; it is tried again\n> exit status 3\n>\n> the build broke\n",
+            // A command phase's first section says the command it runs.
+            "\n## plan\n\n> [!command]\n> touch $BATON_STATE_DIR/plan-ran; echo 'the plan: two screens' > $BATON_SUMMARY_FILE\n\n> [!summary] passed\n> the plan: two screens\n",
+            "\n> [!error] attempt 1 failed; it is tried again\n> exit status 3\n>\n> the build broke\n",
             "\n## build\n\n_Attempt 2._\n\n> [!summary] passed\n> built\n",
-            "\n## check\n\n> [!summary] passed\n> brief has the plan\n",
+            "\n> [!command]\n> grep -q 'the plan: two screens' \"$BATON_BRIEF_FILE\" && echo 'brief has the plan'\n\n> [!summary] passed\n> brief has the plan\n",
             "\n## ask\n\n> [!decision_needed] Ship it?\n> - yes\n> - no\n",
         ] {
             assert!(log.contains(want), "missing {want:?} in\n{log}");

@@ -201,11 +201,15 @@ pub fn show(project: &Project, args: ShowArgs, printer: &Arc<Printer>) -> Result
         // Its agent: which CLI session, and what it used.
         if let Some(r) = p.agent_runs.last() {
             let u = p.usage();
+            // A generic agent (`command = [...]`) has no native session.
+            let session = match r.session.native_id.as_str() {
+                "" => String::new(),
+                id => format!(" session {}", cell(id)),
+            };
             out.push(format!(
-                "      {} ({}) session {}{}",
+                "      {} ({}){session}{}",
                 cell(&r.session.agent),
                 cell(&r.session.cli),
-                cell(&r.session.native_id),
                 if u.is_empty() {
                     String::new()
                 } else {
@@ -443,9 +447,12 @@ fn describe(e: &baton_core::Event) -> String {
         } => format!("{phase} attempt {attempt} iteration {iteration}"),
         PhaseProcess { phase, process, .. } => format!("{phase} pid {}", process.pid),
         AgentSession { phase, session, .. } => format!(
-            "{phase} {} session {} ({}{}, {}) in {}",
+            "{phase} {}{} ({}{}, {}) in {}",
             session.agent,
-            session.native_id,
+            match session.native_id.as_str() {
+                "" => String::new(),
+                id => format!(" session {id}"),
+            },
             session.cli,
             session
                 .version
