@@ -347,7 +347,11 @@ pub struct PlayArgs {
 pub struct ProgressArgs {
     /// The repository (`owner/name`, as the task's `repository` label); default: all.
     pub repository: Option<String>,
-    /// Delete the repository's record (a deleted task then starts over).
+    /// One task's stage record in the repository.
+    #[arg(long, value_name = "ID", requires = "repository")]
+    pub task: Option<String>,
+    /// Delete the repository's records, or with --task that task's (a
+    /// deleted task then starts over).
     #[arg(long, requires = "repository")]
     pub clear: bool,
     /// Print the records as JSON.
@@ -470,6 +474,11 @@ pub enum AgentCommand {
 pub struct AgentPhaseArgs {
     #[arg(long)]
     pub id: String,
+    /// The task and phase it works for: the instance ends with them.
+    #[arg(long, requires = "phase")]
+    pub task: Option<String>,
+    #[arg(long, requires = "task")]
+    pub phase: Option<String>,
     #[arg(long, value_name = "FILE")]
     pub instructions_file: std::path::PathBuf,
     #[arg(long)]

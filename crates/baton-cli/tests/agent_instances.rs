@@ -566,8 +566,9 @@ fn attach_puts_a_person_inside_an_interactive_agent() {
 }
 
 /// An agent phase of a workflow run as a coding instance: the phase waits
-/// through the review loop and passes when the instance's work is done;
-/// an instance that times out fails its phase with the instance's code.
+/// through the review loop and passes when the instance's work is done,
+/// ending the instance (its work kept on its branch); an instance that
+/// times out fails its phase with the instance's code.
 #[test]
 fn a_workflow_phase_runs_as_a_coding_instance() {
     let (p, _remote) = project();
@@ -580,11 +581,15 @@ fn a_workflow_phase_runs_as_a_coding_instance() {
     let st = p.state("t1");
     assert_eq!(st["status"], "COMPLETE");
     let build = &st["completed_phases"][0];
-    assert_eq!(
-        build["summary"], "agent instance t1-build finished its work",
-        "{st}"
+    let summary = build["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with(
+            "agent instance t1-build finished its work and ended; its worktree and branch baton/t1-build are kept: "
+        ),
+        "the work is done, and where it is: {st}"
     );
     let c = show(&p, "t1-build");
+    assert_eq!(c["status"], "finished", "it ended with its phase");
     assert_eq!(c["config"]["instructions"], "Build the thing");
     assert_eq!(
         c["state"]["review_count"], 1,

@@ -47,6 +47,9 @@ pub enum Status {
     PrCreated,
     PrMerged,
     PrClosed,
+    /// A workflow phase's instance whose work is done (its agent finished,
+    /// no review required and none in flight): its phase passed.
+    Finished,
     Terminated,
     Failed,
 }
@@ -56,7 +59,11 @@ impl Status {
     pub fn ended(self) -> bool {
         matches!(
             self,
-            Status::PrMerged | Status::PrClosed | Status::Terminated | Status::Failed
+            Status::PrMerged
+                | Status::PrClosed
+                | Status::Finished
+                | Status::Terminated
+                | Status::Failed
         )
     }
 
@@ -68,6 +75,7 @@ impl Status {
             Status::PrCreated => "pr_created",
             Status::PrMerged => "pr_merged",
             Status::PrClosed => "pr_closed",
+            Status::Finished => "finished",
             Status::Terminated => "terminated",
             Status::Failed => "failed",
         }
@@ -128,6 +136,17 @@ pub struct CodingConfig {
     /// house rules).
     #[serde(default)]
     pub system_prompt: Option<String>,
+    /// The workflow phase it was started for (`instance = { … }`): it ends
+    /// with that phase's work, or with its task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_phase: Option<ForPhase>,
+}
+
+/// The phase of a task an instance works for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForPhase {
+    pub task: crate::ids::TaskId,
+    pub phase: String,
 }
 
 /// A GitHub issue, as a coding instance was given it.
@@ -251,25 +270,6 @@ pub struct Instance {
 }
 
 impl Instance {
-    pub fn kind(&self) -> Kind {
-        match self.state {
-            State::Coding(_) => Kind::Coding,
-            State::Review(_) => Kind::Review,
-        }
-    }
-
-    pub fn coding(&self) -> Option<&CodingState> {
-        match &self.state {
-            State::Coding(c) => Some(c),
-            State::Review(_) => None,
-        }
-    }
-
-    pub fn review(&self) -> Option<&ReviewState> {
-        match &self.state {
-            State::Review(r) => Some(r),
-            State::Coding(_) => None,
-        }
     /// The instance as `--json` and the API show it: its stored form, with
     /// every time written as RFC 3339 UTC (stored as epoch milliseconds).
     pub fn to_json(&self) -> serde_json::Value {
@@ -290,6 +290,25 @@ impl Instance {
         v
     }
 
+    pub fn kind(&self) -> Kind {
+        match self.state {
+            State::Coding(_) => Kind::Coding,
+            State::Review(_) => Kind::Review,
+        }
+    }
+
+    pub fn coding(&self) -> Option<&CodingState> {
+        match &self.state {
+            State::Coding(c) => Some(c),
+            State::Review(_) => None,
+        }
+    }
+
+    pub fn review(&self) -> Option<&ReviewState> {
+        match &self.state {
+            State::Review(r) => Some(r),
+            State::Coding(_) => None,
+        }
     }
 
     /// When it has run too long: its execution timeout (coding) or its
@@ -459,6 +478,9 @@ pub enum Input {
     PrClosed { id: InstanceId, merged: bool },
     /// Ended by a person or a parent's end; its children end with it.
     Terminate { id: InstanceId, reason: String },
+    /// A workflow phase's instance whose work is done: it ends with its
+    /// phase (`working`, no review in flight).
+    Finish { id: InstanceId, reason: String },
     /// Something failed that the instance cannot go on from.
     Fail {
         id: InstanceId,
@@ -523,6 +545,10 @@ pub enum Event {
         id: InstanceId,
         reason: String,
     },
+    Finished {
+        id: InstanceId,
+        reason: String,
+    },
     Failed {
         id: InstanceId,
         code: ErrorCode,
@@ -547,6 +573,7 @@ impl Event {
             | Event::PrCreated { id, .. }
             | Event::PrClosed { id, .. }
             | Event::Terminated { id, .. }
+            | Event::Finished { id, .. }
             | Event::Failed { id, .. }
             | Event::CleanupFailed { id, .. } => id,
             Event::ReviewRequested { parent, .. } => parent,
@@ -568,6 +595,7 @@ impl Event {
             Event::PrCreated { .. } => "pr_created",
             Event::PrClosed { .. } => "pr_closed",
             Event::Terminated { .. } => "terminated",
+            Event::Finished { .. } => "finished",
             Event::Failed { .. } => "failed",
             Event::CleanupFailed { .. } => "cleanup_failed",
         }

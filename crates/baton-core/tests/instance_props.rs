@@ -42,6 +42,7 @@ fn coding(require_review: bool, max_reviews: u32) -> CodingConfig {
         agent: None,
         issue: None,
         system_prompt: None,
+        for_phase: None,
     }
 }
 
@@ -133,6 +134,60 @@ impl World {
             resources: resources(review),
         });
     }
+}
+
+/// A workflow phase's instance whose work is done ends `finished`: only
+/// while it works with no review in flight, and then nothing moves it.
+#[test]
+fn a_phase_instance_finishes_only_while_it_works_alone() {
+    let mut w = World::default();
+    w.working("c1", false, 2);
+    w.reviewing("c1", "r1");
+    let finish = |s: &str| Input::Finish {
+        id: id(s),
+        reason: "its work for phase implement of task t1 is done".into(),
+    };
+    assert_eq!(w.step(finish("c1")), Err(ErrorCode::ReviewInProgress));
+    assert_eq!(w.step(finish("r1")), Err(ErrorCode::InvalidState));
+    w.ok(Input::MergeBack {
+        review: id("r1"),
+        feedback: "fine".into(),
+    });
+    w.ok(finish("c1"));
+    assert_eq!(w.status("c1"), Status::Finished);
+    assert!(Status::Finished.ended());
+    let c1 = w.all.get(&id("c1")).unwrap();
+    assert_eq!(
+        c1.end_reason.as_deref(),
+        Some("its work for phase implement of task t1 is done")
+    );
+    assert_eq!(c1.terminated_at, None, "finished, not terminated");
+    assert_eq!(w.step(finish("c1")), Err(ErrorCode::InvalidState));
+    assert_eq!(
+        w.step(Input::Terminate {
+            id: id("c1"),
+            reason: "late".into()
+        }),
+        Err(ErrorCode::InvalidState)
+    );
+    // A GitHub issue alone is work enough for a coding instance.
+    let mut from_issue = coding(false, 1);
+    from_issue.instructions = String::new();
+    from_issue.issue = Some(baton_core::instance::GithubIssue {
+        number: 42,
+        title: "Found a bug".into(),
+        body: "It breaks.".into(),
+        url: "https://github.com/o/r/issues/42".into(),
+    });
+    w.ok(Input::Spawn {
+        id: id("c2"),
+        config: from_issue,
+    });
+    assert_eq!(
+        instance::replay(&w.journal).by_id,
+        w.all.by_id,
+        "the journal folds to the same"
+    );
 }
 
 #[test]
@@ -422,6 +477,8 @@ enum Action {
     Pr(u8),
     PrClosed(u8, bool),
     Terminate(u8),
+    /// Its workflow phase's work is done.
+    Finish(u8),
     Fail(u8),
     CleanupFailed(u8),
     /// Minutes pass, then whatever is due times out.
@@ -443,6 +500,7 @@ fn action() -> impl Strategy<Value = Action> {
         3 => n.clone().prop_map(Action::Pr),
         1 => (n.clone(), any::<bool>()).prop_map(|(i, m)| Action::PrClosed(i, m)),
         1 => n.clone().prop_map(Action::Terminate),
+        1 => n.clone().prop_map(Action::Finish),
         1 => n.clone().prop_map(Action::Fail),
         1 => n.clone().prop_map(Action::CleanupFailed),
         1 => (1u32..600).prop_map(Action::Wait),
@@ -531,6 +589,10 @@ fn input_of(a: &Action, w: &World, k: usize) -> Vec<Input> {
         Action::Terminate(i) => vec![Input::Terminate {
             id: pick(w, i, false),
             reason: "by hand".into(),
+        }],
+        Action::Finish(i) => vec![Input::Finish {
+            id: pick(w, i, false),
+            reason: "its phase passed".into(),
         }],
         Action::Fail(i) => vec![Input::Fail {
             id: pick(w, i, false),

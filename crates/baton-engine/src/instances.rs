@@ -88,6 +88,9 @@ pub struct SpawnOptions {
     /// Run the agent's terminal UI in a tmux session (`baton agent
     /// attach`) instead of headless turns.
     pub interactive: bool,
+    /// The workflow phase it works for (`instance = { … }`): it ends with
+    /// that phase's work, or with its task.
+    pub for_phase: Option<instance::ForPhase>,
 }
 
 /// An instance and how its agent stands.
@@ -141,6 +144,26 @@ pub fn turn_ended(eng: &Engine, task: &TaskId) {
             .info(&format!("after the turn {task}: {}", e.message));
     }
     eng.parents_of_turn_changed(&instance);
+}
+
+/// After task `task` was cancelled or removed: the instances its phases
+/// started end with it now (their agents stopped, what they hold given
+/// back under the cleanup rules) rather than at the next `baton agent`
+/// command.
+pub fn task_stopped(eng: &Engine, task: &TaskId) {
+    let started_here = eng.store.instances().is_ok_and(|all| {
+        all.by_id.values().any(|i| {
+            !i.status.ended()
+                && matches!(&i.config, instance::Config::Coding(c)
+                    if c.for_phase.as_ref().is_some_and(|f| &f.task == task))
+        })
+    });
+    if started_here && let Err(e) = eng.agents().and_then(|a| a.tick()) {
+        eng.observer().info(&format!(
+            "ending the agent instances of {task}: {}",
+            e.message
+        ));
+    }
 }
 
 /// Where a turn of instance `id` runs: the instance's worktree.
@@ -425,6 +448,7 @@ impl Agents<'_> {
                 .clone()
                 .filter(|s| !s.trim().is_empty())
                 .or(self.settings.system_prompt.clone()),
+            for_phase: o.for_phase.clone(),
         };
         self.step(Input::Spawn {
             id: id.clone(),

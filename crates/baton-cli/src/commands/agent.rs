@@ -58,6 +58,7 @@ fn spawn(agents: &Agents, a: AgentSpawnArgs, printer: &Printer) -> Result<Exit> 
         max_reviews: a.max_reviews,
         execution_timeout_ms,
         interactive: a.interactive,
+        for_phase: None,
     })?;
     let view = agents.show(&inst.id)?;
     if a.json {
@@ -322,7 +323,15 @@ fn phase(agents: &Agents, a: AgentPhaseArgs, printer: &Printer) -> Result<Exit> 
     printer.always(&format!(
         "agent instance {id}: spawned or found, waiting for its work"
     ));
-    let (id, done) = agents.run_phase(
+    let for_phase = match (a.task, a.phase) {
+        (Some(task), Some(phase)) => Some(baton_core::instance::ForPhase {
+            task: baton_core::TaskId::parse(&task)
+                .map_err(|e| Error::bad_input(format!("--task {task:?}: {e}")))?,
+            phase,
+        }),
+        _ => None,
+    };
+    let (id, done, removal) = agents.run_phase(
         &id,
         SpawnOptions {
             id: None,
@@ -334,10 +343,32 @@ fn phase(agents: &Agents, a: AgentPhaseArgs, printer: &Printer) -> Result<Exit> 
             max_reviews: a.max_reviews,
             execution_timeout_ms: a.timeout_ms,
             interactive: a.interactive,
+            for_phase,
             ..Default::default()
         },
     )?;
-    printer.data(&done_line(&id, &done));
+    // Where its work is now: the branch it was done on, or nothing left
+    // (no work held), as the cleanup rules of docs/agents.md decide.
+    let kept = match &removal {
+        Some(r) if !r.removed.is_empty() => " and ended; nothing was left to keep".to_string(),
+        Some(r) => {
+            let branch = agents
+                .show(&id)
+                .ok()
+                .and_then(|v| v.instance.resources.branch)
+                .unwrap_or_default();
+            let why = r
+                .kept
+                .iter()
+                .chain(&r.failed)
+                .map(|(_, why)| why.as_str())
+                .collect::<Vec<_>>()
+                .join("; ");
+            format!(" and ended; its worktree and branch {branch} are kept: {why}")
+        }
+        None => String::new(),
+    };
+    printer.data(&format!("{}{}", done_line(&id, &done), cell(&kept)));
     Ok(Exit::Done)
 }
 

@@ -132,6 +132,9 @@ pub fn apply(all: &mut Instances, rec: &Record) {
         Event::Terminated { id, reason } => {
             end(all, id, Status::Terminated, reason, None, now);
         }
+        Event::Finished { id, reason } => {
+            end(all, id, Status::Finished, reason, None, now);
+        }
         Event::Failed { id, code, reason } => {
             let reason = format!("{code}: {reason}");
             end(all, id, Status::Failed, &reason, Some(code.as_str()), now);
@@ -181,7 +184,7 @@ fn decided(all: &mut Instances, review: &InstanceId, d: Decision, why: &str, now
     });
 }
 
-/// Ends an instance (terminated or failed). A review its parent was
+/// Ends an instance (terminated, finished or failed). A review its parent was
 /// waiting for gives the parent back its work, with the error if any.
 fn end(
     all: &mut Instances,

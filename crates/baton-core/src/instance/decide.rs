@@ -93,6 +93,23 @@ pub fn decide(all: &Instances, input: Input, now: Timestamp) -> Decided {
                 reason: reason.clone(),
             }))
         }
+        Input::Finish { id, reason } => {
+            let i = live(all, &id)?;
+            let Some(c) = i.coding() else {
+                return invalid(i, "finish (only a coding instance's work is done)");
+            };
+            if let Some(current) = &c.current_review_instance_id {
+                return refuse(
+                    ErrorCode::ReviewInProgress,
+                    format!("{id} has review {current} in flight"),
+                    "wait for the review to merge back or push",
+                );
+            }
+            if i.status != Status::Working {
+                return invalid(i, "finish");
+            }
+            Ok(vec![Event::Finished { id, reason }])
+        }
         Input::Fail { id, code, reason } => {
             let i = live(all, &id)?;
             Ok(end_with_children(all, i, |id| Event::Failed {
@@ -149,7 +166,9 @@ fn spawn(all: &Instances, id: InstanceId, config: CodingConfig) -> Decided {
             "name the branch the work starts from (e.g. main)",
         );
     }
-    if config.instructions.trim().is_empty() {
+    // A GitHub issue is work enough: its title and body are the
+    // instructions, and what the user adds goes after them.
+    if config.task().trim().is_empty() {
         return refuse(
             ErrorCode::InvalidConfiguration,
             "the instance has no instructions".into(),

@@ -16,8 +16,17 @@ use std::time::Duration;
 pub const CLEANED: &str = "cleaned";
 
 impl Engine {
-    /// `baton cancel`: stops a task (asking its live runner, or directly).
+    /// `baton cancel`: stops a task (asking its live runner, or directly);
+    /// the agent instances its phases started end with it.
     pub fn cancel(&self, id: &TaskId) -> Result<()> {
+        self.cancel_task(id)?;
+        crate::instances::task_stopped(self, id);
+        // What was kept for its waits goes with it.
+        let _ = self.store.drop_buffered(id, None);
+        Ok(())
+    }
+
+    fn cancel_task(&self, id: &TaskId) -> Result<()> {
         let snap = self.load(id)?;
         if matches!(
             snap.state.status,
@@ -142,8 +151,15 @@ impl Engine {
         Ok(Outcome::Queued)
     }
 
-    /// `baton rm`: deletes a task's record, rendered files and hidden refs.
+    /// `baton rm`: deletes a task's record, rendered files and hidden refs;
+    /// the agent instances its phases started end with it.
     pub fn remove(&self, id: &TaskId) -> Result<()> {
+        self.remove_task(id)?;
+        crate::instances::task_stopped(self, id);
+        Ok(())
+    }
+
+    fn remove_task(&self, id: &TaskId) -> Result<()> {
         let snap = self.load(id)?;
         if let (Liveness::Live, Some(l)) = (self.liveness(snap.lease.as_ref()), &snap.lease) {
             return Err(self.busy(id, l));

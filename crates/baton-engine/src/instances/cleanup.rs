@@ -4,14 +4,16 @@
 //! gone), and removing an ended instance's worktree and branch only when
 //! that loses no work: uncommitted changes, or commits that no other
 //! branch, no remote and not the base hold, keep both, and the user is
-//! told why.
+//! told why. An instance a workflow phase started ends with its task
+//! too: cancelled or removed (terminated), or complete (finished).
 
 use super::{Agents, found};
 use crate::config::CleanupPolicy;
 use crate::error::Result;
 use crate::git::Held;
-use baton_core::instance::{self, Config, Input, InstanceId, Instances};
+use baton_core::instance::{self, Config, Input, InstanceId, Instances, Status};
 use baton_core::lease::DisplayStatus;
+use baton_core::state::TaskStatus;
 use std::path::Path;
 
 /// What cleaning up did, instance by instance.
@@ -70,13 +72,18 @@ impl Agents<'_> {
     }
 
     /// What every command does first: instances past their deadline fail
-    /// (`WORKFLOW_EXECUTION_TIMEOUT`, `WORKFLOW_REVIEW_TIMEOUT`), feedback
-    /// that waits is delivered, and ended instances give back what they
-    /// held. Returns the instances after it.
+    /// (`WORKFLOW_EXECUTION_TIMEOUT`, `WORKFLOW_REVIEW_TIMEOUT`), those
+    /// whose workflow task has ended end with it, feedback that waits is
+    /// delivered, and ended instances give back what they held. Returns
+    /// the instances after it.
     pub fn tick(&self) -> Result<Instances> {
         let before = self.eng.store.instances()?;
         for input in instance::due(&before, self.eng.now()) {
             // Refused: another process timed it out first.
+            let _ = self.step(input);
+        }
+        for input in self.ended_with_their_tasks(&before) {
+            // Refused: another process ended it first.
             let _ = self.step(input);
         }
         let all = self.eng.store.instances()?;
@@ -101,6 +108,49 @@ impl Agents<'_> {
             }
         }
         Ok(self.eng.store.instances()?)
+    }
+
+    /// The live instances started for a workflow phase whose task ended
+    /// without ending them: cancelled or removed (terminated), or complete
+    /// (finished; a crash between the phase's end and its instance's).
+    /// One waiting on its pull request is left to it.
+    fn ended_with_their_tasks(&self, all: &Instances) -> Vec<Input> {
+        let mut out = Vec::new();
+        for i in all.by_id.values() {
+            if i.status.ended() || i.status == Status::PrCreated {
+                continue;
+            }
+            let Config::Coding(c) = &i.config else {
+                continue;
+            };
+            let Some(f) = &c.for_phase else { continue };
+            let id = i.id.clone();
+            let task = &f.task;
+            let terminate = |reason: String| Input::Terminate {
+                id: id.clone(),
+                reason,
+            };
+            out.push(match self.eng.store.load(task) {
+                Ok(None) => terminate(format!("its task {task} was removed")),
+                Ok(Some(snap)) => match snap.state.status {
+                    TaskStatus::Complete
+                        if i.status == Status::Working
+                            && i.coding()
+                                .is_some_and(|s| s.current_review_instance_id.is_none()) =>
+                    {
+                        Input::Finish {
+                            id: id.clone(),
+                            reason: format!("its task {task} is complete"),
+                        }
+                    }
+                    TaskStatus::Complete => terminate(format!("its task {task} is complete")),
+                    TaskStatus::Cancelled => terminate(format!("its task {task} was cancelled")),
+                    _ => continue,
+                },
+                Err(_) => continue,
+            });
+        }
+        out
     }
 
     /// Stops an ended instance's agent turn (not the one this process runs

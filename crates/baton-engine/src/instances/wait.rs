@@ -4,11 +4,14 @@
 //! with the instance's error code otherwise. The phase's process is
 //! `baton agent phase`: it spawns the instance, or finds the one an
 //! earlier (crashed) attempt spawned and waits for that one, so a resumed
-//! task never starts a second agent for the same work.
+//! task never starts a second agent for the same work. An instance whose
+//! work is done ends with its phase (`finished`), giving back what it
+//! holds under the cleanup rules, so only live work counts against
+//! `max_concurrent_instances`.
 
-use super::{Agents, SpawnOptions, View, found};
+use super::{Agents, Removal, SpawnOptions, View, found};
 use crate::error::{Error, Result};
-use baton_core::instance::{Config, ErrorCode, InstanceId, Status};
+use baton_core::instance::{Config, ErrorCode, Input, InstanceId, Status};
 use baton_core::lease::DisplayStatus;
 use std::time::Duration;
 
@@ -38,6 +41,9 @@ impl Agents<'_> {
     /// `Some` once `v` has reached its end (or cannot reach it).
     fn judge(&self, v: &View) -> Option<Result<Done>> {
         let i = &v.instance;
+        if i.status == Status::Finished {
+            return Some(Ok(Done::Finished));
+        }
         if let Some(pr) = i.coding().and_then(|c| c.pull_request.as_ref())
             && matches!(
                 i.status,
@@ -104,11 +110,26 @@ impl Agents<'_> {
 
     /// The process of an agent phase run as a coding instance: spawns
     /// instance `id` (or a fresh id when `id` ended without its work done),
-    /// or finds the one a crashed attempt left, and waits for it.
-    pub fn run_phase(&self, id: &InstanceId, o: SpawnOptions) -> Result<(InstanceId, Done)> {
+    /// or finds the one a crashed attempt left, and waits for it. Work
+    /// done without a pull request ends the instance with its phase
+    /// (`finished`, with what cleaning up did); one with a pull request
+    /// lives on until it is merged or closed.
+    pub fn run_phase(
+        &self,
+        id: &InstanceId,
+        o: SpawnOptions,
+    ) -> Result<(InstanceId, Done, Option<Removal>)> {
         let all = self.tick()?;
+        let why = match &o.for_phase {
+            Some(f) => format!("its work for phase {} of task {} is done", f.phase, f.task),
+            None => "its phase's work is done".to_string(),
+        };
         let id = match all.get(id) {
-            Some(i) if !i.status.ended() || i.status == Status::PrMerged => id.clone(),
+            Some(i)
+                if !i.status.ended() || matches!(i.status, Status::PrMerged | Status::Finished) =>
+            {
+                id.clone()
+            }
             Some(_) => {
                 let fresh = self.free_id(id.as_str())?;
                 self.spawn(SpawnOptions {
@@ -126,7 +147,25 @@ impl Agents<'_> {
             }
         };
         let _ = found(&self.eng.store.instances()?, &id)?;
-        let done = self.wait(&id)?;
-        Ok((id, done))
+        // Judged done, then finished: another process may move it in
+        // between (a kill, a review asked), so judge again when refused.
+        for _ in 0..20 {
+            let done = self.wait(&id)?;
+            if done != Done::Finished || self.show(&id)?.instance.status == Status::Finished {
+                return Ok((id, done, None));
+            }
+            match self.step(Input::Finish {
+                id: id.clone(),
+                reason: why.clone(),
+            }) {
+                Ok(_) => return Ok((id.clone(), done, Some(self.clean_up(&id)))),
+                Err(e) if e.code.is_some() => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::busy(format!(
+            "instance {id} kept changing while its phase was ending"
+        ))
+        .hint("run the task again with `baton resume`"))
     }
 }

@@ -169,6 +169,7 @@ fn an_instance_commit_lost_before_or_after_commit_lands_exactly_once() {
                 agent: None,
                 issue: None,
                 system_prompt: None,
+                for_phase: None,
             },
         };
         let mut after = before.clone();

@@ -3,7 +3,9 @@
 //! instance with the rendered prompt as its instructions (or finds the one
 //! an interrupted attempt spawned) and waits until its work is done. The
 //! phase passes when the instance reaches its end state and fails with the
-//! instance's error code otherwise; its summary is that end.
+//! instance's error code otherwise; its summary is that end. The instance
+//! records the task and phase it works for, so it ends with that work
+//! (or with the task: cancelled, removed).
 
 use super::launch::{self, Launch, Launched};
 use super::{Attempt, attempt_var};
@@ -33,11 +35,12 @@ impl Engine {
             .or(at.def.agent.clone())
             .or(self.project.config.defaults.agent.clone())
             .unwrap_or_default();
-        // One instance per iteration of the phase: a retried or resumed
-        // attempt finds it again.
+        // One instance per iteration of the phase (counted from 0): a
+        // retried or resumed attempt finds it again, a loop back or a
+        // rewind gets the next (`…-2`, `…-3`).
         let id = match at.ps.iteration {
-            0 | 1 => format!("{}-{}", at.id, at.phase),
-            n => format!("{}-{}-{n}", at.id, at.phase),
+            0 => format!("{}-{}", at.id, at.phase),
+            n => format!("{}-{}-{}", at.id, at.phase, n + 1),
         };
         let mut args: Vec<String> = vec![
             "--project".into(),
@@ -46,6 +49,10 @@ impl Engine {
             "phase".into(),
             "--id".into(),
             id,
+            "--task".into(),
+            at.id.to_string(),
+            "--phase".into(),
+            at.phase.to_string(),
             "--instructions-file".into(),
             file.display().to_string(),
             "--agent".into(),
