@@ -106,10 +106,12 @@ pub struct CopyReport {
     /// Agent instances and their journal's records.
     pub instances: usize,
     pub instance_events: u64,
-    /// Webhook deliveries (so a redelivery is still recognised), progress
-    /// records, plays and workspace records.
+    /// Webhook deliveries (so a redelivery is still recognised),
+    /// repositories' progress records, tasks' stage records, plays and
+    /// workspace records.
     pub deliveries: usize,
     pub progress: usize,
+    pub task_stages: usize,
     pub plays: usize,
     pub workspaces: usize,
     /// Teams (their journal, mailbox and acknowledgements; a team the
@@ -118,8 +120,8 @@ pub struct CopyReport {
 }
 
 /// Copies the records kept beside the tasks: deliveries (those the target
-/// has are left as they are), repositories' progress records, plays and
-/// workspace records (the source's win).
+/// has are left as they are), repositories' progress records, tasks'
+/// stage records, plays and workspace records (the source's win).
 fn copy_records(from: &dyn Store, to: &dyn Store, report: &mut CopyReport) -> Result<()> {
     let unsettled = from.unsettled_deliveries()?;
     let mut deliveries: Vec<baton_store::NewDelivery> = from
@@ -153,6 +155,13 @@ fn copy_records(from: &dyn Store, to: &dyn Store, report: &mut CopyReport) -> Re
         to.put_progress(p)?;
     }
     report.progress = progress.len();
+    // After the repositories' records, which write their tasks' too: each
+    // task's own record as the source has it.
+    let stages = from.task_stages(None)?;
+    for p in &stages {
+        to.put_task_stage(p)?;
+    }
+    report.task_stages = stages.len();
     let plays = from.plays()?;
     for p in &plays {
         to.put_play(p)?;
@@ -260,6 +269,7 @@ pub fn copy(from: &dyn Store, to: &dyn Store) -> Result<CopyReport> {
         instance_events: 0,
         deliveries: 0,
         progress: 0,
+        task_stages: 0,
         plays: 0,
         workspaces: 0,
         teams: 0,

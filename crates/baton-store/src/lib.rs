@@ -245,6 +245,10 @@ pub trait Store:
 
     /// Every stored definition (for `baton store copy`).
     fn definitions(&self) -> Result<Vec<StoredDefinition>>;
+    /// The hashes of the stored definitions, sorted: what a reader that
+    /// keeps definitions (they never change under their hash) needs to
+    /// find new ones without reading every one again.
+    fn definition_hashes(&self) -> Result<Vec<String>>;
     /// Writes a whole task copied from another store: its projection, its
     /// complete journal, queued and cancel flags; never its lease. Refuses
     /// (`AlreadyExists`) if the task is there.

@@ -219,6 +219,21 @@ CREATE TABLE buffered_events (
     PRIMARY KEY (task_id, phase, delivery_id)
 );
 "#,
+    r#"
+-- Each task's stage record (its repository's progress record holds only
+-- the task that moved last): a task deleted and created again continues
+-- from its own. Those the repository records already hold are kept.
+CREATE TABLE task_stages (
+    repository TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    updated_at INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (repository, task_id)
+);
+INSERT INTO task_stages (repository, task_id, updated_at, data)
+    SELECT repository, json_extract(data, '$.task_id'), updated_at, data FROM progress
+    WHERE json_extract(data, '$.task_id') IS NOT NULL;
+"#,
 ];
 
 /// SQLite's "busy" or "locked".
@@ -809,6 +824,13 @@ impl Store for SqliteStore {
                 json: r.get(2)?,
             })
         })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn definition_hashes(&self) -> Result<Vec<String>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached("SELECT hash FROM definitions ORDER BY hash")?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 

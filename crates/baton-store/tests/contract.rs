@@ -797,6 +797,13 @@ fn definitions_lists_what_was_put(b: &Backend) {
         .map(|d| (d.hash, d.name, d.json))
         .collect();
     assert_eq!(listed, expected);
+    assert_eq!(
+        s.definition_hashes().unwrap(),
+        expected
+            .iter()
+            .map(|(h, _, _)| h.clone())
+            .collect::<Vec<_>>()
+    );
     let got = s.definition(&o.hash).unwrap().unwrap();
     assert_eq!((got.name, got.json), (o.name, o.json));
     assert!(s.definition("no-such-hash").unwrap().is_none());
@@ -1033,7 +1040,7 @@ fn postgres_refuses_a_newer_schema() {
             // The tasks' schema, the instances', the deliveries', progress
             // and plays, workspaces, teams, the inbox, capabilities and
             // the bodies of deliveries, deliveries kept for a later stage.
-            assert_eq!(known, 9);
+            assert_eq!(known, 10);
             assert!(path.starts_with("127.0.0.1:"), "{path}");
         }
         Err(e) => panic!("unexpected error {e}"),
@@ -1057,7 +1064,7 @@ fn postgres_workers_starting_together_migrate_once() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, vec![9]);
+    assert_eq!(versions, vec![10]);
 }
 
 // ----- coding and review instances -----------------------------------------
@@ -1104,6 +1111,10 @@ fn instances_round_trip_and_writers_serialise(b: &Backend) {
                 url: "https://github.com/acme/widgets/issues/7".into(),
             }),
             system_prompt: Some("You write Rust.".into()),
+            for_phase: Some(baton_core::instance::ForPhase {
+                task: baton_core::TaskId::parse("t1").unwrap(),
+                phase: "implement".into(),
+            }),
         },
     };
     instance_step(s, coding("c1"), 10).unwrap();
@@ -1575,6 +1586,7 @@ fn progress_and_plays_round_trip(b: &Backend) {
         started_at: Timestamp(1),
         last_updated: Timestamp(at),
         phases: vec![],
+        labels: [("pr-number".to_string(), at.to_string())].into(),
     };
     s.put_progress(&rec("acme/app", "t1", 10)).unwrap();
     s.put_progress(&rec("acme/lib", "t9", 11)).unwrap();
@@ -1588,9 +1600,31 @@ fn progress_and_plays_round_trip(b: &Backend) {
         other.progress(Some("acme/lib")).unwrap(),
         [rec("acme/lib", "t9", 11)]
     );
+    // Each task keeps its own stage record, with its labels, beside its
+    // repository's.
+    assert_eq!(
+        other.task_stages(Some("acme/app")).unwrap(),
+        [rec("acme/app", "t1", 10), rec("acme/app", "t2", 12)]
+    );
+    assert_eq!(other.task_stages(None).unwrap().len(), 3);
+    assert_eq!(
+        other.task_stage("acme/app", "t1").unwrap(),
+        Some(rec("acme/app", "t1", 10))
+    );
+    assert_eq!(other.task_stage("acme/lib", "t1").unwrap(), None);
+    // A copy writes a task's record alone; it is cleared alone too.
+    other.put_task_stage(&rec("acme/app", "t3", 13)).unwrap();
+    assert_eq!(
+        other.progress(Some("acme/app")).unwrap(),
+        [rec("acme/app", "t2", 12)]
+    );
+    assert!(other.clear_task_stage("acme/app", "t3").unwrap());
+    assert!(!other.clear_task_stage("acme/app", "t3").unwrap());
     assert!(other.clear_progress("acme/lib").unwrap());
     assert!(!other.clear_progress("acme/lib").unwrap());
     assert!(s.progress(Some("acme/lib")).unwrap().is_empty());
+    assert!(s.task_stages(Some("acme/lib")).unwrap().is_empty());
+    assert_eq!(s.task_stages(None).unwrap().len(), 2);
 
     let play = |name: &str, next: usize, at: i64| Play {
         name: name.into(),

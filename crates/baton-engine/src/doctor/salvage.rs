@@ -1,7 +1,8 @@
 //! After a damaged SQLite store is set aside and the tasks are rebuilt from
 //! their rendered files, the records kept beside the tasks (webhook
-//! deliveries, inbox items, teams, agent instances, progress records,
-//! plays, workspace records, …) are salvaged from the damaged file into
+//! deliveries, inbox items, teams, agent instances, repositories'
+//! progress records and tasks' stage records, plays, workspace records,
+//! …) are salvaged from the damaged file into
 //! the new store ([`SqliteStore::salvage`]). This says what came back, by
 //! kind, and names each record that did not, with what to do about it.
 
@@ -73,6 +74,12 @@ fn kind(table: &str) -> Kind {
             None,
             "it is written again as its repository's next task moves on (`baton progress`); the damaged file {file} is kept",
         ),
+        "task_stages" => (
+            "task's stage record",
+            "tasks' stage records",
+            Some("progress"),
+            "the task's record is written again when it next moves on; a task already deleted and created again now starts over (`baton progress` lists what remains); the damaged file {file} is kept",
+        ),
         "plays" => ("play", "plays", None, KEPT),
         "workspaces" => (
             "workspace record",
@@ -92,7 +99,7 @@ fn kind(table: &str) -> Kind {
 }
 
 /// The order kinds are told in: what people act on first.
-const ORDER: [&str; 14] = [
+const ORDER: [&str; 15] = [
     "deliveries",
     "delivery_bodies",
     "inbox",
@@ -104,6 +111,7 @@ const ORDER: [&str; 14] = [
     "instances",
     "instance_events",
     "progress",
+    "task_stages",
     "plays",
     "workspaces",
     "capabilities",

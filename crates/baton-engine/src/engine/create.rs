@@ -53,7 +53,7 @@ impl Engine {
             })?,
             None => self.new_task_id(&opts.description, opts.queue)?,
         };
-        let created = machine::create(
+        let mut created = machine::create(
             &wf,
             NewTask {
                 task_id: id.clone(),
@@ -92,7 +92,7 @@ impl Engine {
         } else if opts.fresh {
             None
         } else {
-            self.carried_over(&id, &wf, &created)?
+            self.carried_over(&id, &wf, &mut created)?
         };
         let mut first = vec![created];
         first.extend(carried);
@@ -128,35 +128,55 @@ impl Engine {
         Ok((id, self.release_driven(held, outcome)?))
     }
 
-    /// Delete and recreate keeps the stage: when the repository's progress
-    /// record is of a task with this id and workflow, which no longer
-    /// exists, the new task takes over the phases it had passed (with
-    /// their summaries) and says so.
-    fn carried_over(&self, id: &TaskId, wf: &Workflow, created: &Event) -> Result<Option<Event>> {
+    /// Delete and recreate keeps the stage: when the task's stage record
+    /// (keyed by its `repository` label and its id) is of this workflow
+    /// and no task with this id exists, the new task takes over the phases
+    /// it had passed (with their summaries) and the labels it had that it
+    /// is not given anew (those its events set, such as `pr-number`), and
+    /// says so. `created`'s labels gain those carried over.
+    fn carried_over(
+        &self,
+        id: &TaskId,
+        wf: &Workflow,
+        created: &mut Event,
+    ) -> Result<Option<Event>> {
         let Event::TaskCreated { labels, .. } = created else {
             return Ok(None);
         };
-        let Some(repo) = labels.get("repository") else {
+        let Some(repo) = labels.get("repository").cloned() else {
             return Ok(None);
         };
-        let Some(p) = self.store.progress(Some(repo))?.into_iter().next() else {
+        let Some(p) = self.store.task_stage(&repo, id.as_str())? else {
             return Ok(None);
         };
-        if p.task_id != id.as_str() || p.workflow != wf.name || self.store.load(id)?.is_some() {
+        if p.workflow != wf.name || self.store.load(id)?.is_some() {
             return Ok(None);
         }
         let phases = baton_core::progress::carried_over(&p, wf);
         if phases.is_empty() {
             return Ok(None);
         }
+        let kept = baton_core::progress::labels_carried(&p, labels);
+        labels.extend(kept.clone());
         let names: Vec<&str> = phases.iter().map(|p| p.id.as_str()).collect();
         let stage = wf
             .phases
             .iter()
             .find(|d| !names.contains(&d.id.as_str()))
             .map_or("its end".to_string(), |d| d.id.to_string());
+        let labels_said = if kept.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; its labels {} are kept",
+                kept.iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
         self.observer.info(&format!(
-            "task {id} continues at {stage}: the progress record of {repo} says {} passed before it was deleted (pass --fresh to start over)",
+            "task {id} continues at {stage}: the progress record of {repo} says {} passed before it was deleted{labels_said} (pass --fresh to start over)",
             names.join(", ")
         ));
         Ok(Some(Event::Adopted {

@@ -188,6 +188,21 @@ CREATE TABLE buffered_events (
     PRIMARY KEY (task_id, phase, delivery_id)
 );
 "#,
+    r#"
+-- Each task's stage record (its repository's progress record holds only
+-- the task that moved last): a task deleted and created again continues
+-- from its own. Those the repository records already hold are kept.
+CREATE TABLE task_stages (
+    repository TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (repository, task_id)
+);
+INSERT INTO task_stages (repository, task_id, updated_at, data)
+    SELECT repository, data::jsonb ->> 'task_id', updated_at, data FROM progress
+    WHERE data::jsonb ->> 'task_id' IS NOT NULL;
+"#,
 ];
 
 /// The advisory lock migrations run under ("baton" in ASCII, then 1), so
@@ -287,6 +302,7 @@ pub(super) const PUT_DEFINITION: &str =
     "INSERT INTO definitions (hash, name, json) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING";
 pub(super) const GET_DEFINITION: &str = "SELECT hash, name, json FROM definitions WHERE hash = $1";
 pub(super) const ALL_DEFINITIONS: &str = "SELECT hash, name, json FROM definitions ORDER BY hash";
+pub(super) const DEFINITION_HASHES: &str = "SELECT hash FROM definitions ORDER BY hash";
 pub(super) const CLAIM: &str = "UPDATE tasks SET lease = $1, lease_expires_at = $2
      WHERE id = (
         SELECT id FROM tasks

@@ -5,9 +5,9 @@ use super::PgStore;
 use super::connect::connection_lost;
 use super::session::{Fail, Fault, fault_point, in_tx};
 use super::sql::{
-    ALL_DEFINITIONS, CLAIM, CLEAR_LEASE, COMMIT, DELETE_TASK, EVENT_PAYLOAD, EVENTS,
-    GET_DEFINITION, LIST, LOAD, MAX_SEQ, NOTIFY, PUT_DEFINITION, RENEW_LEASE, REQUEST_CANCEL,
-    SET_LEASE,
+    ALL_DEFINITIONS, CLAIM, CLEAR_LEASE, COMMIT, DEFINITION_HASHES, DELETE_TASK, EVENT_PAYLOAD,
+    EVENTS, GET_DEFINITION, LIST, LOAD, MAX_SEQ, NOTIFY, PUT_DEFINITION, RENEW_LEASE,
+    REQUEST_CANCEL, SET_LEASE,
 };
 use super::write::{WriteParams, insert_task, lock_task, same_task, write_projection};
 use crate::codec::{Header, corrupt, header_json, json, parse_phase, read_lease};
@@ -388,6 +388,11 @@ impl Store for PgStore {
     fn definitions(&self) -> Result<Vec<StoredDefinition>> {
         let rows = self.run(|conn, _| Ok(conn.db().query(ALL_DEFINITIONS, &[])?))?;
         Ok(rows.iter().map(definition_of).collect())
+    }
+
+    fn definition_hashes(&self) -> Result<Vec<String>> {
+        let rows = self.run(|conn, _| Ok(conn.db().query(DEFINITION_HASHES, &[])?))?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
     fn import_task(&self, snap: &TaskSnapshot, events: &[EventRecord]) -> Result<()> {
