@@ -13,8 +13,8 @@ use baton_engine::Engine;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 /// What the watcher keeps up to date.
@@ -24,6 +24,16 @@ pub struct Watched {
     pub changes: watch::Receiver<u64>,
     /// `None` until first read (then nothing is filtered).
     awaited: Arc<RwLock<Option<Awaited>>>,
+    reader: Arc<Reader>,
+}
+
+/// Reads what the stored workflows await: each definition once (they
+/// never change under their hash), the others only when new hashes
+/// appear.
+struct Reader {
+    eng: Arc<Engine>,
+    /// What each definition read awaits, and when the last read began.
+    known: Mutex<(HashMap<String, Awaited>, Option<Instant>)>,
 }
 
 impl Watched {
@@ -33,6 +43,20 @@ impl Watched {
             Some(a) => a.names.contains(name),
             None => true,
         }
+    }
+
+    /// Whether some task may wait for an event of this name, by the
+    /// stored workflows as they are at `arrived` or later: a name the
+    /// last look did not see is looked for again (once for all that
+    /// arrived before a look began), so a delivery that comes right
+    /// after its task's workflow was stored is never taken for one no
+    /// task waits for. Blocks on the store.
+    pub fn awaited_since(&self, name: &str, arrived: Instant) -> bool {
+        if self.awaited(name) {
+            return true;
+        }
+        self.reader.refresh(&self.awaited, arrived);
+        self.awaited(name)
     }
 
     /// The payload paths the stored workflows' conditions read.
@@ -50,14 +74,17 @@ impl Watched {
 /// open stream.
 pub fn start(eng: Arc<Engine>, stop: Arc<AtomicBool>) -> Watched {
     let (tx, rx) = watch::channel(0u64);
-    let awaited: Arc<RwLock<Option<Awaited>>> = Arc::default();
     let w = Watched {
         changes: rx,
-        awaited: awaited.clone(),
+        awaited: Arc::default(),
+        reader: Arc::new(Reader {
+            eng: eng.clone(),
+            known: Mutex::default(),
+        }),
     };
     // Read once before serving, so the first deliveries are filtered too.
-    let mut of_hash: HashMap<String, Awaited> = HashMap::new();
-    refresh_awaited(&eng, &awaited, &mut of_hash);
+    w.reader.refresh(&w.awaited, Instant::now());
+    let (awaited, reader) = (w.awaited.clone(), w.reader.clone());
     std::thread::Builder::new()
         .name("baton-watch".into())
         .spawn(move || {
@@ -69,7 +96,7 @@ pub fn start(eng: Arc<Engine>, stop: Arc<AtomicBool>) -> Watched {
                     last = Some(now);
                     tx.send_modify(|v| *v += 1);
                 }
-                refresh_awaited(&eng, &awaited, &mut of_hash);
+                reader.refresh(&awaited, Instant::now());
                 std::thread::sleep(Duration::from_millis(250));
             }
         })
@@ -77,26 +104,40 @@ pub fn start(eng: Arc<Engine>, stop: Arc<AtomicBool>) -> Watched {
     w
 }
 
-/// What every stored definition awaits (each definition read once: they
-/// never change under their hash).
-fn refresh_awaited(
-    eng: &Engine,
-    awaited: &RwLock<Option<Awaited>>,
-    of_hash: &mut HashMap<String, Awaited>,
-) {
-    let Ok(defs) = eng.store.definitions() else {
-        return;
-    };
-    for d in &defs {
-        of_hash
-            .entry(d.hash.clone())
-            .or_insert_with(|| Awaited::of(std::iter::once(d.json.as_str())));
+impl Reader {
+    /// Reads the stored definitions again unless a read that began at or
+    /// after `since` has already been done, and publishes what they await.
+    fn refresh(&self, awaited: &RwLock<Option<Awaited>>, since: Instant) {
+        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        if known.1.is_some_and(|began| began >= since) {
+            return;
+        }
+        known.1 = Some(Instant::now());
+        let Ok(hashes) = self.eng.store.definition_hashes() else {
+            // Looked at again on the next read.
+            known.1 = None;
+            return;
+        };
+        let of_hash = &mut known.0;
+        let before = of_hash.len();
+        for h in hashes {
+            if of_hash.contains_key(&h) {
+                continue;
+            }
+            if let Ok(Some(d)) = self.eng.store.definition(&h) {
+                of_hash.insert(h, Awaited::of(std::iter::once(d.json.as_str())));
+            }
+        }
+        let mut slot = awaited.write().unwrap_or_else(|p| p.into_inner());
+        if slot.is_some() && of_hash.len() == before {
+            return;
+        }
+        let mut all = Awaited::default();
+        for a in of_hash.values() {
+            all.extend(a);
+        }
+        *slot = Some(all);
     }
-    let mut all = Awaited::default();
-    for a in of_hash.values() {
-        all.extend(a);
-    }
-    *awaited.write().unwrap_or_else(|p| p.into_inner()) = Some(all);
 }
 
 /// What the dashboard shows, hashed.

@@ -40,6 +40,7 @@ async fn github(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    let arrived = std::time::Instant::now();
     let body = match body {
         Ok(b) => b,
         Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
@@ -144,8 +145,30 @@ async fn github(
     .name();
     if !app.watched.awaited(&name) && !baton_engine::moves_instances(&d.event, d.action.as_deref())
     {
-        // For no task: recorded as ignored as it arrives, no hand-over.
-        d.settled = Some(baton_engine::ignored(&name, now));
+        // The workflows may have changed since the watcher last looked (a
+        // task of a new workflow created a moment ago): look again.
+        let watched = app.watched.clone();
+        let looked = name.clone();
+        let awaited = tokio::task::spawn_blocking(move || watched.awaited_since(&looked, arrived))
+            .await
+            .unwrap_or(true);
+        if awaited {
+            // Kept with the paths the new workflows' conditions read too.
+            if let Ok(v) = baton_core::webhook::judged::parse(&body, &app.watched.paths()) {
+                let body = d.body.take();
+                d = baton_engine::new_delivery(
+                    id.clone(),
+                    d.event.clone(),
+                    &v,
+                    &app.watched.paths(),
+                    now,
+                );
+                d.body = body;
+            }
+        } else {
+            // For no task: recorded as ignored as it arrives, no hand-over.
+            d.settled = Some(baton_engine::ignored(&name, now));
+        }
     }
     match app.recorder.record(d.clone()).await {
         Ok(true) => {
