@@ -1135,9 +1135,9 @@ run = "echo \"[{{task}}] [{{flags.mode}}] [{{labels.who}}] [{{task_id}}] [{{phas
 // ----- 13. argument size ----------------------------------------------------
 
 /// Over Linux's 128 KiB per argument: spawning would fail with E2BIG on
-/// every attempt.
+/// every attempt, so the task is refused before it exists.
 #[test]
-fn a_prompt_too_big_for_one_argument_fails_with_advice() {
+fn a_prompt_too_big_for_one_argument_is_refused_with_advice() {
     let p = TestProject::new();
     let config = read(&p, ".baton/config.toml");
     write(
@@ -1154,18 +1154,13 @@ fn a_prompt_too_big_for_one_argument_fails_with_advice() {
             "x".repeat(140_000)
         ),
     );
-    let (_, err) = expect(&p, &["run", "big", "x", "--id", "big1"], 1);
-    assert!(err.contains("{{prompt_file}}"), "{err}");
-    let st = p.state("big1");
-    assert_eq!(st["status"], "FAILED");
-    let e = phase(&st, "think")["last_error"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (_, err) = expect(&p, &["run", "big", "x", "--id", "big1"], 2);
     assert!(
-        e.contains("{{prompt_file}}") && e.contains("[agents.big]"),
-        "{e}"
+        err.contains("{{prompt_file}}") && err.contains("[agents.big]"),
+        "{err}"
     );
+    assert!(err.contains("nothing was created"), "{err}");
+    expect(&p, &["show", "big1"], 2);
 
     // Following the advice makes it work.
     write(
@@ -1175,7 +1170,7 @@ fn a_prompt_too_big_for_one_argument_fails_with_advice() {
             "{config}\n[agents.big]\ncommand = [\"sh\", \"-c\", \"test -s \\\"$1\\\" && echo agent-ran\", \"sh\", \"{{{{prompt_file}}}}\"]\n"
         ),
     );
-    expect(&p, &["resume", "big1"], 0);
+    expect(&p, &["run", "big", "x", "--id", "big1"], 0);
     let st = p.state("big1");
     assert_eq!(st["status"], "COMPLETE");
     assert_eq!(st["completed_phases"][0]["summary"], "agent-ran");
@@ -1317,7 +1312,7 @@ fn doctor_finds_no_mismatch_after_fork_and_resume_from() {
 }
 }
 
-// ----- 17. waits nothing answers yet -------------------------------------------
+// ----- 17. waits and what answers them -----------------------------------------
 
 /// The `hint:` lines of some stderr.
 fn hints(err: &str) -> Vec<&str> {
@@ -1341,7 +1336,7 @@ fn human_and_event_waits_say_how_to_go_on() {
         let (_, err) = expect(&p, &["resume", id], 4);
         let h = hints(&err);
         let how = if id == "h1" {
-            "answer it in `baton serve`'s dashboard, or with POST /api/v1/tasks/h1/answer"
+            "answer it with `baton inbox answer h1/approve CHOICE` (one of: yes, no), which runs the task on; or in `baton serve`'s dashboard, or with POST /api/v1/tasks/h1/answer"
         } else {
             "`baton serve` resumes it when GitHub delivers github.pull_request.opened"
         };

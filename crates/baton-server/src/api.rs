@@ -150,7 +150,9 @@ async fn task_journal(
 }
 
 /// Resumes a CRASHED, FAILED or WAITING task, as `baton resume ID` in a
-/// process of its own; answers once it started.
+/// process of its own; answers once it started. A task waiting for a
+/// person's answer is refused: a resume would do nothing, the answer is
+/// what moves it (`…/answer`).
 #[utoipa::path(post, path = "/api/v1/tasks/{id}/resume", params(("id" = String, Path, description = "the task id")),
     responses((status = 202, description = "`{task, pid}`: the resume runs", body = Object), (status = 404, body = ApiError), (status = 409, body = ApiError)))]
 async fn resume_task(
@@ -174,6 +176,9 @@ async fn resume_task(
                 hint,
             ));
         }
+        if let Some(refused) = waits_for_a_person(&app, &snap) {
+            return Err(refused);
+        }
         let pid = app.runs.start(&app.eng, &id, &[])?;
         Ok((
             StatusCode::ACCEPTED,
@@ -181,6 +186,36 @@ async fn resume_task(
         ))
     })
     .await
+}
+
+/// 409 `WAITING_FOR_AN_ANSWER` for a task waiting in a `wait = { human }`
+/// phase, saying how to answer it.
+fn waits_for_a_person(app: &App, snap: &baton_store::TaskSnapshot) -> Option<ApiError> {
+    use baton_core::workflow::{PhaseKind, WaitSpec};
+    let id = &snap.state.task_id;
+    let phase = snap.state.waiting_phase()?;
+    let wf = app.eng.pinned(&snap.state.definition_hash).ok()?;
+    let PhaseKind::Wait(WaitSpec::Human { question, options }) = &wf.phase(phase.id.as_str())?.kind
+    else {
+        return None;
+    };
+    let choice = if options.is_empty() {
+        "ANSWER".to_string()
+    } else {
+        format!("CHOICE (one of: {})", options.join(", "))
+    };
+    Some(ApiError::new(
+        StatusCode::CONFLICT,
+        "WAITING_FOR_AN_ANSWER",
+        format!(
+            "task {id} waits in {} for a person's answer to {question:?}; resuming it would change nothing",
+            phase.id
+        ),
+        &format!(
+            "answer it: POST /api/v1/tasks/{id}/answer with {{\"answer\": …}} (the dashboard's answer buttons), or `baton inbox answer {id}/{} {choice}`",
+            phase.id
+        ),
+    ))
 }
 
 /// Cancels a task: its running phase is stopped and the task is CANCELLED.

@@ -72,11 +72,14 @@ function renderDetail(doc) {
   body.hidden = false;
   const head = el("div", { class: "head" },
     el("span", { class: "title" }, doc.task_id), badge(doc.status));
-  if (doc.resumable) head.append(el("button", { id: "resume", onclick: () => act("resume") }, "Resume"));
+  // A task waiting for a person's answer moves on with the answer (the
+  // form below), not with a resume: the server would refuse it.
+  const asks = doc.waiting && doc.waiting.question !== undefined;
+  if (doc.resumable && !asks) head.append(el("button", { id: "resume", onclick: () => act("resume") }, "Resume"));
   if (!["COMPLETE", "CANCELLED"].includes(doc.status)) head.append(el("button", { id: "cancel", class: "secondary", onclick: () => act("cancel") }, "Cancel"));
   const notes = [];
   if (doc.waiting) notes.push(el("div", { class: "note" }, "Waits in " + doc.waiting.phase + " for " + doc.waiting.for));
-  if (doc.waiting && doc.waiting.question !== undefined) notes.push(answerForm(doc.waiting));
+  if (asks) notes.push(answerForm(doc.waiting));
   if (doc.failure) notes.push(el("div", { class: "note" }, doc.failure));
   for (const b of doc.blockers || []) notes.push(el("div", { class: "note" }, b));
   for (const k of doc.buffered_events || []) {

@@ -337,8 +337,9 @@ pub fn report(eng: &Engine, id: &baton_core::TaskId, outcome: Outcome, printer: 
 
 /// How to go on with a task that waits. A timer is passed by a `resume`
 /// once it is due; an event comes through `baton serve` (or `baton
-/// deliver`), a person's answer through its dashboard or API; or the wait
-/// can be taken out of the workflow, or the task stopped.
+/// deliver`); a person answers with `baton inbox answer` (which runs the
+/// task on in that process), or in `baton serve`'s dashboard or API; or
+/// the wait can be taken out of the workflow, or the task stopped.
 fn waiting_hints(eng: &Engine, id: &baton_core::TaskId) -> Vec<String> {
     let Ok(snap) = eng.load(id) else {
         return Vec::new();
@@ -353,19 +354,20 @@ fn waiting_hints(eng: &Engine, id: &baton_core::TaskId) -> Vec<String> {
         )];
     }
     use baton_core::workflow::{PhaseKind, WaitSpec};
-    let event =
-        eng.pinned(&snap.state.definition_hash)
-            .ok()
-            .and_then(|wf| match &wf.phase(phase)?.kind {
-                PhaseKind::Wait(WaitSpec::Event { event, .. }) => Some(event.clone()),
-                _ => None,
-            });
-    let how = match event {
-        Some(event) => format!(
+    let how = match eng
+        .pinned(&snap.state.definition_hash)
+        .ok()
+        .and_then(|wf| Some(wf.phase(phase)?.kind.clone()))
+    {
+        Some(PhaseKind::Wait(WaitSpec::Event { event, .. })) => format!(
             "`baton serve` resumes it when GitHub delivers {event} (docs/server.md); `baton deliver EVENT PAYLOAD_FILE` hands it a payload by hand"
         ),
-        None => format!(
-            "answer it in `baton serve`'s dashboard, or with POST /api/v1/tasks/{id}/answer (docs/server.md)"
+        Some(PhaseKind::Wait(WaitSpec::Human { options, .. })) if !options.is_empty() => format!(
+            "answer it with `baton inbox answer {id}/{phase} CHOICE` (one of: {}), which runs the task on; or in `baton serve`'s dashboard, or with POST /api/v1/tasks/{id}/answer (docs/server.md)",
+            options.join(", ")
+        ),
+        _ => format!(
+            "answer it with `baton inbox answer {id}/{phase} ANSWER`, which runs the task on; or in `baton serve`'s dashboard, or with POST /api/v1/tasks/{id}/answer (docs/server.md)"
         ),
     };
     vec![
