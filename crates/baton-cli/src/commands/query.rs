@@ -286,13 +286,16 @@ pub fn log(project: &Project, args: LogArgs, printer: &Arc<Printer>) -> Result<E
         .follow
         .then(baton_engine::engine::OutputCursor::default)
         .filter(|_| !args.json);
+    let mut first = true;
     loop {
         let events = eng.events(&id, after, 1000)?;
         // Read after the journal: an attempt the journal says ended has
-        // all of its output on disk by now.
+        // all of its output on disk by now. The first look's journal is
+        // history: only the running phase's recent lines are shown.
         let (mut ended, mut running) = (Vec::new(), Vec::new());
         if let Some(cursor) = output.as_mut() {
-            let read = eng.phase_output(&eng.load(&id)?, cursor)?;
+            let seen: &[baton_core::EventRecord] = if first { &[] } else { &events };
+            let read = eng.phase_output(&eng.load(&id)?, cursor, seen)?;
             *cursor = read.cursor.clone();
             for line in read.lines {
                 if line.attempt == cursor.attempt && read.running.is_some() {
@@ -302,23 +305,47 @@ pub fn log(project: &Project, args: LogArgs, printer: &Arc<Printer>) -> Result<E
                 }
             }
         }
-        // An ended attempt's last lines go before the event that ended it.
-        let ends_at = ended.first().and_then(|l| {
-            events.iter().position(|r| {
-                matches!(
-                    r.event,
-                    baton_core::Event::PhasePassed { .. }
-                        | baton_core::Event::PhaseFailed { .. }
-                        | baton_core::Event::PhaseInterrupted { .. }
-                ) && r.event.phase().is_some_and(|p| p.as_str() == l.phase)
-            })
-        });
-        if ends_at.is_none() {
-            print_output(printer, &std::mem::take(&mut ended));
+        first = false;
+        // An ended attempt's lines go before the event that ended it; any
+        // whose end is not in this batch yet, after the batch.
+        let mut at_end: Vec<(usize, Vec<baton_engine::engine::OutputLine>)> = Vec::new();
+        let mut after_batch = Vec::new();
+        let mut placed = vec![false; events.len()];
+        while let Some(l) = ended.first() {
+            let attempt = l.attempt.clone();
+            let group: Vec<_> = ended
+                .iter()
+                .filter(|x| x.attempt == attempt)
+                .cloned()
+                .collect();
+            ended.retain(|x| x.attempt != attempt);
+            let number = attempt
+                .rsplit_once(".a")
+                .and_then(|(_, n)| n.parse::<u32>().ok());
+            let end = events.iter().enumerate().position(|(i, r)| {
+                !placed[i]
+                    && matches!(
+                        r.event,
+                        baton_core::Event::PhasePassed { .. }
+                            | baton_core::Event::PhaseFailed { .. }
+                            | baton_core::Event::PhaseInterrupted { .. }
+                    )
+                    && r.event
+                        .phase()
+                        .is_some_and(|p| p.as_str() == group[0].phase)
+                    && r.event.attempt() == number
+            });
+            match end {
+                Some(i) => {
+                    placed[i] = true;
+                    at_end.push((i, group));
+                }
+                None => after_batch.extend(group),
+            }
         }
         for (i, r) in events.iter().enumerate() {
-            if Some(i) == ends_at {
-                print_output(printer, &std::mem::take(&mut ended));
+            for (_, group) in at_end.iter().filter(|(at, _)| *at == i) {
+                print_output(printer, group);
             }
             after = r.seq;
             if args.json {
@@ -345,6 +372,7 @@ pub fn log(project: &Project, args: LogArgs, printer: &Arc<Printer>) -> Result<E
                 ));
             }
         }
+        print_output(printer, &after_batch);
         print_output(printer, &running);
         if printer.stdout_gone() {
             // Nobody reads any more (`baton log --follow | head`).
@@ -361,7 +389,7 @@ pub fn log(project: &Project, args: LogArgs, printer: &Arc<Printer>) -> Result<E
         if d != DisplayStatus::Running && eng.events(&id, after, 1)?.is_empty() {
             if let Some(cursor) = output.as_mut() {
                 // What the last phase printed after the last look.
-                let read = eng.phase_output(&snap, cursor)?;
+                let read = eng.phase_output(&snap, cursor, &[])?;
                 print_output(printer, &read.lines);
             }
             break;

@@ -150,13 +150,22 @@ pub struct Output {
 
 impl Engine {
     /// The lines the task's phases printed after `after`: first the rest
-    /// of the attempt `after` was in, when that one ended, then what the
-    /// running phase printed (complete lines only, while it runs). A new
-    /// reader (the empty cursor) starts near the end of what the running
-    /// phase printed so far.
-    pub fn phase_output(&self, snap: &TaskSnapshot, after: &Cursor) -> Result<Output> {
+    /// of the attempt `after` was in, when that one ended, then all of
+    /// each attempt that `started` (the journal records the reader saw
+    /// since its last look) says began and that ended before this look,
+    /// then what the running phase printed (complete lines only, while it
+    /// runs). A new reader (the empty cursor) starts near the end of what
+    /// the running phase printed so far.
+    pub fn phase_output(
+        &self,
+        snap: &TaskSnapshot,
+        after: &Cursor,
+        started: &[baton_core::EventRecord],
+    ) -> Result<Output> {
         let logs = self.project.task_dir(&snap.state.task_id).join("logs");
-        let running = self.streamed_attempt(snap)?;
+        let wf = self.pinned(&snap.state.definition_hash)?;
+        let running = self.streamed_attempt(snap, &wf);
+        let running_label = running.as_ref().map(|(label, _)| label.clone());
         let mut out = Output::default();
         let mut cursor = after.clone();
         // A cursor names an attempt of this task's phases, or none.
@@ -165,17 +174,44 @@ impl Engine {
         {
             cursor = Cursor::default();
         }
-        if !cursor.attempt.is_empty()
-            && running
-                .as_ref()
-                .is_none_or(|(label, _)| *label != cursor.attempt)
-        {
+        let mut done = vec![cursor.attempt.clone()];
+        if !cursor.attempt.is_empty() && running_label.as_ref() != Some(&cursor.attempt) {
             // That attempt ended: all of the rest of it.
             read_on(&logs, &mut cursor, true, u64::MAX, &mut out.lines);
         }
+        // Attempts that began and ended between two looks.
+        for r in started {
+            let baton_core::Event::PhaseStarted {
+                phase,
+                attempt,
+                iteration,
+                ..
+            } = &r.event
+            else {
+                continue;
+            };
+            let Some(idx) = snap.state.phases.iter().position(|p| &p.id == phase) else {
+                continue;
+            };
+            let label = super::attempt_label(idx, phase.as_str(), *iteration, *attempt);
+            if done.contains(&label)
+                || running_label.as_ref() == Some(&label)
+                || !self.streamed(&snap.state, &wf, phase.as_str())
+            {
+                continue;
+            }
+            let mut whole = Cursor {
+                attempt: label.clone(),
+                ..Cursor::default()
+            };
+            read_on(&logs, &mut whole, true, u64::MAX, &mut out.lines);
+            done.push(label);
+        }
         if let Some((label, phase)) = running {
             if cursor.attempt != label {
-                let fresh = cursor.attempt.is_empty();
+                // From its start when the reader saw it begin.
+                let fresh =
+                    cursor.attempt.is_empty() && !done.contains(&label) && started.is_empty();
                 cursor = Cursor {
                     attempt: label.clone(),
                     stdout: recent_start(&logs.join(format!("{label}.out")), fresh),
@@ -190,25 +226,39 @@ impl Engine {
     }
 
     /// The attempt whose output streams now: the phase in progress, when
-    /// it is a command or an agent run through `command = [...]`.
-    fn streamed_attempt(&self, snap: &TaskSnapshot) -> Result<Option<(String, String)>> {
+    /// it is streamed ([`Engine::streamed`]).
+    fn streamed_attempt(
+        &self,
+        snap: &TaskSnapshot,
+        wf: &baton_core::workflow::Workflow,
+    ) -> Option<(String, String)> {
         let state = &snap.state;
-        let Some((idx, ps)) = state
+        let (idx, ps) = state
             .phases
             .iter()
             .enumerate()
-            .find(|(_, p)| p.status == PhaseStatus::InProgress)
-        else {
-            return Ok(None);
-        };
-        if ps.attempt == 0 {
-            return Ok(None);
+            .find(|(_, p)| p.status == PhaseStatus::InProgress)?;
+        if ps.attempt == 0 || !self.streamed(state, wf, ps.id.as_str()) {
+            return None;
         }
-        let wf = self.pinned(&state.definition_hash)?;
-        let Some(def) = wf.phase(ps.id.as_str()) else {
-            return Ok(None);
+        Some((
+            super::attempt_label(idx, ps.id.as_str(), ps.iteration, ps.attempt),
+            ps.id.to_string(),
+        ))
+    }
+
+    /// Whether `phase`'s output is streamed: a command, or an agent run
+    /// through `command = [...]`.
+    fn streamed(
+        &self,
+        state: &baton_core::TaskState,
+        wf: &baton_core::workflow::Workflow,
+        phase: &str,
+    ) -> bool {
+        let Some(def) = wf.phase(phase) else {
+            return false;
         };
-        let streamed = match &def.kind {
+        match &def.kind {
             PhaseKind::Run { .. } => true,
             PhaseKind::Prompt { .. } => state
                 .agent
@@ -218,13 +268,7 @@ impl Engine {
                 .and_then(|name| self.project.config.agents.get(&name))
                 .is_some_and(|a| a.cli.is_none()),
             PhaseKind::Wait(_) => false,
-        };
-        Ok(streamed.then(|| {
-            (
-                super::attempt_label(idx, ps.id.as_str(), ps.iteration, ps.attempt),
-                ps.id.to_string(),
-            )
-        }))
+        }
     }
 }
 
