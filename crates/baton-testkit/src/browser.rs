@@ -63,6 +63,16 @@ impl Browser {
     }
 
     fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let value = self.try_call(method, path, body);
+        assert!(
+            value.get("error").is_none(),
+            "WebDriver {method} {path}: {value}"
+        );
+        value
+    }
+
+    /// The WebDriver answer's value, an error included.
+    fn try_call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
         let url = format!("{}{path}", self.base);
         let mut resp = match (method, body) {
             ("GET", _) => self.agent.get(&url).call(),
@@ -74,12 +84,7 @@ impl Browser {
         }
         .unwrap_or_else(|e| panic!("WebDriver {method} {path}: {e}"));
         let v: Value = resp.body_mut().read_json().unwrap();
-        let value = v["value"].clone();
-        assert!(
-            value.get("error").is_none(),
-            "WebDriver {method} {path}: {value}"
-        );
-        value
+        v["value"].clone()
     }
 
     fn session(&self, path: &str) -> String {
@@ -140,14 +145,21 @@ impl Browser {
             .to_string()
     }
 
-    /// Clicks the element matching `css`, as a person would.
+    /// Clicks the element matching `css`, as a person would. A page that
+    /// redraws (the dashboard does, as the store changes) may replace the
+    /// element between finding and clicking it: then it is found again.
     pub fn click(&self, css: &str) {
-        let id = self.element(css);
-        self.call(
-            "POST",
-            &self.session(&format!("/element/{id}/click")),
-            Some(json!({})),
-        );
+        for _ in 0..50 {
+            let id = self.element(css);
+            let path = self.session(&format!("/element/{id}/click"));
+            let v = self.try_call("POST", &path, Some(json!({})));
+            match v.get("error").and_then(Value::as_str) {
+                None => return,
+                Some("stale element reference") => std::thread::sleep(Duration::from_millis(20)),
+                Some(_) => panic!("WebDriver POST {path}: {v}"),
+            }
+        }
+        panic!("{css} was redrawn at every click, 50 times");
     }
 
     /// Types `text` into the element matching `css`.
