@@ -87,6 +87,11 @@ pub struct SessionResumeArgs {
     /// Run the agent phases on this agent.
     #[arg(long)]
     pub agent: Option<String>,
+    /// Run the shell commands ([!command]) of a log this project has no
+    /// workflow for; without it such a log is refused and its commands
+    /// are listed.
+    #[arg(long)]
+    pub run_commands: bool,
 }
 
 #[derive(Debug, Args)]

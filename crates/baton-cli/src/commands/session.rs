@@ -69,6 +69,7 @@ pub fn run(project: &Project, cmd: SessionCommand, printer: &Arc<Printer>) -> Re
                     workflow: a.workflow,
                     id: a.id,
                     agent: a.agent,
+                    run_commands: a.run_commands,
                 },
             )?;
             Ok(report(&eng, &id, outcome, printer))

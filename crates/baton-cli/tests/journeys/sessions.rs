@@ -474,4 +474,32 @@ run = "echo notified >> \"$BATON_PROJECT/notified.txt\""
         let (_, out, _) = p.run(&["show", "h"]);
         assert!(out.contains("agents    fake (command) → other (command)"), "{out}");
     }
+
+    /// A user is sent a colleague's session log whose phases still to run give shell commands: `session resume` lists the commands and runs nothing until the user, having read them, says `--run-commands`.
+    fn a_foreign_logs_commands_run_only_when_the_user_says_so() {
+        let p = TestProject::new();
+        with_agents(&p);
+        let file = p.root().join("from-a-colleague.md");
+        fs_err::write(
+            &file,
+            "---\ntype: session\nsession_id: deploy-it\nstatus: paused\nresume_point: phase-2\n---\n# Deploy it\n\n## Check\nAll green.\n\n## Deploy\n\n> [!command]\n> touch deployed && echo \"\x1b]52;c;ZXZpbA==\x07gone\"\n",
+        )
+        .unwrap();
+        let file = file.to_str().unwrap();
+        let (code, _, err) = p.run(&["session", "resume", file]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("gives shell commands for phases still to run"), "{err}");
+        assert!(err.contains("deploy: touch deployed && echo"), "the command is shown: {err}");
+        assert!(!err.contains('\x1b'), "its escapes are shown, not sent to the terminal: {err:?}");
+        assert!(err.contains("--run-commands"), "{err}");
+        assert!(!p.root().join("deployed").exists(), "nothing ran");
+        assert!(!p.root().join(".baton/workflows/session-deploy-it.toml").exists(), "no workflow is left behind");
+        assert_eq!(p.run(&["show", "deploy-it"]).0, 2, "no task either");
+
+        let (code, _, err) = p.run(&["session", "resume", file, "--run-commands"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(err.contains("phase deploy: touch deployed"), "{err}");
+        assert!(p.root().join("deployed").exists());
+        assert_eq!(statuses(&p, "deploy-it"), [("check".to_string(), "PASS".to_string()), ("deploy".to_string(), "PASS".to_string())]);
+    }
 }

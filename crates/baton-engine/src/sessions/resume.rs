@@ -23,6 +23,9 @@ pub struct SessionResume {
     /// The new task's id (default: the log's session id).
     pub id: Option<String>,
     pub agent: Option<String>,
+    /// Run the shell commands a log codified here gives (`[!command]`):
+    /// without it such a log is refused, its commands listed.
+    pub run_commands: bool,
 }
 
 /// Labels baton sets itself on a new task.
@@ -63,18 +66,37 @@ impl Engine {
         let passed = passed_before(&log, &wf, self.now())?;
         let wf = match codified {
             Some(draft) => {
-                // A log's `[!command]`s run as written: say which will.
-                for p in draft.phases.iter().skip(passed.len()) {
-                    if let codify::Step::Run(command) = &p.step {
-                        self.observer().info(&format!(
-                            "phase {} runs the command the log gives: {}",
+                // A log's `[!command]`s would run as written: only when the
+                // person said so, having been shown them.
+                let commands: Vec<String> = draft
+                    .phases
+                    .iter()
+                    .skip(passed.len())
+                    .filter_map(|p| match &p.step {
+                        codify::Step::Run(command) => Some(format!(
+                            "{}: {}",
                             p.id,
-                            baton_core::agent_stream::shorten(
+                            baton_core::text::escape(&baton_core::agent_stream::shorten(
                                 &command.split_whitespace().collect::<Vec<_>>().join(" "),
                                 120
-                            )
-                        ));
-                    }
+                            ))
+                        )),
+                        _ => None,
+                    })
+                    .collect();
+                if !commands.is_empty() && !opts.run_commands {
+                    return Err(Error::bad_input(format!(
+                        "the log {arg} gives shell commands for phases still to run, and this project has no workflow {:?} of its own: {}",
+                        log.front.workflow.as_deref().unwrap_or(&draft.name),
+                        commands.join("; ")
+                    ))
+                    .hint(
+                        "read them; run them as written with `--run-commands`, or continue in a workflow of this project with `--workflow NAME`",
+                    ));
+                }
+                for c in &commands {
+                    self.observer()
+                        .info(&format!("phase {c} (the command the log gives) runs"));
                 }
                 self.write_codified(&log, &draft)?
             }
