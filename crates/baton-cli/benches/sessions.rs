@@ -20,7 +20,7 @@ use baton_core::session_log::index::{Query, row_of};
 use baton_core::session_log::{
     Block, Callout, Front, LogStatus, Section, SessionLog, ToolLine, parse, render,
 };
-use baton_engine::sessions::SessionIndex;
+use baton_engine::render::SessionIndex;
 use common::{median, tempdir};
 use std::time::Instant;
 

@@ -108,7 +108,7 @@ impl Engine {
                 Some(i) if !i.status.ended() => {}
                 _ => return Ok(None),
             }
-            if let Some((team, name)) = crate::teams::member_of_instance(self, id.as_str()) {
+            if let Some((team, name)) = self.team_member_of_instance(id.as_str()) {
                 who.team = Some(team);
                 who.teammate = Some(name);
             }

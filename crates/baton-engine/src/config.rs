@@ -430,6 +430,30 @@ cli = "gemini"
 # command = ["aider", "--yes-always", "--message-file", "{{prompt_file}}"]
 "#;
 
+impl Config {
+    /// The git remote branches are pushed to: `[github] remote`, else
+    /// `[workers] remote`, else `origin`.
+    pub fn push_remote(&self) -> String {
+        self.github
+            .remote
+            .clone()
+            .or(self.workers.remote.clone())
+            .unwrap_or_else(|| "origin".into())
+    }
+
+    /// The project's GitHub repository: `[github] repository`, else what
+    /// the push remote's URL names; `None` when neither says.
+    pub fn github_repository(&self, git: &baton_sys::git::Git) -> Option<crate::github::Repo> {
+        if let Some(r) = &self.github.repository {
+            return crate::github::Repo::parse(r);
+        }
+        let url = git
+            .run(&["remote", "get-url", &self.push_remote()], &[])
+            .ok()?;
+        crate::github::Repo::of_remote_url(&url)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,58 +7,18 @@
 use crate::engine::{CLEANED, Engine, Observer, Silent, SystemClock};
 use crate::error::Result;
 use crate::project::Project;
-use crate::{process, render};
+use crate::render;
 use baton_core::lease::{DisplayStatus, Liveness};
 use baton_core::state::{PhaseState, PhaseStatus, TaskStatus};
 use baton_core::{Clock, Event, EventRecord, PhaseId, TaskId, TaskState, Timestamp, machine};
 use baton_store::{SqliteStore, Store};
+use baton_sys::process;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 mod salvage;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
-    /// `ok`, `problem`, `fixed` or `kept` (left as it is on purpose,
-    /// holding work: said, never a problem).
-    pub level: &'static str,
-    pub message: String,
-    pub hint: Option<String>,
-}
-
-impl Finding {
-    pub(crate) fn ok(m: impl Into<String>) -> Self {
-        Finding {
-            level: "ok",
-            message: m.into(),
-            hint: None,
-        }
-    }
-    pub(crate) fn problem(m: impl Into<String>, hint: impl Into<String>) -> Self {
-        Finding {
-            level: "problem",
-            message: m.into(),
-            hint: Some(hint.into()),
-        }
-    }
-    /// Something baton keeps on purpose (a worktree holding work): said,
-    /// with what the user may do, but no problem (`doctor` does not fail
-    /// over it, and `--fix` never removes it).
-    pub(crate) fn kept(m: impl Into<String>, hint: impl Into<String>) -> Self {
-        Finding {
-            level: "kept",
-            message: m.into(),
-            hint: Some(hint.into()),
-        }
-    }
-    pub(crate) fn fixed(m: impl Into<String>) -> Self {
-        Finding {
-            level: "fixed",
-            message: m.into(),
-            hint: None,
-        }
-    }
-}
+pub use crate::finding::Finding;
 
 pub fn run(project: &Project, fix: bool, observer: Arc<dyn Observer>) -> Result<Vec<Finding>> {
     let mut out = Vec::new();
@@ -310,7 +270,7 @@ fn check_tasks(eng: &Engine, fix: bool, shared: bool) -> Result<Vec<Finding>> {
             ));
             if let Some(p) = snap.state.in_progress().and_then(|p| p.process.clone()) {
                 let alive =
-                    crate::host::process_start_time(p.pid).is_some_and(|st| st == p.start_time);
+                    baton_sys::host::process_start_time(p.pid).is_some_and(|st| st == p.start_time);
                 if alive {
                     if fix {
                         process::kill_orphan(&p);
@@ -714,7 +674,7 @@ fn rebuild_one(eng: &Engine, path: &std::path::Path) -> Result<(TaskId, String),
             json: serde_json::to_string(&wf).map_err(|e| e.to_string())?,
         })
         .map_err(|e| e.to_string())?;
-    let owner = crate::host::this_owner();
+    let owner = baton_sys::host::this_owner();
     let lease = baton_core::lease::Lease {
         owner: owner.clone(),
         acquired_at: SystemClock.now(),

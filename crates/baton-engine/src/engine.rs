@@ -25,6 +25,7 @@ mod read;
 mod restore;
 mod resume;
 mod supervise;
+mod turn;
 mod workspaces;
 
 pub use deliver::{Awaited, Decision, HandedOver, Passed, ignored, moves_instances, new_delivery};
@@ -34,17 +35,18 @@ pub use supervise::{AutoRestart, Need, Triage};
 pub use workspaces::WorkspaceView;
 
 use crate::error::Result;
-use crate::git::Git;
-use crate::process;
 use crate::project::Project;
+use crate::render;
 use crate::workspace::Workspace;
-use crate::{host, render};
 use baton_core::lease::{DisplayStatus, Lease, LeaseOwner, Liveness, LocalHost};
 use baton_core::machine::{self, Input};
 use baton_core::state::{AgentSession, PhaseStatus};
 use baton_core::workflow::Workflow;
 use baton_core::{Clock, Event, EventRecord, TaskId, TaskState, Timestamp, document};
 use baton_store::{Durability, PhaseWrites, Store};
+use baton_sys::git::Git;
+use baton_sys::host;
+use baton_sys::process;
 use hold::Heartbeat;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -150,10 +152,6 @@ pub struct Imported {
     pub events: Vec<baton_core::agent_stream::AgentEvent>,
 }
 
-/// The workflow `baton import` uses when `.baton/workflows/continue.toml`
-/// does not exist: one agent phase that goes on with the imported work.
-pub const CONTINUE_WORKFLOW: &str = "name = \"continue\"\n\n[[phase]]\nid = \"continue\"\nprompt = \"\"\"\nContinue the work of the session below, which began outside baton, and finish it.\n\n{{brief}}\n\"\"\"\n";
-
 #[derive(Debug, Clone, Default)]
 pub struct ResumeOptions {
     /// A live process on this host whose lease may be taken over: the
@@ -214,7 +212,7 @@ struct Held {
     /// Its `state.json`, written in the background after each commit.
     rendered: render::Background,
     /// Its session log, kept current.
-    log: crate::sessions::LogWriter,
+    log: crate::render::LogWriter,
 }
 
 impl Engine {
@@ -230,7 +228,7 @@ impl Engine {
         observer: Arc<dyn Observer>,
     ) -> Result<Engine> {
         let ttl_ms = project.config.lease_ttl_ms()?;
-        let git = Git::open(&project.root);
+        let git = crate::repo::open(&project.root);
         Ok(Engine {
             store,
             clock,

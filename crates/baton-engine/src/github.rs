@@ -58,29 +58,6 @@ impl Repo {
     }
 }
 
-/// The git remote branches are pushed to: `[github] remote`, else
-/// `[workers] remote`, else `origin`.
-pub fn remote_name(config: &crate::config::Config) -> String {
-    config
-        .github
-        .remote
-        .clone()
-        .or(config.workers.remote.clone())
-        .unwrap_or_else(|| "origin".into())
-}
-
-/// The project's GitHub repository: `[github] repository`, else what the
-/// remote's URL names; `None` when neither says.
-pub fn repository(config: &crate::config::Config, git: &crate::git::Git) -> Option<Repo> {
-    if let Some(r) = &config.github.repository {
-        return Repo::parse(r);
-    }
-    let url = git
-        .run(&["remote", "get-url", &remote_name(config)], &[])
-        .ok()?;
-    Repo::of_remote_url(&url)
-}
-
 /// A pull request as baton records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pull {

@@ -6,7 +6,7 @@
 //! commit the events at the journal position decided from, and decide
 //! again if another process got there first. An instance's agent runs as
 //! tasks, one per turn (`turns`), each a one-phase task of the built-in
-//! [`TURN_WORKFLOW`] in the instance's worktree: the engine's own leases,
+//! the built-in `agent-turn` workflow (`crate::builtin`) in the instance's worktree: the engine's own leases,
 //! crash detection, native session journaling and resume apply to it
 //! unchanged. A later turn continues the agent's native session with the
 //! next prompt (a review's feedback), or gives the brief where that session
@@ -36,23 +36,16 @@ pub use wait::Done;
 use crate::config::InstanceSettings;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::git::Git;
-use crate::workspace::Workspace;
 use baton_core::TaskId;
 use baton_core::instance::{
     self, CodingConfig, ErrorCode, Input, Instance, InstanceId, Instances, Record, Resources,
     Status,
 };
 use baton_core::lease::DisplayStatus;
+use baton_sys::git::Git;
 use std::path::{Path, PathBuf};
 
-/// The label that ties a turn's task to its instance.
-pub const INSTANCE_LABEL: &str = "baton-instance";
-/// The built-in workflow of a turn: one agent phase whose prompt is the
-/// task's description.
-pub const TURN_WORKFLOW_NAME: &str = "agent-turn";
-pub const TURN_WORKFLOW: &str =
-    "name = \"agent-turn\"\n\n[[phase]]\nid = \"work\"\nprompt = \"{{task}}\"\n";
+use crate::builtin::INSTANCE_LABEL;
 
 /// How many times a step decides again when other processes keep
 /// committing first.
@@ -164,43 +157,6 @@ pub fn task_stopped(eng: &Engine, task: &TaskId) {
             e.message
         ));
     }
-}
-
-/// Where a turn of instance `id` runs: the instance's worktree.
-pub(crate) fn workspace(eng: &Engine, id: &str) -> Result<Workspace> {
-    let all = eng.store.instances()?;
-    let inst = InstanceId::parse(id)
-        .ok()
-        .and_then(|i| all.get(&i).cloned())
-        .ok_or_else(|| {
-            Error::coded(
-                ErrorCode::InstanceNotFound,
-                format!(
-                    "this task is a turn of agent instance {id}, which the store does not know"
-                ),
-            )
-            .hint("`baton agent ls` lists the instances; cancel the task with `baton cancel`")
-        })?;
-    let path = inst
-        .resources
-        .worktree_path
-        .as_deref()
-        .map(PathBuf::from)
-        .filter(|p| p.is_dir())
-        .ok_or_else(|| {
-            Error::coded(
-                ErrorCode::ResourceAllocationFailed,
-                format!("the worktree of agent instance {id} is gone"),
-            )
-            .hint(format!(
-                "`baton doctor` accounts for it; `baton agent kill {id}` ends the instance"
-            ))
-        })?;
-    Ok(Workspace {
-        git: Git::open(&path),
-        cwd: path,
-        branch: None,
-    })
 }
 
 impl Agents<'_> {

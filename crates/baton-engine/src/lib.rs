@@ -6,26 +6,24 @@
 //! user directly; it reports through an [`Observer`].
 
 pub mod agent_reports;
+pub mod builtin;
 pub mod capabilities;
 pub mod config;
 pub mod doctor;
 pub mod engine;
 pub mod error;
-pub mod git;
+pub mod finding;
 pub mod github;
-pub mod host;
 pub mod inbox;
 pub mod instances;
-pub mod process;
 pub mod project;
 pub mod registry;
 pub mod render;
+pub mod repo;
 pub mod secrets;
 pub mod sessions;
 pub mod store;
 pub mod teams;
-pub mod techstack;
-pub mod tmux;
 pub mod worker;
 pub mod workspace;
 

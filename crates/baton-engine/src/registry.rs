@@ -6,10 +6,10 @@
 
 use crate::engine::Engine;
 use crate::error::Result;
-use crate::tmux::Tmux;
 use baton_core::agent_stream::{AgentEvent, shorten};
 use baton_core::lease::DisplayStatus;
 use baton_core::{Event, TaskId};
+use baton_sys::tmux::Tmux;
 use serde::Serialize;
 
 /// One active session.

@@ -1,8 +1,18 @@
 //! Files rendered from the store: `state.json`, `NN-phase.md` outputs and
-//! the `current` pointer. Every write is atomic (temp file, fsync, rename,
-//! fsync of the folder), so a crash leaves the old file or the new one;
-//! files derived for reading only (session logs, their index) skip the
-//! fsyncs (`derived_write`).
+//! the `current` pointer, and the session logs a held task keeps current
+//! (`session_log.rs`, `.baton/sessions/<id>.md`) with their index
+//! (`session_index.rs`, `.baton/index.toon`) and token counts
+//! (`tokens.rs`). Every write is atomic (temp file, fsync, rename, fsync
+//! of the folder), so a crash leaves the old file or the new one; files
+//! derived for reading only (session logs, their index) skip the fsyncs
+//! (`derived_write`).
+
+mod session_index;
+mod session_log;
+pub mod tokens;
+
+pub use session_index::SessionIndex;
+pub(crate) use session_log::{LogWriter, child_blocks, children_of, model_of, subagents_counted};
 
 use baton_core::document;
 use baton_core::state::{PhaseStatus, TaskState};

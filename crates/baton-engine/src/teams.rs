@@ -27,7 +27,7 @@ mod zombie;
 pub use attach::{Attached, MemberView, Probe};
 pub use consolidate::{Conflict, Consolidate, Consolidated};
 pub use gitcopy::{BRANCH as COPY_BRANCH, Synced};
-pub use start::{member_of_instance, teammate_prompt};
+pub use start::teammate_prompt;
 pub use work::CheckpointOptions;
 pub use zombie::Resolved;
 
@@ -85,7 +85,7 @@ pub fn default_session() -> String {
     let user = std::env::var("USER")
         .or_else(|_| std::env::var("LOGNAME"))
         .unwrap_or_else(|_| "user".into());
-    format!("{user}@{}", crate::host::this_owner().host)
+    format!("{user}@{}", baton_sys::host::this_owner().host)
 }
 
 impl Engine {

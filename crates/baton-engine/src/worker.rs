@@ -54,7 +54,7 @@ pub fn run(
     observer: Arc<dyn Observer>,
     stop: Arc<AtomicBool>,
 ) -> Result<WorkerReport> {
-    let groups = Arc::new(crate::process::PhaseGroups::start()?);
+    let groups = Arc::new(baton_sys::process::PhaseGroups::start()?);
     let mut engines = Vec::new();
     for _ in 0..opts.concurrency.max(1) {
         engines.push(

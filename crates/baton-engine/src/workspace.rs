@@ -7,8 +7,8 @@
 //! ended. Nothing depends on a shared filesystem.
 
 use crate::error::{Error, Result};
-use crate::git::Git;
 use crate::project::Project;
+use baton_sys::git::Git;
 
 pub mod roles;
 use baton_core::state::PhaseStatus;
@@ -73,7 +73,7 @@ impl Workspace {
     /// `baton run --queue`: creates the task's branch at HEAD and publishes
     /// it, so any worker can start it. Returns the commit it starts from.
     pub fn enqueue(project: &Project, id: &TaskId) -> Result<String> {
-        let git = Git::open(&project.root).ok_or_else(|| {
+        let git = crate::repo::open(&project.root).ok_or_else(|| {
             Error::bad_input("--queue needs a git repository: each queued task runs in its own worktree on branch baton/<id>")
                 .hint("run `git init` and commit, or run the task in the foreground without --queue")
         })?;
@@ -127,7 +127,7 @@ impl Workspace {
     /// `refs/baton-saved/<id>/` first, never thrown away.
     pub fn prepare(project: &Project, state: &TaskState, now_ms: i64) -> Result<Workspace> {
         let id = &state.task_id;
-        let git = Git::open(&project.root).ok_or_else(|| {
+        let git = crate::repo::open(&project.root).ok_or_else(|| {
             Error::op(format!(
                 "task {id} is queued, so it runs in a git worktree, but {} is not in a git repository",
                 project.root.display()
@@ -167,7 +167,7 @@ impl Workspace {
         )?;
         fs_err::create_dir_all(&cwd)?;
         Ok(Workspace {
-            git: Git::open(&cwd),
+            git: crate::repo::open(&cwd),
             cwd,
             branch: Some(TaskBranch {
                 name,
@@ -278,9 +278,9 @@ fn check_out_only(
     task: &str,
     now_ms: i64,
 ) -> std::result::Result<(), (&'static str, String)> {
-    let fail = |what: &'static str| move |e: crate::git::GitError| (what, e.to_string());
+    let fail = |what: &'static str| move |e: baton_sys::git::GitError| (what, e.to_string());
     if worktree.join(".git").exists() {
-        let wg = Git::open(worktree).ok_or((
+        let wg = crate::repo::open(worktree).ok_or((
             "open",
             format!("{} is not a git worktree", worktree.display()),
         ))?;

@@ -7,10 +7,9 @@
 
 use crate::App;
 use crate::input::{Answer, Json, Newest, Page, Query, TaskFilter};
-use crate::views::{ApiError, DeliveryView, JournalPage, TaskRow};
+use crate::views::{ApiError, DeliveryView, JournalPage, TaskRow, blocking, not_found, task_id};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use baton_core::TaskId;
 use baton_core::lease::DisplayStatus;
 use serde_json::Value;
 use utoipa::OpenApi;
@@ -40,37 +39,6 @@ pub fn routes() -> (axum::Router<App>, utoipa::openapi::OpenApi) {
         .routes(routes!(list_deliveries))
         .routes(routes!(list_instances))
         .split_for_parts()
-}
-
-/// Runs blocking store work off the async threads.
-pub(crate) async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
-) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
-        Err(ApiError::internal(format!(
-            "the request's work failed: {e}"
-        )))
-    })
-}
-
-pub(crate) fn task_id(id: &str) -> Result<TaskId, ApiError> {
-    TaskId::parse(id).map_err(|e| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "BAD_TASK_ID",
-            e.to_string(),
-            "task ids use letters, digits, '-', '_' and '.'",
-        )
-    })
-}
-
-pub(crate) fn not_found(id: &TaskId) -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        "TASK_NOT_FOUND",
-        format!("no task {id}"),
-        "list the tasks with GET /api/v1/tasks",
-    )
 }
 
 /// The tasks, newest first.
@@ -240,6 +208,7 @@ async fn cancel_task(
             ));
         }
         app.eng.cancel(&id)?;
+        baton_engine::instances::task_stopped(&app.eng, &id);
         let snap = app.eng.load(&id)?;
         Ok(axum::Json(serde_json::json!({
             "task": id.as_str(),

@@ -4,9 +4,9 @@
 //! text, as written: whoever shows them escapes them.
 
 use crate::App;
-use crate::api::{blocking, not_found, task_id};
 use crate::input::Query;
 use crate::views::ApiError;
+use crate::views::{blocking, not_found, task_id};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use baton_engine::engine::OutputCursor;

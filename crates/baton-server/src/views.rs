@@ -4,6 +4,7 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use baton_core::TaskId;
 use baton_core::lease::DisplayStatus;
 use baton_store::{DeliveryRow, TaskSummary};
 use serde::Serialize;
@@ -162,4 +163,35 @@ pub struct JournalPage {
     pub events: Vec<Value>,
     /// Pass as `after` for the next page; `null` when this was the last.
     pub next_after: Option<u32>,
+}
+
+/// Runs blocking store work off the async threads.
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
+        Err(ApiError::internal(format!(
+            "the request's work failed: {e}"
+        )))
+    })
+}
+
+pub(crate) fn task_id(id: &str) -> Result<TaskId, ApiError> {
+    TaskId::parse(id).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "BAD_TASK_ID",
+            e.to_string(),
+            "task ids use letters, digits, '-', '_' and '.'",
+        )
+    })
+}
+
+pub(crate) fn not_found(id: &TaskId) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "TASK_NOT_FOUND",
+        format!("no task {id}"),
+        "list the tasks with GET /api/v1/tasks",
+    )
 }

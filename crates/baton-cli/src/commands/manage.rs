@@ -12,6 +12,7 @@ pub fn cancel(project: &Project, args: IdArg, printer: &Arc<Printer>) -> Result<
     let eng = engine(project, printer)?;
     let id = task_id(project, Some(&args.id))?;
     eng.cancel(&id)?;
+    baton_engine::instances::task_stopped(&eng, &id);
     printer.info(&format!(
         "task {id} is {}",
         printer.status_word_err("CANCELLED")
@@ -23,6 +24,7 @@ pub fn rm(project: &Project, args: IdArg, printer: &Arc<Printer>) -> Result<Exit
     let eng = engine(project, printer)?;
     let id = task_id(project, Some(&args.id))?;
     eng.remove(&id)?;
+    baton_engine::instances::task_stopped(&eng, &id);
     printer.info(&format!("removed task {id}"));
     Ok(Exit::Done)
 }

@@ -27,7 +27,7 @@ pub fn run(project: &Project, args: WorkerArgs, printer: &Arc<Printer>) -> Resul
     printer.info(&format!(
         "worker {} on {}: {} slot(s), store {}",
         std::process::id(),
-        baton_engine::host::local_host().host,
+        baton_sys::host::local_host().host,
         args.concurrency,
         store.describe()
     ));

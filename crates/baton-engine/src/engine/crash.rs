@@ -5,12 +5,12 @@
 
 use super::{Engine, Held};
 use crate::error::{Error, Result};
-use crate::process;
 use baton_core::lease::{Lease, Liveness};
 use baton_core::machine::Input;
 use baton_core::state::TaskStatus;
 use baton_core::{Event, TaskId};
 use baton_store::{Acquire, TaskSnapshot};
+use baton_sys::process;
 
 impl Engine {
     pub(super) fn may_take_over(&self, lease: &Lease, takeover_from: Option<u32>) -> bool {

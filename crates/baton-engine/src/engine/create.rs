@@ -9,12 +9,13 @@
 
 use super::{Engine, Held, Outcome, RunOptions};
 use crate::error::{Error, Result};
+use crate::render;
 use crate::workspace::Workspace;
-use crate::{process, render};
 use baton_core::machine::{self, NewTask};
 use baton_core::workflow::{PhaseKind, Workflow};
 use baton_core::{Event, EventRecord, TaskId, TaskState};
 use baton_store::{Holder, StoredDefinition};
+use baton_sys::process;
 use std::collections::BTreeMap;
 
 impl Engine {
@@ -28,21 +29,21 @@ impl Engine {
             .map(|(k, v)| (k, serde_json::Value::String(v)))
             .collect();
         let mut labels = parse_pairs(&opts.labels, "--label", "issue=42")?;
-        if labels.contains_key(crate::instances::INSTANCE_LABEL) {
+        if labels.contains_key(crate::builtin::INSTANCE_LABEL) {
             return Err(Error::bad_input(format!(
                 "--label {}=…: that label is baton's own (it ties a task to an agent instance)",
-                crate::instances::INSTANCE_LABEL
+                crate::builtin::INSTANCE_LABEL
             ))
             .hint("use another label name"));
         }
         if let Some(i) = &opts.instance {
-            labels.insert(crate::instances::INSTANCE_LABEL.into(), i.to_string());
+            labels.insert(crate::builtin::INSTANCE_LABEL.into(), i.to_string());
         }
         // `owner/name` from the git remote, so a GitHub delivery's
         // `repository.full_name` matches it (else the project's name).
         if !labels.contains_key("repository")
             && let Some(git) = &self.git
-            && let Some(repo) = crate::github::repository(&self.project.config, git)
+            && let Some(repo) = self.project.config.github_repository(git)
         {
             labels.insert("repository".into(), repo.to_string());
         }
@@ -61,7 +62,7 @@ impl Engine {
                 project_name: self.project.name(),
                 flags,
                 labels,
-                tech_stack: crate::techstack::detect(&self.project.root),
+                tech_stack: baton_sys::techstack::detect(&self.project.root),
             },
         )
         .map_err(|e| {

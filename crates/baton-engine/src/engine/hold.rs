@@ -41,7 +41,7 @@ impl Engine {
             ws,
             just_snapshotted: false,
             rendered: Default::default(),
-            log: crate::sessions::LogWriter::new(
+            log: crate::render::LogWriter::new(
                 self.subagent_mode(),
                 self.project.config.agent_models(),
             ),

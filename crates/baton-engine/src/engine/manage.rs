@@ -3,11 +3,12 @@
 
 use super::{Engine, Outcome};
 use crate::error::{Error, Result};
-use crate::{process, render};
+use crate::render;
 use baton_core::TaskId;
 use baton_core::lease::{DisplayStatus, Liveness};
 use baton_core::machine::Input;
 use baton_core::state::TaskStatus;
+use baton_sys::process;
 use std::time::Duration;
 
 /// The marker `baton clean` leaves in the folder of a task whose record it
@@ -16,11 +17,11 @@ use std::time::Duration;
 pub const CLEANED: &str = "cleaned";
 
 impl Engine {
-    /// `baton cancel`: stops a task (asking its live runner, or directly);
-    /// the agent instances its phases started end with it.
+    /// `baton cancel`: stops a task (asking its live runner, or directly).
+    /// The agent instances its phases started end with it when the caller
+    /// then calls `instances::task_stopped`.
     pub fn cancel(&self, id: &TaskId) -> Result<()> {
         self.cancel_task(id)?;
-        crate::instances::task_stopped(self, id);
         // What was kept for its waits goes with it.
         let _ = self.store.drop_buffered(id, None);
         Ok(())
@@ -151,15 +152,10 @@ impl Engine {
         Ok(Outcome::Queued)
     }
 
-    /// `baton rm`: deletes a task's record, rendered files and hidden refs;
-    /// the agent instances its phases started end with it.
+    /// `baton rm`: deletes a task's record, rendered files and hidden refs.
+    /// The agent instances its phases started end with it when the caller
+    /// then calls `instances::task_stopped`.
     pub fn remove(&self, id: &TaskId) -> Result<()> {
-        self.remove_task(id)?;
-        crate::instances::task_stopped(self, id);
-        Ok(())
-    }
-
-    fn remove_task(&self, id: &TaskId) -> Result<()> {
         let snap = self.load(id)?;
         if let (Liveness::Live, Some(l)) = (self.liveness(snap.lease.as_ref()), &snap.lease) {
             return Err(self.busy(id, l));

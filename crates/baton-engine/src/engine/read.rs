@@ -2,14 +2,15 @@
 //! included), the task list, a task's document and rendered files, the
 //! pinned and current workflow definitions. Nothing here writes the journal.
 
-use super::{CONTINUE_WORKFLOW, Engine};
+use super::Engine;
 use crate::error::{Error, Result};
-use crate::{host, render};
+use crate::render;
 use baton_core::lease::{self, DisplayStatus, Lease, Liveness};
 use baton_core::state::TaskStatus;
 use baton_core::workflow::Workflow;
 use baton_core::{EventRecord, TaskId, TaskState, document};
 use baton_store::{TaskSnapshot, TaskSummary};
+use baton_sys::host;
 
 impl Engine {
     pub fn liveness(&self, lease: Option<&Lease>) -> Liveness {
@@ -139,12 +140,7 @@ impl Engine {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
         let path = self.project.workflows_dir().join(format!("{name}.toml"));
-        let builtin = match name {
-            "continue" => Some(CONTINUE_WORKFLOW),
-            crate::instances::TURN_WORKFLOW_NAME => Some(crate::instances::TURN_WORKFLOW),
-            crate::sessions::REFINE_WORKFLOW_NAME => Some(crate::sessions::REFINE_WORKFLOW),
-            _ => None,
-        };
+        let builtin = crate::builtin::workflow(name);
         if let Some(text) = builtin
             && !path.is_file()
         {

@@ -77,7 +77,7 @@ impl Engine {
             || snap
                 .state
                 .labels
-                .contains_key(crate::instances::INSTANCE_LABEL)
+                .contains_key(crate::builtin::INSTANCE_LABEL)
             || self.uses_roles(&snap.state, &held.wf, false);
         if own_folder {
             match self.workspace_for(&snap, &held.wf) {
@@ -242,8 +242,8 @@ impl Engine {
         if queued {
             return Workspace::prepare(&self.project, state, self.now().millis());
         }
-        if let Some(id) = state.labels.get(crate::instances::INSTANCE_LABEL) {
-            return crate::instances::workspace(self, id);
+        if let Some(id) = state.labels.get(crate::builtin::INSTANCE_LABEL) {
+            return self.instance_workspace(id);
         }
         if self.uses_roles(state, wf, false) {
             return self.shared_workspace(state);

@@ -8,13 +8,13 @@
 
 use super::{Engine, Held};
 use crate::error::{Error, Result};
-use crate::git::Held as Kept;
 use crate::workspace::{Workspace, roles};
 use baton_core::PhaseId;
 use baton_core::lease::Liveness;
 use baton_core::workflow::Workflow;
 use baton_core::workspace::{self as names, SHARED_ROLE, WorkspaceRecord};
 use baton_core::{TaskId, TaskState};
+use baton_sys::git::Held as Kept;
 
 /// One workspace as `baton workspace ls` shows it.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -35,7 +35,7 @@ impl Engine {
     /// its instance's), with agents that have a role.
     pub(super) fn uses_roles(&self, state: &TaskState, wf: &Workflow, queued: bool) -> bool {
         !queued
-            && !state.labels.contains_key(crate::instances::INSTANCE_LABEL)
+            && !state.labels.contains_key(crate::builtin::INSTANCE_LABEL)
             && roles::uses_roles(&self.project.config, state, wf)
     }
 
@@ -206,11 +206,12 @@ impl Engine {
         }
         let path = std::path::PathBuf::from(&rec.path);
         if let Some(git) = &self.git {
-            let op =
-                |e: crate::git::GitError| Error::op(format!("cannot remove workspace {name}: {e}"));
+            let op = |e: baton_sys::git::GitError| {
+                Error::op(format!("cannot remove workspace {name}: {e}"))
+            };
             if path.join(".git").exists() {
                 if !view.removable
-                    && let Some(wg) = crate::git::Git::open(&path)
+                    && let Some(wg) = crate::repo::open(&path)
                 {
                     let saved = format!("refs/baton-saved/{name}/{}", self.now().millis());
                     wg.snapshot(&saved, &format!("baton: what workspace {name} held"))
@@ -238,7 +239,7 @@ impl Engine {
     }
 
     /// The branch work goes into: the project's checked-out branch.
-    fn base_branch(&self, git: &crate::git::Git) -> String {
+    fn base_branch(&self, git: &baton_sys::git::Git) -> String {
         git.branch().unwrap_or_else(|| "HEAD".into())
     }
 }

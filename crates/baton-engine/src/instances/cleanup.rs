@@ -10,10 +10,10 @@
 use super::{Agents, found};
 use crate::config::CleanupPolicy;
 use crate::error::Result;
-use crate::git::Held;
 use baton_core::instance::{self, Config, Input, InstanceId, Instances, Status};
 use baton_core::lease::DisplayStatus;
 use baton_core::state::TaskStatus;
+use baton_sys::git::Held;
 use std::path::Path;
 
 /// What cleaning up did, instance by instance.

@@ -18,25 +18,29 @@ pub(super) struct Target {
 
 impl Agents<'_> {
     fn remote_name(&self) -> String {
-        crate::github::remote_name(&self.eng.project.config)
+        self.eng.project.config.push_remote()
     }
 
     /// The repository: `[github] repository`, else the remote's URL.
     fn repository(&self, remote: &str, code: ErrorCode) -> Result<Repo> {
-        crate::github::repository(&self.eng.project.config, &self.git).ok_or_else(|| {
-            let url = self
-                .git
-                .run(&["remote", "get-url", remote], &[])
-                .unwrap_or_default();
-            Error::coded(
-                code,
-                format!(
-                    "cannot tell the GitHub repository from remote {remote}'s URL {:?}",
-                    url.trim()
-                ),
-            )
-            .hint("set repository = \"owner/name\" under [github] in .baton/config.toml")
-        })
+        self.eng
+            .project
+            .config
+            .github_repository(&self.git)
+            .ok_or_else(|| {
+                let url = self
+                    .git
+                    .run(&["remote", "get-url", remote], &[])
+                    .unwrap_or_default();
+                Error::coded(
+                    code,
+                    format!(
+                        "cannot tell the GitHub repository from remote {remote}'s URL {:?}",
+                        url.trim()
+                    ),
+                )
+                .hint("set repository = \"owner/name\" under [github] in .baton/config.toml")
+            })
     }
 
     fn api_url(&self) -> String {

@@ -7,9 +7,9 @@
 
 use super::{Agents, found};
 use crate::error::{Error, Result};
-use crate::git::{Git, MergeFailure};
 use crate::github::NewPull;
 use baton_core::instance::{self, Config, ErrorCode, Input, Instance, InstanceId, PullRequest};
+use baton_sys::git::{Git, MergeFailure};
 use std::path::Path;
 
 /// `baton agent push`.
@@ -76,7 +76,7 @@ impl Agents<'_> {
         else {
             return Err(failed(format!("{} has no worktree and branch", owner.id)));
         };
-        let ogit = Git::open(Path::new(opath))
+        let ogit = crate::repo::open(Path::new(opath))
             .ok_or_else(|| failed(format!("{opath} is not a git worktree")))?;
         ogit.commit_worktree(&format!("baton: the work of {}", owner.id))
             .map_err(|e| failed(format!("cannot commit the work in {opath}: {e}")))?;
@@ -158,7 +158,7 @@ impl Agents<'_> {
             return Ok(());
         };
         let update_failed = |what: String| Error::coded(ErrorCode::ParentUpdateFailed, what);
-        Git::open(Path::new(rpath))
+        crate::repo::open(Path::new(rpath))
             .ok_or_else(|| update_failed(format!("{rpath} is not a git worktree")))?
             .commit_worktree(&format!("baton: review {}", r.id))
             .map_err(|e| update_failed(format!("cannot commit the review's work: {e}")))?;

@@ -9,7 +9,7 @@
 //! it was to get), never from a name pattern.
 
 use super::{Agents, cleanup::Removal};
-use crate::doctor::Finding;
+use crate::finding::Finding;
 use baton_core::instance::{self, ErrorCode, Input, Instance, Status};
 use std::path::{Path, PathBuf};
 
@@ -160,7 +160,7 @@ impl Agents<'_> {
                 .unwrap_or_else(|| "HEAD".into()),
         };
         match self.git.held_by(&path, &branch, &base) {
-            Ok(crate::git::Held::Nothing) | Err(_) => None,
+            Ok(baton_sys::git::Held::Nothing) | Err(_) => None,
             Ok(held) => Some(held.reason()),
         }
     }

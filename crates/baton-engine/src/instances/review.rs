@@ -6,8 +6,8 @@
 
 use super::{Agents, found, turn};
 use crate::error::{Error, Result};
-use crate::git::{Git, MergeFailure};
 use baton_core::instance::{self, ErrorCode, Input, Instance, InstanceId, Resources, ReviewConfig};
+use baton_sys::git::MergeFailure;
 use std::path::PathBuf;
 
 /// `baton agent review`.
@@ -84,7 +84,7 @@ impl Agents<'_> {
             ));
         };
         // Everything the coding agent did is on its branch before the fork.
-        let committed = Git::open(std::path::Path::new(ppath))
+        let committed = crate::repo::open(std::path::Path::new(ppath))
             .ok_or_else(|| format!("{ppath} is not a git worktree"))
             .and_then(|g| {
                 g.commit_worktree(&format!("baton: the work of {parent} for review {k}"))
@@ -153,13 +153,13 @@ impl Agents<'_> {
                 "nothing was merged; fix it and call merge_back again, or `baton agent kill {review}`"
             ))
         };
-        Git::open(std::path::Path::new(rpath))
+        crate::repo::open(std::path::Path::new(rpath))
             .ok_or_else(|| update_failed(format!("{rpath} is not a git worktree")))?
             .commit_worktree(&format!("baton: review {review}"))
             .map_err(|e| {
                 update_failed(format!("cannot commit the review's work in {rpath}: {e}"))
             })?;
-        let pgit = Git::open(std::path::Path::new(ppath))
+        let pgit = crate::repo::open(std::path::Path::new(ppath))
             .ok_or_else(|| update_failed(format!("{ppath} is not a git worktree")))?;
         let message = format!("baton: merge back review {review} into {parent}");
         match pgit.merge_branch(rbranch, &message) {

@@ -5,9 +5,9 @@
 
 use super::Agents;
 use crate::error::{Error, Result};
-use crate::tmux::Tmux;
 use baton_agents::Invocation;
 use baton_core::instance::{ErrorCode, Instance, InstanceId};
+use baton_sys::tmux::Tmux;
 use std::path::PathBuf;
 
 impl Agents<'_> {

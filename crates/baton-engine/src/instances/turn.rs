@@ -4,7 +4,7 @@
 //! a review's feedback; and that feedback's delivery once the agent's
 //! turn before it has ended (never two turns of one agent at once).
 
-use super::{Agents, TURN_WORKFLOW_NAME};
+use super::Agents;
 use crate::engine::{Imported, RunOptions};
 use crate::error::Result;
 use baton_core::TaskId;
@@ -24,7 +24,7 @@ impl Agents<'_> {
     ) -> Result<TaskId> {
         let task = self.turn_id(inst)?;
         self.eng.run(RunOptions {
-            workflow: TURN_WORKFLOW_NAME.into(),
+            workflow: crate::builtin::AGENT_TURN.into(),
             description: prompt,
             id: Some(task.to_string()),
             agent: Some(agent.to_string()),

@@ -24,10 +24,6 @@ pub(super) fn draft_workflow(eng: &Engine, draft: &Draft) -> Result<Workflow> {
     check(eng, &text, &path, &draft.name)
 }
 
-/// The built-in workflow an agent refines a draft in.
-pub const REFINE_WORKFLOW_NAME: &str = "codify-refine";
-pub const REFINE_WORKFLOW: &str = "name = \"codify-refine\"\n\n[[phase]]\nid = \"refine\"\nprompt = \"\"\"\nBelow is a baton workflow drafted from a session log. Clean it up: give the phases clear ids and prompts that say what to do (keep {{task}} and {{brief}} where they are useful), merge phases that are one step, keep the wait phases and loop_to keys that make sense. Keep the name and the TOML format (docs: [[phase]] tables with id and one of prompt, run or wait). Answer with the whole workflow in one ```toml block and nothing else.\n\n{{task}}\n\"\"\"\n";
-
 /// What `--refine` gave.
 pub enum Refined {
     /// The agent's workflow, which loads.
@@ -45,7 +41,7 @@ impl Engine {
         agent: &str,
     ) -> Result<(TaskId, Refined)> {
         let (id, outcome) = self.run(RunOptions {
-            workflow: REFINE_WORKFLOW_NAME.into(),
+            workflow: crate::builtin::CODIFY_REFINE.into(),
             description: format!("```toml\n{draft}```"),
             agent: Some(agent.to_string()),
             labels: vec!["baton-codify=refine".into()],

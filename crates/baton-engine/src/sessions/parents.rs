@@ -36,7 +36,7 @@ impl Engine {
                 tracing::warn!(task = %turn, error = %e, "session log not rendered");
             }
         }
-        if let Some((team, _)) = crate::teams::member_of_instance(self, instance)
+        if let Some((team, _)) = self.team_member_of_instance(instance)
             && let Ok(Some(t)) = self.store.team(&team)
         {
             self.team_changed(&t);

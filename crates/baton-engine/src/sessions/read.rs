@@ -215,10 +215,10 @@ impl Engine {
         let items = self.store.inbox_items(false)?;
         let mode = self.subagent_mode();
         let log = session_log::journal::of_task(&snap.state, &records, wf.as_ref(), &items, mode);
-        let children = super::writer::children_of(self.store.as_ref(), &snap.state, mode);
+        let children = crate::render::children_of(self.store.as_ref(), &snap.state, mode);
         let mut log = session_log::journal::with_children(log, &children, mode);
-        log.front.model = super::writer::model_of(&log, &self.project.config.agent_models());
-        super::writer::subagents_counted(&mut log, &snap.state, &records);
+        log.front.model = crate::render::model_of(&log, &self.project.config.agent_models());
+        crate::render::subagents_counted(&mut log, &snap.state, &records);
         let live = self.liveness(snap.lease.as_ref());
         if DisplayStatus::of_task(snap.state.status, &live, snap.queued) == DisplayStatus::Crashed {
             let why = match &live {

@@ -47,7 +47,7 @@ impl Engine {
                         |s| shorten(s.description.lines().next().unwrap_or(""), 100),
                     ),
                     tokens: usage.map_or(0, |u| u.input_tokens + u.output_tokens),
-                    blocks: super::writer::child_blocks(self.store.as_ref(), task, mode),
+                    blocks: crate::render::child_blocks(self.store.as_ref(), task, mode),
                 });
             }
             turns.push((m.name.clone(), mine));

@@ -28,9 +28,9 @@
 
 use super::Teams;
 use crate::error::{Error, Result};
-use crate::git::{Git, TreeMerge};
 use baton_core::state::Checkpoint;
 use baton_core::team::{self, Input, MergedBranch, Team, TeamStatus};
+use baton_sys::git::{Git, TreeMerge};
 
 /// What `baton team consolidate` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -219,7 +219,7 @@ impl Teams<'_> {
             if !out.status.success() {
                 let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
                 text.push_str(&String::from_utf8_lossy(&out.stderr));
-                let tail = crate::process::tail(&text, 2_000).to_string();
+                let tail = baton_sys::process::tail(&text, 2_000).to_string();
                 let mut done = Consolidated::new("checks-failed", Some(c.message));
                 done.failed_check = Some((check.clone(), tail));
                 done.merged = merged;
@@ -368,7 +368,8 @@ impl Teams<'_> {
         if todo.is_empty() {
             return Ok(plan);
         }
-        let op = |e: crate::git::GitError| Error::op(format!("cannot merge the team's work: {e}"));
+        let op =
+            |e: baton_sys::git::GitError| Error::op(format!("cannot merge the team's work: {e}"));
         // The work tree as a commit whose parents are HEAD and what is laid
         // down already: the merge base of a branch merged before is its
         // tip then, so only what came after is merged again.
@@ -474,7 +475,7 @@ fn stage_all(git: &Git) -> Result<()> {
 
 /// The tree of the work tree as `stage_all` would stage it, through a
 /// temporary copy of the index: the project's own index is not touched.
-fn worktree_tree(git: &Git) -> std::result::Result<String, crate::git::GitError> {
+fn worktree_tree(git: &Git) -> std::result::Result<String, baton_sys::git::GitError> {
     let index = git.run(&["rev-parse", "--git-path", "index"], &[])?;
     let index = git.top().join(index.trim());
     let tmp = index.with_file_name(format!("baton-consolidate-index-{}", std::process::id()));
@@ -501,7 +502,7 @@ fn commit_index(
     git: &Git,
     parents: &[&str],
     message: &str,
-) -> std::result::Result<String, crate::git::GitError> {
+) -> std::result::Result<String, baton_sys::git::GitError> {
     let tree = git.run(&["write-tree"], &[])?.trim().to_string();
     let commit = git.commit_tree(&tree, parents, message)?;
     git.run(

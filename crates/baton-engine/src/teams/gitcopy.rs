@@ -58,7 +58,7 @@ fn jsonl<T: Serialize>(items: &[T]) -> Vec<u8> {
 }
 
 impl Teams<'_> {
-    fn repository(&self) -> Result<crate::git::Git> {
+    fn repository(&self) -> Result<baton_sys::git::Git> {
         self.eng.git().cloned().ok_or_else(|| {
             Error::bad_input(
                 "a team's copy is kept in git, but the project is not a git repository",
@@ -255,7 +255,7 @@ impl Teams<'_> {
 
 /// `rev` if it names a commit here, else a remote's branch `rev` (origin's
 /// first).
-fn copy_rev(git: &crate::git::Git, rev: &str) -> Option<String> {
+fn copy_rev(git: &baton_sys::git::Git, rev: &str) -> Option<String> {
     if git.resolve(rev).is_some() {
         return Some(rev.to_string());
     }

@@ -2,7 +2,7 @@
 //! NAME:ROLE:AGENT`) runs as a coding agent instance (`baton agent ls`) in
 //! its own worktree, told who it is and how to work with the team through
 //! baton's MCP tools, which know it by `BATON_TEAM` and `BATON_TEAMMATE`
-//! (given to every turn of its instance, see [`member_of_instance`]).
+//! (given to every turn of its instance, see `Engine::team_member_of_instance`).
 
 use super::Teams;
 use crate::error::{Error, Result};
@@ -89,14 +89,4 @@ impl Teams<'_> {
             });
         Some(recorded.unwrap_or_else(|| format!("baton/{id}")))
     }
-}
-
-/// The team and teammate agent instance `instance` is, if it is one.
-pub fn member_of_instance(eng: &crate::engine::Engine, instance: &str) -> Option<(String, String)> {
-    eng.store.teams().ok()?.into_iter().find_map(|t| {
-        t.teammates
-            .values()
-            .find(|m| m.instance.as_deref() == Some(instance))
-            .map(|m| (t.id.to_string(), m.name.clone()))
-    })
 }

@@ -11,8 +11,8 @@
 
 use super::Teams;
 use crate::error::{Error, Result};
-use crate::git::Git;
 use baton_core::team::{self, Input, Team};
+use baton_sys::git::Git;
 use std::path::PathBuf;
 
 /// What `team resolve` did.
@@ -86,7 +86,7 @@ impl Teams<'_> {
             ))
             .hint("choose continue, or rollback")
         })?;
-        let wg = Git::open(&wt)
+        let wg = crate::repo::open(&wt)
             .ok_or_else(|| Error::op(format!("{} is not a worktree", wt.display())))?;
         wg.commit_worktree(&format!("team {}: {name}'s work, kept by the lead", t.id))
             .map_err(|e| Error::op(format!("cannot commit {name}'s work on {branch}: {e}")))

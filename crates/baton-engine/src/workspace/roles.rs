@@ -13,11 +13,11 @@
 use super::{TaskBranch, Workspace, check_out, resume_point};
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::git::Git;
 use crate::project::Project;
 use baton_core::workflow::{Phase, PhaseKind, Workflow};
 use baton_core::workspace::{self as names, Place};
 use baton_core::{TaskId, TaskState};
+use baton_sys::git::Git;
 use std::path::{Path, PathBuf};
 
 /// The agent phase `def` of task `state` runs with (the task's `--agent`,
@@ -71,7 +71,7 @@ pub fn service(project: &Project, git: &Git) -> String {
         .workspaces
         .service
         .clone()
-        .or_else(|| crate::github::repository(&project.config, git).map(|r| r.name))
+        .or_else(|| project.config.github_repository(git).map(|r| r.name))
         .unwrap_or_else(|| project.name())
 }
 
@@ -87,7 +87,7 @@ pub fn base(project: &Project) -> PathBuf {
 
 /// The project's repository, which workspaces are worktrees of.
 pub fn repository(project: &Project) -> Result<Git> {
-    Git::open(&project.root).ok_or_else(|| {
+    crate::repo::open(&project.root).ok_or_else(|| {
         Error::bad_input(format!(
             "agents with a role work in git worktrees (workspaces by role), but {} is not in a git repository",
             project.root.display()
@@ -159,7 +159,7 @@ fn open(
     };
     fs_err::create_dir_all(&cwd)?;
     Ok(Workspace {
-        git: Git::open(&cwd),
+        git: crate::repo::open(&cwd),
         cwd,
         branch: Some(TaskBranch {
             name: branch.to_string(),

@@ -6,10 +6,10 @@ use super::Attempt;
 use super::launch::{self, Launch, Launched};
 use crate::engine::{Engine, Held, Outcome};
 use crate::error::{Error, Result};
-use crate::process::{self, Stop, Waited};
 use baton_core::TaskId;
 use baton_core::machine::{Failure, Input};
 use baton_core::state::PhaseStatus;
+use baton_sys::process::{self, Stop, Waited};
 use std::path::Path;
 
 /// A passing attempt's summary, output and changed files.

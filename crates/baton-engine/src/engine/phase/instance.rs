@@ -93,10 +93,10 @@ impl Engine {
             &mut launch::VersionProbe::none(),
         )?;
         // Failed: the instance's typed error is the phase's failure.
-        if let Ok(crate::process::Waited::Exited(st)) = &launched.waited
+        if let Ok(baton_sys::process::Waited::Exited(st)) = &launched.waited
             && !st.success()
         {
-            let stderr = crate::process::read_tail(&l.stderr, 8000);
+            let stderr = baton_sys::process::read_tail(&l.stderr, 8000);
             if let Some(e) = stderr
                 .lines()
                 .rev()

@@ -9,13 +9,13 @@
 use crate::engine::output::LastLine;
 use crate::engine::{Engine, Held};
 use crate::error::Result;
-use crate::process::{self, Spec, Stop, Waited};
 use baton_agents::{AgentEvent, Cli, Invocation, generic, tail::Tail};
 use baton_core::PhaseId;
 use baton_core::agent_stream::shorten;
 use baton_core::event::Event;
 use baton_core::machine::Input;
 use baton_core::state::{AgentSession, PhaseState, SessionStart};
+use baton_sys::process::{self, Spec, Stop, Waited};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};

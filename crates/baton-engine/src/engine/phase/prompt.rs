@@ -9,11 +9,11 @@ use super::{Attempt, MAX_ARG_BYTES, attempt_var};
 use crate::config::AgentConfig;
 use crate::engine::{Engine, Held};
 use crate::error::{Error, Result};
-use crate::process::{self, Waited};
 use baton_agents::{Cli, FailureKind};
 use baton_core::machine::{self, Input};
 use baton_core::state::{AgentSession, SessionStart};
 use baton_core::{TaskState, brief, template};
+use baton_sys::process::{self, Waited};
 use std::path::PathBuf;
 
 /// The variable an agent's CLI reads its MCP capability from.
@@ -227,7 +227,7 @@ impl Engine {
             && held
                 .state
                 .labels
-                .contains_key(crate::instances::INSTANCE_LABEL);
+                .contains_key(crate::builtin::INSTANCE_LABEL);
         let (start, text) = match (&resumable, &interrupted) {
             (Some(_), _) if next_turn => (SessionStart::Resumed, prompt.clone()),
             (Some(_), _) => (SessionStart::Resumed, launch::resumed_prompt(&prompt)),

@@ -136,10 +136,10 @@ impl Engine {
             ),
             ("BATON_BRIEF_FILE".into(), brief_file.display().to_string()),
         ];
-        if let Some(i) = held.state.labels.get(crate::instances::INSTANCE_LABEL) {
+        if let Some(i) = held.state.labels.get(crate::builtin::INSTANCE_LABEL) {
             env.push(("BATON_INSTANCE".into(), i.clone()));
             // A teammate baton started: its team's MCP identity.
-            if let Some((team, name)) = crate::teams::member_of_instance(self, i) {
+            if let Some((team, name)) = self.team_member_of_instance(i) {
                 env.push(("BATON_TEAM".into(), team));
                 env.push(("BATON_TEAMMATE".into(), name));
             }

@@ -438,6 +438,8 @@ fn repo_with_worktree() -> (tempfile::TempDir, PathBuf, PathBuf, Git) {
 #[test]
 fn work_not_committed_or_not_pushed_keeps_the_worktree_and_branch() {
     let (_d, top, wt, g) = repo_with_worktree();
+    // Told of the agents' run files, as the engine opens it.
+    let g = g.knowing_run_files(baton_agents::run_files::as_committed);
     // A commit on no other branch or remote.
     assert_eq!(
         g.held_by(&wt, "feature", "main").unwrap(),
@@ -550,7 +552,9 @@ fn a_commit_during_a_run_holds_the_users_files_without_batons_run_files() {
     write(&top, "AGENTS.md", "House rules.\n");
     git(&top, &["add", "AGENTS.md"]);
     git(&top, &["commit", "-qm", "rules"]);
-    let g = Git::open(&top).unwrap();
+    let g = Git::open(&top)
+        .unwrap()
+        .knowing_run_files(baton_agents::run_files::as_committed);
     // A run goes on: baton's brief in the memory file, its MCP server in
     // droid's file, and the agent's own work.
     let codex = baton_agents::by_name("codex").unwrap();

@@ -59,7 +59,16 @@ pub struct Git {
     refs: Arc<Mutex<Option<RefWriter>>>,
     /// The repository keeps its refs in files.
     files_refs: bool,
+    /// What an agent run put in a work tree of its own (a brief, an MCP
+    /// server entry), as committed: never work, never committed. Told by
+    /// whoever knows the agents ([`Git::knowing_run_files`]).
+    run_files: Option<RunFiles>,
 }
+
+/// The files in a folder that an agent run changed, each with its path
+/// relative to the folder and its text without the run's change (`None`:
+/// the file was not there).
+pub type RunFiles = fn(&Path) -> std::io::Result<Vec<(String, Option<String>)>>;
 
 /// HEAD as the git folder says it: a branch (with its commit, none while
 /// the branch is unborn) or a detached commit.
@@ -88,6 +97,7 @@ impl Git {
             last: Arc::default(),
             refs: Arc::default(),
             files_refs: false,
+            run_files: None,
         };
         // One process for the top and both git folders (`--path-format`
         // needs git 2.31; older ones get the top alone).
@@ -131,7 +141,24 @@ impl Git {
             last: Arc::default(),
             refs: Arc::default(),
             files_refs,
+            run_files: None,
         })
+    }
+
+    /// This repository, told which files an agent run puts in a work tree
+    /// (`run_files`): what [`Git::held_by`] and [`Git::commit_worktree`]
+    /// leave out.
+    pub fn knowing_run_files(mut self, run_files: RunFiles) -> Git {
+        self.run_files = Some(run_files);
+        self
+    }
+
+    /// What a run left in `dir`, as committed (nothing when not told).
+    fn run_files_in(&self, dir: &Path) -> std::io::Result<Vec<(String, Option<String>)>> {
+        match self.run_files {
+            Some(f) => f(dir),
+            None => Ok(Vec::new()),
+        }
     }
 
     fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {

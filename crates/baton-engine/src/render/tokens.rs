@@ -3,9 +3,6 @@
 //! tokenizers differ by some percent; this is an estimate that splits
 //! and routes, not a bill.
 
-use crate::engine::Engine;
-use crate::error::{Error, Result};
-use baton_core::session_log::plan::{self, Plan};
 use std::sync::OnceLock;
 
 /// The tokens in `text`.
@@ -15,23 +12,6 @@ pub fn count(text: &str) -> u64 {
         Some(bpe) => bpe.encode_ordinary(text).len() as u64,
         // The ranks are compiled in: this cannot fail short of a broken build.
         None => text.split_whitespace().count() as u64,
-    }
-}
-
-impl Engine {
-    /// `baton session plan`: the session's tokens per phase, split and
-    /// routed by `[sessions]`.
-    pub fn plan_session(&self, arg: &str) -> Result<Plan> {
-        let (log, _) = self.session_log(arg)?;
-        let rules = self.project.config.sessions.rules()?;
-        if log.sections.is_empty() {
-            return Err(Error::bad_input(format!(
-                "the session {} has no phases (`## ` headings) to plan",
-                log.front.session_id
-            ))
-            .hint("a session log's phases are its `## <phase>` sections"));
-        }
-        Ok(plan::plan(&log, &count, &rules))
     }
 }
 

@@ -312,7 +312,7 @@ impl Git {
             args: "add".into(),
             stderr: format!("cannot read what baton put in the work tree: {e}"),
         };
-        for (rel, committed) in baton_agents::run_files::as_committed(&self.root).map_err(io)? {
+        for (rel, committed) in self.run_files_in(&self.root).map_err(io)? {
             match committed {
                 None => {
                     self.run(

@@ -4,7 +4,7 @@
 //! remote-tracking branch and not the base hold, keep both (and say why).
 //! A branch whose changes reached the base by a squash merge, a rebase or
 //! a cherry-pick is seen as merged. Ignored files are not work, nor is
-//! what a run left of baton's own in a file (`baton_agents::run_files`).
+//! what a run left of baton's own in a file (`Git::knowing_run_files`).
 
 use super::{Git, GitError};
 use std::path::Path;
@@ -68,7 +68,7 @@ impl Git {
             // What a run left there of baton's own (a brief, its MCP
             // server) is not work when, without it, the file is as
             // committed.
-            let batons = baton_agents::run_files::as_committed(worktree).unwrap_or_default();
+            let batons = self.run_files_in(worktree).unwrap_or_default();
             let only_batons = |path: &str| {
                 batons.iter().any(|(rel, without)| {
                     rel == path

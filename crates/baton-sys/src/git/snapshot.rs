@@ -158,7 +158,7 @@ impl Git {
 
     /// A commit of `tree` with `parents` and `message`, made by baton; no
     /// ref is moved.
-    pub(crate) fn commit_tree(
+    pub fn commit_tree(
         &self,
         tree: &str,
         parents: &[&str],

@@ -248,7 +248,7 @@ pub(crate) fn children_of(
     state: &TaskState,
     mode: SubagentMode,
 ) -> Vec<ChildSession> {
-    let Some(me) = state.labels.get(crate::instances::INSTANCE_LABEL) else {
+    let Some(me) = state.labels.get(crate::builtin::INSTANCE_LABEL) else {
         return Vec::new();
     };
     let Ok(all) = store.instances() else {
