@@ -12,6 +12,7 @@ mod claim;
 mod crash;
 mod create;
 mod deliver;
+mod deliveries;
 mod detach;
 mod drive;
 mod hold;
@@ -19,6 +20,7 @@ mod manage;
 mod output;
 mod phase;
 mod play;
+mod progress;
 pub use phase::new_uuid;
 pub(crate) use phase::{attempt_label, summary_file};
 mod read;
@@ -29,6 +31,7 @@ mod turn;
 mod workspaces;
 
 pub use deliver::{Awaited, Decision, HandedOver, Passed, ignored, moves_instances, new_delivery};
+pub use deliveries::{Delivered, DeliveryWriter};
 pub use manage::CLEANED;
 pub use output::{Cursor as OutputCursor, Output, OutputLine};
 pub use supervise::{AutoRestart, Need, Triage};
@@ -169,7 +172,7 @@ pub struct ResumeOptions {
 
 pub struct Engine {
     pub project: Project,
-    pub store: Arc<dyn Store>,
+    pub(crate) store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     observer: Arc<dyn Observer>,
     owner: LeaseOwner,

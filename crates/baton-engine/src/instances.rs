@@ -219,6 +219,12 @@ impl Agents<'_> {
         Ok(all.by_id.into_values().map(|i| self.view(i)).collect())
     }
 
+    /// Every instance as stored, nothing enforced nor delivered first
+    /// (for readers, such as the API's listing).
+    pub fn stored(&self) -> Result<Instances> {
+        Ok(self.eng.store.instances()?)
+    }
+
     /// One instance (see [`Agents::list`]).
     pub fn show(&self, id: &InstanceId) -> Result<View> {
         let all = self.tick()?;

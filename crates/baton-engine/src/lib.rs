@@ -28,8 +28,9 @@ pub mod worker;
 pub mod workspace;
 
 pub use engine::{
-    AutoRestart, Awaited, Decision, Engine, FromLog, HandedOver, Imported, Need, Observer, Outcome,
-    Passed, ResumeOptions, RunOptions, Triage, ignored, moves_instances, new_delivery, new_uuid,
+    AutoRestart, Awaited, Decision, Delivered, DeliveryWriter, Engine, FromLog, HandedOver,
+    Imported, Need, Observer, Outcome, Passed, ResumeOptions, RunOptions, Triage, ignored,
+    moves_instances, new_delivery, new_uuid,
 };
 pub use error::Error;
 pub use project::Project;

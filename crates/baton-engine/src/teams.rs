@@ -134,6 +134,16 @@ impl Teams<'_> {
         Ok(self.eng.store.teams()?)
     }
 
+    /// Team `id`'s whole journal, oldest first.
+    pub fn journal(&self, id: &str) -> Result<Vec<Record>> {
+        Ok(self.eng.store.team_records(id, 0, usize::MAX)?)
+    }
+
+    /// How many messages team `id`'s mailbox holds (a change to sync).
+    pub fn message_count(&self, id: &str) -> Result<u64> {
+        Ok(self.eng.store.message_count(id)?)
+    }
+
     /// Decides what `input` (made from the team as loaded and the store's
     /// time) causes and commits it; decides again when another process
     /// committed first. The team after it, and the records written.

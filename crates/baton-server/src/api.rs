@@ -81,7 +81,7 @@ async fn get_task(
 ) -> Result<axum::Json<Value>, ApiError> {
     let id = task_id(&id)?;
     blocking(move || {
-        let snap = app.eng.store.load(&id)?.ok_or_else(|| not_found(&id))?;
+        let snap = app.eng.find(&id)?.ok_or_else(|| not_found(&id))?;
         Ok(axum::Json(app.eng.document(&snap)?))
     })
     .await
@@ -99,7 +99,7 @@ async fn task_journal(
     let after = u64::from(page.after.unwrap_or(0));
     let limit = page.limit.unwrap_or(200).clamp(1, 1000) as usize;
     blocking(move || {
-        app.eng.store.load(&id)?.ok_or_else(|| not_found(&id))?;
+        app.eng.find(&id)?.ok_or_else(|| not_found(&id))?;
         let records = app.eng.events(&id, after, limit)?;
         let next_after = records.last().map(|r| r.seq as u32);
         Ok(axum::Json(JournalPage {
@@ -129,7 +129,7 @@ async fn resume_task(
 ) -> Result<(StatusCode, axum::Json<Value>), ApiError> {
     let id = task_id(&id)?;
     blocking(move || {
-        let snap = app.eng.store.load(&id)?.ok_or_else(|| not_found(&id))?;
+        let snap = app.eng.find(&id)?.ok_or_else(|| not_found(&id))?;
         let status = app.eng.status_of(&snap);
         if !status.resumable() {
             let hint = match status {
@@ -195,7 +195,7 @@ async fn cancel_task(
 ) -> Result<axum::Json<Value>, ApiError> {
     let id = task_id(&id)?;
     blocking(move || {
-        let snap = app.eng.store.load(&id)?.ok_or_else(|| not_found(&id))?;
+        let snap = app.eng.find(&id)?.ok_or_else(|| not_found(&id))?;
         if matches!(
             app.eng.status_of(&snap),
             DisplayStatus::Complete | DisplayStatus::Cancelled
@@ -232,7 +232,7 @@ async fn answer_task(
 ) -> Result<(StatusCode, axum::Json<Value>), ApiError> {
     let id = task_id(&id)?;
     blocking(move || {
-        app.eng.store.load(&id)?.ok_or_else(|| not_found(&id))?;
+        app.eng.find(&id)?.ok_or_else(|| not_found(&id))?;
         let by = a.by.unwrap_or_else(|| "api".into());
         let (phase, passed) = app.eng.answer(&id, &a.answer, &by).map_err(|e| {
             let busy = e.kind == baton_core::ErrorKind::Busy;
@@ -269,7 +269,6 @@ async fn list_deliveries(
     blocking(move || {
         Ok(axum::Json(
             app.eng
-                .store
                 .deliveries(limit)?
                 .iter()
                 .map(DeliveryView::of)
@@ -284,7 +283,7 @@ async fn list_deliveries(
     responses((status = 200, description = "every instance as stored: id, type, status, state, resources, config, times (RFC 3339)", body = Vec<Object>)))]
 async fn list_instances(State(app): State<App>) -> Result<axum::Json<Vec<Value>>, ApiError> {
     blocking(move || {
-        let all = app.eng.store.instances()?;
+        let all = app.eng.agents()?.stored()?;
         Ok(axum::Json(
             all.by_id.values().map(|i| i.to_json()).collect(),
         ))

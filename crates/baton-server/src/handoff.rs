@@ -26,7 +26,7 @@ impl Handoff {
         let dispatcher = std::thread::Builder::new()
             .name("baton-handoff".into())
             .spawn(move || {
-                match eng.store.unsettled_deliveries() {
+                match eng.unsettled_deliveries() {
                     Ok(left) => {
                         for batch in left.chunks(BATCH) {
                             hand_over(&eng, batch, &branch_pattern, &runs);
@@ -77,16 +77,24 @@ impl Handoff {
 }
 
 fn hand_over(eng: &Arc<Engine>, batch: &[NewDelivery], branch_pattern: &str, runs: &Runs) {
-    let mut settled = Vec::new();
+    // Settled together, in one commit, before the passed tasks run on.
+    let handed = match eng.hand_over_batch(batch, branch_pattern) {
+        Ok(h) => h,
+        Err(e) => {
+            eng.observer().info(&format!(
+                "warning: deliveries not settled (handed over again at the next start): {e}"
+            ));
+            return;
+        }
+    };
     let mut passed = Vec::new();
-    for d in batch {
-        match eng.hand_over(d, branch_pattern) {
+    for (d, h) in batch.iter().zip(handed) {
+        match h {
             Ok(h) => {
                 eng.observer().info(&format!(
                     "delivery {} ({}): {}: {}",
                     d.id, h.name, h.settlement.decision, h.settlement.why
                 ));
-                settled.push((d.id.clone(), h.settlement));
                 passed.extend(h.passed);
             }
             // Left unsettled: handed over again at the next start.
@@ -94,12 +102,6 @@ fn hand_over(eng: &Arc<Engine>, batch: &[NewDelivery], branch_pattern: &str, run
                 .observer()
                 .info(&format!("warning: delivery {} not handed over: {e}", d.id)),
         }
-    }
-    // Settled together, in one commit; before the passed tasks run on.
-    if let Err(e) = eng.store.settle_deliveries(&settled) {
-        eng.observer().info(&format!(
-            "warning: deliveries not settled (handed over again at the next start): {e}"
-        ));
     }
     for p in passed {
         let id = eng.let_go(p);

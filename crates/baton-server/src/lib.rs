@@ -68,7 +68,7 @@ pub fn serve(
     let stop = Arc::new(AtomicBool::new(false));
     let eng =
         Arc::new(Engine::open(project.clone(), observer.clone())?.with_interrupt(stop.clone()));
-    let writer_store = baton_engine::store::Location::of(&project)?.open()?;
+    let writer = eng.delivery_writer()?;
     let listener = std::net::TcpListener::bind(settings.addr).map_err(|e| {
         Error::op(format!("cannot listen on {}: {e}", settings.addr))
             .hint("pass another address with --addr, or stop what listens there")
@@ -91,7 +91,7 @@ pub fn serve(
         eng: eng.clone(),
         secrets: Arc::new(settings.secrets.clone()),
         token: settings.token.as_deref().map(Arc::from),
-        recorder: recorder::Recorder::start(writer_store),
+        recorder: recorder::Recorder::start(writer),
         replay_window_ms: settings.replay_window_ms,
         handoff: handoff.clone(),
         runs: runs.clone(),
@@ -158,7 +158,7 @@ pub fn serve(
         .build()?;
     observer.info(&format!(
         "baton serve: listening on http://{local} (dashboard at /, API at /api/v1, webhooks at /webhooks/github, MCP at /mcp), store {}",
-        eng.store.describe()
+        eng.store_description()
     ));
     let stopping = {
         let (stop, observer) = (stop.clone(), observer.clone());

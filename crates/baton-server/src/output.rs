@@ -56,7 +56,7 @@ pub async fn task_output(
         )
     })?;
     blocking(move || {
-        let snap = app.eng.store.load(&id)?.ok_or_else(|| not_found(&id))?;
+        let snap = app.eng.find(&id)?.ok_or_else(|| not_found(&id))?;
         let read = app.eng.phase_output(&snap, &after, &[])?;
         Ok(axum::Json(OutputPage {
             lines: read.lines,

@@ -3,8 +3,8 @@
 //! while it was busy and stores them in one transaction (one fsync), then
 //! answers each. A delivery is answered only once it is durable.
 
-use baton_store::{NewDelivery, Store};
-use std::sync::Arc;
+use baton_engine::DeliveryWriter;
+use baton_store::NewDelivery;
 use std::sync::mpsc;
 use tokio::sync::oneshot;
 
@@ -20,12 +20,13 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// Starts the writer thread on `store`; it ends when every handle is dropped.
-    pub fn start(store: Arc<dyn Store>) -> Recorder {
+    /// Starts the writer thread on `writer`; it ends when every handle is
+    /// dropped.
+    pub fn start(writer: DeliveryWriter) -> Recorder {
         let (tx, rx) = mpsc::channel::<(NewDelivery, Answer)>();
         std::thread::Builder::new()
             .name("baton-deliveries".into())
-            .spawn(move || write_loop(&*store, &rx))
+            .spawn(move || write_loop(&writer, &rx))
             .expect("a thread starts");
         Recorder { tx }
     }
@@ -41,7 +42,7 @@ impl Recorder {
     }
 }
 
-fn write_loop(store: &dyn Store, rx: &mpsc::Receiver<(NewDelivery, Answer)>) {
+fn write_loop(writer: &DeliveryWriter, rx: &mpsc::Receiver<(NewDelivery, Answer)>) {
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -51,14 +52,14 @@ fn write_loop(store: &dyn Store, rx: &mpsc::Receiver<(NewDelivery, Answer)>) {
             }
         }
         let (deliveries, answers): (Vec<NewDelivery>, Vec<Answer>) = batch.into_iter().unzip();
-        match store.record_deliveries(&deliveries) {
+        match writer.record(&deliveries) {
             Ok(fresh) => {
                 for (answer, new) in answers.into_iter().zip(fresh) {
                     let _ = answer.send(Ok(new));
                 }
             }
             Err(e) => {
-                let said = e.to_string();
+                let said = e.message.clone();
                 for answer in answers {
                     let _ = answer.send(Err(said.clone()));
                 }

@@ -178,7 +178,7 @@ fn copy_teams(eng: &Engine, marks: &mut HashMap<String, (u64, u64)>) {
             continue;
         }
         let id = t.id.to_string();
-        let mark = (t.last_seq, eng.store.message_count(&id).unwrap_or(0));
+        let mark = (t.last_seq, teams.message_count(&id).unwrap_or(0));
         if marks.get(&id) == Some(&mark) {
             continue;
         }

@@ -113,7 +113,7 @@ impl Reader {
             return;
         }
         known.1 = Some(Instant::now());
-        let Ok(hashes) = self.eng.store.definition_hashes() else {
+        let Ok(hashes) = self.eng.definition_hashes() else {
             // Looked at again on the next read.
             known.1 = None;
             return;
@@ -124,8 +124,8 @@ impl Reader {
             if of_hash.contains_key(&h) {
                 continue;
             }
-            if let Ok(Some(d)) = self.eng.store.definition(&h) {
-                of_hash.insert(h, Awaited::of(std::iter::once(d.json.as_str())));
+            if let Ok(Some(a)) = self.eng.awaited_by(&h) {
+                of_hash.insert(h, a);
             }
         }
         let mut slot = awaited.write().unwrap_or_else(|p| p.into_inner());
@@ -152,7 +152,7 @@ fn fingerprint(eng: &Engine) -> Result<u64, baton_engine::Error> {
         )
             .hash(&mut h);
     }
-    for d in eng.store.deliveries(20)? {
+    for d in eng.deliveries(20)? {
         (d.id, d.decision, d.settled_at.map(|t| t.millis())).hash(&mut h);
     }
     Ok(h.finish())

@@ -7,7 +7,7 @@ use super::Result;
 use crate::cli::{DeliverArgs, DeliveriesArgs};
 use crate::printer::{Printer, cell};
 use baton_core::Exit;
-use baton_engine::{Decision, Error, Project};
+use baton_engine::{Decision, Delivered, Error, Project};
 use std::sync::Arc;
 
 pub fn run(project: &Project, args: DeliverArgs, printer: &Arc<Printer>) -> Result<Exit> {
@@ -37,30 +37,26 @@ pub fn run(project: &Project, args: DeliverArgs, printer: &Arc<Printer>) -> Resu
     let now = baton_core::Timestamp(jiff::Timestamp::now().as_millisecond());
     let d =
         baton_engine::new_delivery(id.clone(), args.event, &payload, &eng.awaited()?.paths, now);
-    if !eng.store.record_deliveries(std::slice::from_ref(&d))?[0] {
-        let before = eng
-            .store
-            .deliveries(usize::MAX)?
-            .into_iter()
-            .find(|r| r.id == id);
-        let said = before.map_or(String::new(), |r| {
-            format!(" ({}: {})", cell(&r.decision), cell(&r.why))
-        });
-        if args.json {
-            printer.json(
-                &serde_json::json!({"delivery": id, "redelivery": true, "tasks": []}).to_string(),
-            );
-        } else {
-            printer.data(&format!(
-                "delivery {} was handled already{said}: nothing changed",
-                cell(&id)
-            ));
+    let handed = match eng.deliver(d, &args.branch_pattern)? {
+        Delivered::Handed(h) => h,
+        Delivered::Redelivery(before) => {
+            let said = before.map_or(String::new(), |r| {
+                format!(" ({}: {})", cell(&r.decision), cell(&r.why))
+            });
+            if args.json {
+                printer.json(
+                    &serde_json::json!({"delivery": id, "redelivery": true, "tasks": []})
+                        .to_string(),
+                );
+            } else {
+                printer.data(&format!(
+                    "delivery {} was handled already{said}: nothing changed",
+                    cell(&id)
+                ));
+            }
+            return Ok(Exit::Done);
         }
-        return Ok(Exit::Done);
-    }
-    let handed = eng.hand_over(&d, &args.branch_pattern)?;
-    eng.store
-        .settle_deliveries(&[(id.clone(), handed.settlement.clone())])?;
+    };
     let mut exit = Exit::Done;
     let mut outcomes = std::collections::BTreeMap::new();
     for p in handed.passed {
@@ -98,8 +94,7 @@ pub fn run(project: &Project, args: DeliverArgs, printer: &Arc<Printer>) -> Resu
 /// `baton deliveries`: the deliveries received, newest first, with what
 /// each did.
 pub fn list(project: &Project, args: DeliveriesArgs, printer: &Arc<Printer>) -> Result<Exit> {
-    let store = baton_engine::store::Location::of(project)?.open()?;
-    let rows = store.deliveries(args.limit)?;
+    let rows = super::engine(project, printer)?.deliveries(args.limit)?;
     if args.json {
         let all: Vec<_> = rows
             .iter()

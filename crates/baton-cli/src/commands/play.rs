@@ -14,7 +14,6 @@ pub fn run(project: &Project, args: PlayArgs, printer: &Arc<Printer>) -> Result<
     let eng = super::driving_engine(project, printer)?;
     let mut play = if args.resume {
         let unfinished = eng
-            .store
             .plays()?
             .into_iter()
             .find(|p| p.status != "done")
@@ -146,7 +145,6 @@ fn start(eng: &baton_engine::Engine, args: &PlayArgs) -> Result<Play> {
     }
     if args.start_from_task.is_none()
         && let Some(old) = eng
-            .store
             .plays()?
             .into_iter()
             .find(|p| p.name == name && p.status != "done")

@@ -13,11 +13,11 @@ use baton_engine::{Error, Project};
 use std::sync::Arc;
 
 pub fn run(project: &Project, args: ProgressArgs, printer: &Arc<Printer>) -> Result<Exit> {
-    let store = baton_engine::store::Location::of(project)?.open()?;
+    let eng = super::engine(project, printer)?;
     if let Some(task) = &args.task {
         let repo = args.repository.as_deref().expect("clap requires it");
         if args.clear {
-            if !store.clear_task_stage(repo, task)? {
+            if !eng.clear_task_stage(repo, task)? {
                 return Err(no_task_record(repo, task));
             }
             printer.info(&format!(
@@ -25,7 +25,7 @@ pub fn run(project: &Project, args: ProgressArgs, printer: &Arc<Printer>) -> Res
             ));
             return Ok(Exit::Done);
         }
-        let p = store
+        let p = eng
             .task_stage(repo, task)?
             .ok_or_else(|| no_task_record(repo, task))?;
         if args.json {
@@ -37,7 +37,7 @@ pub fn run(project: &Project, args: ProgressArgs, printer: &Arc<Printer>) -> Res
     }
     if args.clear {
         let repo = args.repository.as_deref().expect("clap requires it");
-        if !store.clear_progress(repo)? {
+        if !eng.clear_progress(repo)? {
             return Err(Error::bad_input(format!("no progress record of {repo}"))
                 .hint("list the records with `baton progress`"));
         }
@@ -46,8 +46,8 @@ pub fn run(project: &Project, args: ProgressArgs, printer: &Arc<Printer>) -> Res
         ));
         return Ok(Exit::Done);
     }
-    let repos = store.progress(args.repository.as_deref())?;
-    let stages = store.task_stages(args.repository.as_deref())?;
+    let repos = eng.repository_progress(args.repository.as_deref())?;
+    let stages = eng.task_stages(args.repository.as_deref())?;
     // Each repository with its tasks; one whose own record is gone (a
     // partial copy or salvage) is shown from its newest task's.
     let mut records: Vec<(Progress, Vec<Progress>)> = repos

@@ -274,8 +274,7 @@ pub fn fork(project: &Project, args: ForkArgs, printer: &Arc<Printer>) -> Result
     let eng = driving_engine(project, printer)?;
     let src = task_id(project, Some(&args.id))?;
     if eng
-        .store
-        .load(&baton_core::TaskId::parse(&args.new_id).map_err(|e| {
+        .find(&baton_core::TaskId::parse(&args.new_id).map_err(|e| {
             Error::bad_input(e.to_string())
                 .hint("task ids use letters, digits, '-', '_' and '.', e.g. --id fix-login-2")
         })?)?

@@ -5,7 +5,7 @@ use crate::cli::{StoreCommand, StoreCopyArgs};
 use crate::printer::Printer;
 use baton_core::Exit;
 use baton_core::lease::DisplayStatus;
-use baton_engine::store::{Location, copy};
+use baton_engine::store::Location;
 use baton_engine::{Error, Project};
 use std::sync::Arc;
 
@@ -58,7 +58,7 @@ fn copy_cmd(project: &Project, args: StoreCopyArgs, printer: &Arc<Printer>) -> R
             "wait for them, or stop them (`baton cancel ID`, or Ctrl-C the workers), then copy",
         ));
     }
-    let report = copy(&*eng.store, &*to.open()?)?;
+    let report = eng.copy_into(&*to.open()?)?;
     if args.json {
         printer.json(&serde_json::to_string_pretty(&report).expect("serializes"));
     } else {

@@ -360,7 +360,7 @@ pub fn run(project: &Project, cmd: TeamCommand, printer: &Arc<Printer>) -> Resul
         }
         TeamCommand::Review(a) => {
             let p = teams.probe(&a.team)?;
-            let journal = eng.store.team_records(&a.team, 0, usize::MAX)?;
+            let journal = teams.journal(&a.team)?;
             if a.json {
                 return json(
                     printer,

@@ -16,6 +16,11 @@ impl Engine {
     /// Runs `play` from the task it is at, at most `max_tasks` tasks (none:
     /// to its end). Returns the last task's outcome (`Complete` when the
     /// play got to its end or ran its `max_tasks`).
+    /// The plays recorded.
+    pub fn plays(&self) -> Result<Vec<Play>> {
+        Ok(self.store.plays()?)
+    }
+
     pub fn play(&self, play: &mut Play, max_tasks: Option<usize>) -> Result<Outcome> {
         let total = play.tasks.len();
         let mut ran = 0;

@@ -43,6 +43,17 @@ impl Engine {
             .collect())
     }
 
+    /// Task `id`, if the store has it.
+    pub fn find(&self, id: &TaskId) -> Result<Option<TaskSnapshot>> {
+        Ok(self.store.load(id)?)
+    }
+
+    /// Where the store is, for people (a PostgreSQL URL without its
+    /// password).
+    pub fn store_description(&self) -> String {
+        self.store.describe()
+    }
+
     pub fn load(&self, id: &TaskId) -> Result<TaskSnapshot> {
         self.store.load(id)?.ok_or_else(|| {
             Error::bad_input(format!("no task {id}")).hint("run `baton ls --all` to see the tasks")
