@@ -173,21 +173,13 @@ impl Workflow {
         stem: &str,
         read_prompt: &dyn Fn(&str) -> Result<String, String>,
     ) -> Result<Workflow, WorkflowError> {
-        let at = |span: Option<Range<usize>>, message: String| {
-            let (line, column) = line_col(source, span.map(|s| s.start).unwrap_or(0));
-            WorkflowError {
-                file: file.to_string(),
-                line,
-                column,
-                message,
-            }
-        };
+        let src = Source { text: source, file };
         let raw: RawWorkflow = toml::from_str(source).map_err(|e| {
             let msg = e.message().trim().to_string();
-            at(e.span(), msg)
+            src.at(e.span(), msg)
         })?;
         if raw.name.get_ref() != stem {
-            return Err(at(
+            return Err(src.at(
                 Some(raw.name.span()),
                 format!(
                     "name {:?} must equal the file name {stem:?}",
@@ -195,267 +187,32 @@ impl Workflow {
                 ),
             ));
         }
-        let mut flags = BTreeMap::new();
-        for (k, v) in raw.flags.unwrap_or_default() {
-            let v = match v.into_inner() {
-                toml::Value::Boolean(b) => serde_json::Value::Bool(b),
-                toml::Value::Integer(i) => serde_json::Value::from(i),
-                toml::Value::String(s) => serde_json::Value::String(s),
-                other => {
-                    return Err(at(
-                        None,
-                        format!(
-                            "flag {k:?} must be a boolean, an integer or a string, not a {}",
-                            other.type_str()
-                        ),
-                    ));
-                }
-            };
-            flags.insert(k, v);
-        }
-        let d = raw.defaults.unwrap_or_default();
-        let defaults = Defaults {
-            agent: d.agent,
-            timeout_ms: match &d.timeout {
-                Some(t) => Some(parse_timeout(t.get_ref()).map_err(|m| at(Some(t.span()), m))?),
-                None => None,
-            },
-            max_attempts: match &d.max_attempts {
-                Some(m) if *m.get_ref() == 0 => {
-                    return Err(at(Some(m.span()), "max_attempts must be at least 1".into()));
-                }
-                Some(m) => *m.get_ref(),
-                None => 1,
-            },
-            on_failure: match &d.on_failure {
-                Some(o) => parse_on_failure(o.get_ref()).map_err(|m| at(Some(o.span()), m))?,
-                None => OnFailure::Halt,
-            },
-        };
+        let flags = parse_flags(raw.flags.unwrap_or_default(), &src)?;
+        let defaults = parse_defaults(raw.defaults.unwrap_or_default(), &src)?;
         if raw.phase.is_empty() {
-            return Err(at(None, "a workflow needs at least one [[phase]]".into()));
+            return Err(src.at(None, "a workflow needs at least one [[phase]]".into()));
         }
-
         // Ids first, so `needs` and `loop_to` can point forward.
-        let mut ids: HashMap<String, usize> = HashMap::new();
-        for (i, p) in raw.phase.iter().enumerate() {
-            let id = p.get_ref().id.get_ref();
-            PhaseId::parse(id).map_err(|e| at(Some(p.get_ref().id.span()), e.to_string()))?;
-            if ids.insert(id.clone(), i).is_some() {
-                return Err(at(
-                    Some(p.get_ref().id.span()),
-                    format!("duplicate phase id {id:?}"),
-                ));
-            }
-        }
-        let check_template = |t: &Spanned<String>| -> Result<(), WorkflowError> {
-            check_template(t.get_ref(), &flags).map_err(|m| at(Some(t.span()), m))
+        let ids = phase_ids(&raw.phase, &src)?;
+        let cx = PhaseContext {
+            src: &src,
+            ids: &ids,
+            flags: &flags,
+            defaults: &defaults,
+            read_prompt,
         };
-
         let mut phases = Vec::with_capacity(raw.phase.len());
         let mut need_spans: Vec<Vec<Range<usize>>> = Vec::new();
         let mut loop_spans: Vec<Option<Range<usize>>> = Vec::new();
         for (i, sp) in raw.phase.iter().enumerate() {
-            let p = sp.get_ref();
-            let id = PhaseId::parse(p.id.get_ref()).expect("checked above");
-            let phase_at = Some(p.id.span());
-            let mut needs = Vec::new();
-            let mut spans = Vec::new();
-            match &p.needs {
-                Some(list) => {
-                    for n in list {
-                        if !ids.contains_key(n.get_ref()) {
-                            return Err(at(
-                                Some(n.span()),
-                                format!("phase \"{id}\" needs unknown phase {:?}", n.get_ref()),
-                            ));
-                        }
-                        if n.get_ref() == id.as_str() {
-                            return Err(at(
-                                Some(n.span()),
-                                format!("phase \"{id}\" cannot need itself"),
-                            ));
-                        }
-                        needs.push(PhaseId::parse(n.get_ref()).expect("known id"));
-                        spans.push(n.span());
-                    }
-                }
-                None if i > 0 => {
-                    let prev = raw.phase[i - 1].get_ref().id.get_ref();
-                    needs.push(PhaseId::parse(prev).expect("known id"));
-                    spans.push(p.id.span());
-                }
-                None => {}
-            }
-            need_spans.push(spans);
-
-            let set = [
-                p.run.is_some(),
-                p.prompt.is_some(),
-                p.prompt_file.is_some(),
-                p.wait.is_some(),
-            ]
-            .iter()
-            .filter(|b| **b)
-            .count();
-            if set != 1 {
-                return Err(at(
-                    phase_at,
-                    format!(
-                        "phase \"{id}\" must have exactly one of `prompt`, `prompt_file`, `run` or `wait` (it has {set})"
-                    ),
-                ));
-            }
-            let kind = if let Some(run) = &p.run {
-                check_template(run)?;
-                PhaseKind::Run {
-                    command: run.get_ref().clone(),
-                }
-            } else if let Some(prompt) = &p.prompt {
-                check_template(prompt)?;
-                PhaseKind::Prompt {
-                    template: prompt.get_ref().clone(),
-                    file: None,
-                }
-            } else if let Some(pf) = &p.prompt_file {
-                let rel = pf.get_ref();
-                if rel.starts_with('/') || rel.split('/').any(|c| c == "..") {
-                    return Err(at(
-                        Some(pf.span()),
-                        format!("prompt_file {rel:?} must be a path inside .baton/"),
-                    ));
-                }
-                let text = read_prompt(rel).map_err(|m| {
-                    at(
-                        Some(pf.span()),
-                        format!("cannot read prompt_file {rel:?}: {m}"),
-                    )
-                })?;
-                check_template(&Spanned::new(pf.span(), text.clone())).map_err(|e| {
-                    WorkflowError {
-                        message: format!("in {rel}: {}", e.message),
-                        ..e
-                    }
-                })?;
-                PhaseKind::Prompt {
-                    template: text,
-                    file: Some(rel.clone()),
-                }
-            } else {
-                let w = p.wait.as_ref().expect("counted above");
-                PhaseKind::Wait(parse_wait(w.get_ref(), &flags).map_err(|m| at(Some(w.span()), m))?)
-            };
-            // Keys that do nothing for this kind of phase are refused, so
-            // nobody believes a wait has a timeout or a command an agent.
-            let ignored: Vec<(&str, Option<Range<usize>>)> = match &kind {
-                PhaseKind::Wait(_) => vec![
-                    ("timeout", p.timeout.as_ref().map(|t| t.span())),
-                    ("max_attempts", p.max_attempts.as_ref().map(|m| m.span())),
-                    ("on_failure", p.on_failure.as_ref().map(|o| o.span())),
-                    ("agent", p.agent.as_ref().map(|a| a.span())),
-                    ("loop_to", p.loop_to.as_ref().map(|l| l.span())),
-                    ("instance", p.instance.as_ref().map(|i| i.span())),
-                ],
-                PhaseKind::Run { .. } => vec![
-                    ("agent", p.agent.as_ref().map(|a| a.span())),
-                    ("instance", p.instance.as_ref().map(|i| i.span())),
-                ],
-                PhaseKind::Prompt { .. } => Vec::new(),
-            };
-            if let Some((key, span)) = ignored.into_iter().find(|(_, s)| s.is_some()) {
-                let what = match &kind {
-                    PhaseKind::Wait(_) => "a wait phase",
-                    _ => "a `run` (command) phase",
-                };
-                return Err(at(
-                    span,
-                    format!("phase \"{id}\": `{key}` has no effect on {what}; remove it"),
-                ));
-            }
-            let when = match &p.when {
-                Some(w) => Some(
-                    Condition::parse(w.get_ref(), |f| flags.contains_key(f))
-                        .map_err(|m| at(Some(w.span()), m))?,
-                ),
-                None => None,
-            };
-            let loop_to = match &p.loop_to {
-                Some(l) => {
-                    if !ids.contains_key(l.get_ref()) {
-                        return Err(at(
-                            Some(l.span()),
-                            format!("phase \"{id}\" loops to unknown phase {:?}", l.get_ref()),
-                        ));
-                    }
-                    Some(PhaseId::parse(l.get_ref()).expect("known id"))
-                }
-                None => None,
-            };
-            loop_spans.push(p.loop_to.as_ref().map(|l| l.span()));
-            if p.max_iterations.is_some() && loop_to.is_none() {
-                return Err(at(
-                    phase_at,
-                    format!("phase \"{id}\" sets max_iterations without loop_to"),
-                ));
-            }
-            let instance = match &p.instance {
-                None => None,
-                Some(i) => {
-                    let r = i.get_ref();
-                    if r.require_review == Some(true) && r.max_reviews == Some(0) {
-                        return Err(at(
-                            Some(i.span()),
-                            format!(
-                                "phase \"{id}\": instance requires a review but allows max_reviews = 0"
-                            ),
-                        ));
-                    }
-                    Some(InstanceSpec {
-                        require_review: r.require_review,
-                        max_reviews: r.max_reviews,
-                        base: r.base.clone(),
-                        timeout_ms: match &r.timeout {
-                            Some(t) => Some(parse_timeout(t).map_err(|m| {
-                                at(Some(i.span()), format!("instance timeout: {m}"))
-                            })?),
-                            None => None,
-                        },
-                        interactive: r.interactive.unwrap_or(false),
-                    })
-                }
-            };
-            let max_attempts = match &p.max_attempts {
-                Some(m) if *m.get_ref() == 0 => {
-                    return Err(at(Some(m.span()), "max_attempts must be at least 1".into()));
-                }
-                Some(m) => *m.get_ref(),
-                None => defaults.max_attempts,
-            };
-            phases.push(Phase {
-                id,
-                needs,
-                when,
-                kind,
-                agent: p
-                    .agent
-                    .as_ref()
-                    .map(|a| a.get_ref().clone())
-                    .or_else(|| defaults.agent.clone()),
-                loop_to,
-                max_iterations: p.max_iterations.unwrap_or(3),
-                max_attempts,
-                on_failure: match &p.on_failure {
-                    Some(o) => parse_on_failure(o.get_ref()).map_err(|m| at(Some(o.span()), m))?,
-                    None => defaults.on_failure,
-                },
-                timeout_ms: match &p.timeout {
-                    Some(t) => Some(parse_timeout(t.get_ref()).map_err(|m| at(Some(t.span()), m))?),
-                    None => defaults.timeout_ms,
-                },
-                instance,
-            });
+            let previous = i
+                .checked_sub(1)
+                .map(|j| raw.phase[j].get_ref().id.get_ref().as_str());
+            let parsed = parse_phase(sp.get_ref(), previous, &cx)?;
+            phases.push(parsed.phase);
+            need_spans.push(parsed.need_spans);
+            loop_spans.push(parsed.loop_span);
         }
-
         let wf = Workflow {
             name: raw.name.into_inner(),
             description: raw.description.unwrap_or_default(),
@@ -463,22 +220,44 @@ impl Workflow {
             flags,
             phases,
         };
-        if let Some((i, j)) = wf.find_cycle() {
+        wf.refuse_need_cycle(&need_spans, &src)?;
+        wf.refuse_loops_outside_needs(&loop_spans, &src)?;
+        Ok(wf)
+    }
+
+    /// Refuses `needs` that go round in a circle, pointing at the need that
+    /// closes it.
+    fn refuse_need_cycle(
+        &self,
+        need_spans: &[Vec<Range<usize>>],
+        src: &Source,
+    ) -> Result<(), WorkflowError> {
+        if let Some((i, j)) = self.find_cycle() {
             let span = need_spans[i].get(j).cloned();
-            return Err(at(
+            return Err(src.at(
                 span,
                 format!(
                     "phase {:?} needing {:?} makes a cycle",
-                    wf.phases[i].id.as_str(),
-                    wf.phases[i].needs[j].as_str()
+                    self.phases[i].id.as_str(),
+                    self.phases[i].needs[j].as_str()
                 ),
             ));
         }
-        for (i, p) in wf.phases.iter().enumerate() {
+        Ok(())
+    }
+
+    /// Refuses a `loop_to` that does not point at one of the phases its
+    /// phase needs, directly or through others.
+    fn refuse_loops_outside_needs(
+        &self,
+        loop_spans: &[Option<Range<usize>>],
+        src: &Source,
+    ) -> Result<(), WorkflowError> {
+        for (i, p) in self.phases.iter().enumerate() {
             if let Some(l) = &p.loop_to
-                && !wf.ancestors(&p.id).contains(l)
+                && !self.ancestors(&p.id).contains(l)
             {
-                return Err(at(
+                return Err(src.at(
                     loop_spans[i].clone(),
                     format!(
                         "phase {:?} loops to {:?}, which is not one of the phases it needs (directly or through others)",
@@ -488,7 +267,7 @@ impl Workflow {
                 ));
             }
         }
-        Ok(wf)
+        Ok(())
     }
 
     /// The SHA-256 of the canonical JSON form: the definition's identity.
@@ -568,6 +347,375 @@ impl Workflow {
         }
         None
     }
+}
+
+// ---------------------------------------------------------------------------
+// Parsing, section by section
+// ---------------------------------------------------------------------------
+
+/// The workflow file's text and path, to locate an error.
+struct Source<'a> {
+    text: &'a str,
+    file: &'a str,
+}
+
+impl Source<'_> {
+    /// The error `message` at `span` (the start of the file without one).
+    fn at(&self, span: Option<Range<usize>>, message: String) -> WorkflowError {
+        let (line, column) = line_col(self.text, span.map(|s| s.start).unwrap_or(0));
+        WorkflowError {
+            file: self.file.to_string(),
+            line,
+            column,
+            message,
+        }
+    }
+}
+
+/// `[flags]`: each a boolean, an integer or a string.
+fn parse_flags(
+    raw: BTreeMap<String, Spanned<toml::Value>>,
+    src: &Source,
+) -> Result<BTreeMap<String, serde_json::Value>, WorkflowError> {
+    let mut flags = BTreeMap::new();
+    for (k, v) in raw {
+        let v = match v.into_inner() {
+            toml::Value::Boolean(b) => serde_json::Value::Bool(b),
+            toml::Value::Integer(i) => serde_json::Value::from(i),
+            toml::Value::String(s) => serde_json::Value::String(s),
+            other => {
+                return Err(src.at(
+                    None,
+                    format!(
+                        "flag {k:?} must be a boolean, an integer or a string, not a {}",
+                        other.type_str()
+                    ),
+                ));
+            }
+        };
+        flags.insert(k, v);
+    }
+    Ok(flags)
+}
+
+/// `[defaults]`, with what a phase gets when neither says.
+fn parse_defaults(d: RawDefaults, src: &Source) -> Result<Defaults, WorkflowError> {
+    Ok(Defaults {
+        agent: d.agent,
+        timeout_ms: match &d.timeout {
+            Some(t) => Some(parse_timeout(t.get_ref()).map_err(|m| src.at(Some(t.span()), m))?),
+            None => None,
+        },
+        max_attempts: match &d.max_attempts {
+            Some(m) if *m.get_ref() == 0 => {
+                return Err(src.at(Some(m.span()), "max_attempts must be at least 1".into()));
+            }
+            Some(m) => *m.get_ref(),
+            None => 1,
+        },
+        on_failure: match &d.on_failure {
+            Some(o) => parse_on_failure(o.get_ref()).map_err(|m| src.at(Some(o.span()), m))?,
+            None => OnFailure::Halt,
+        },
+    })
+}
+
+/// Each phase id (valid, given once) and its index.
+fn phase_ids(
+    raw: &[Spanned<RawPhase>],
+    src: &Source,
+) -> Result<HashMap<String, usize>, WorkflowError> {
+    let mut ids: HashMap<String, usize> = HashMap::new();
+    for (i, p) in raw.iter().enumerate() {
+        let id = p.get_ref().id.get_ref();
+        PhaseId::parse(id).map_err(|e| src.at(Some(p.get_ref().id.span()), e.to_string()))?;
+        if ids.insert(id.clone(), i).is_some() {
+            return Err(src.at(
+                Some(p.get_ref().id.span()),
+                format!("duplicate phase id {id:?}"),
+            ));
+        }
+    }
+    Ok(ids)
+}
+
+/// What a phase is parsed against: the file, every phase id, the flags and
+/// the defaults.
+struct PhaseContext<'a> {
+    src: &'a Source<'a>,
+    ids: &'a HashMap<String, usize>,
+    flags: &'a BTreeMap<String, serde_json::Value>,
+    defaults: &'a Defaults,
+    read_prompt: &'a dyn Fn(&str) -> Result<String, String>,
+}
+
+impl PhaseContext<'_> {
+    /// Refuses a template with unknown variables, at the template.
+    fn check_template(&self, t: &Spanned<String>) -> Result<(), WorkflowError> {
+        check_template(t.get_ref(), self.flags).map_err(|m| self.src.at(Some(t.span()), m))
+    }
+}
+
+/// A parsed phase, with where its `needs` and `loop_to` were written (to
+/// locate the graph's errors once every phase is known).
+struct ParsedPhase {
+    phase: Phase,
+    need_spans: Vec<Range<usize>>,
+    loop_span: Option<Range<usize>>,
+}
+
+/// One `[[phase]]`; `previous` is the id of the phase before it, which it
+/// needs when it says nothing.
+fn parse_phase(
+    p: &RawPhase,
+    previous: Option<&str>,
+    cx: &PhaseContext,
+) -> Result<ParsedPhase, WorkflowError> {
+    let src = cx.src;
+    let id = PhaseId::parse(p.id.get_ref()).expect("checked above");
+    let (needs, need_spans) = phase_needs(p, &id, previous, cx)?;
+    let kind = phase_kind(p, &id, cx)?;
+    refuse_ignored_keys(p, &id, &kind, src)?;
+    let when = match &p.when {
+        Some(w) => Some(
+            Condition::parse(w.get_ref(), |f| cx.flags.contains_key(f))
+                .map_err(|m| src.at(Some(w.span()), m))?,
+        ),
+        None => None,
+    };
+    let loop_to = phase_loop_to(p, &id, cx)?;
+    let instance = match &p.instance {
+        None => None,
+        Some(i) => Some(phase_instance(i, &id, src)?),
+    };
+    let max_attempts = match &p.max_attempts {
+        Some(m) if *m.get_ref() == 0 => {
+            return Err(src.at(Some(m.span()), "max_attempts must be at least 1".into()));
+        }
+        Some(m) => *m.get_ref(),
+        None => cx.defaults.max_attempts,
+    };
+    let phase = Phase {
+        id,
+        needs,
+        when,
+        kind,
+        agent: p
+            .agent
+            .as_ref()
+            .map(|a| a.get_ref().clone())
+            .or_else(|| cx.defaults.agent.clone()),
+        loop_to,
+        max_iterations: p.max_iterations.unwrap_or(3),
+        max_attempts,
+        on_failure: match &p.on_failure {
+            Some(o) => parse_on_failure(o.get_ref()).map_err(|m| src.at(Some(o.span()), m))?,
+            None => cx.defaults.on_failure,
+        },
+        timeout_ms: match &p.timeout {
+            Some(t) => Some(parse_timeout(t.get_ref()).map_err(|m| src.at(Some(t.span()), m))?),
+            None => cx.defaults.timeout_ms,
+        },
+        instance,
+    };
+    Ok(ParsedPhase {
+        phase,
+        need_spans,
+        loop_span: p.loop_to.as_ref().map(|l| l.span()),
+    })
+}
+
+/// A phase's `needs`, each a known phase other than itself; without
+/// `needs`, the phase before it. With where each was written.
+fn phase_needs(
+    p: &RawPhase,
+    id: &PhaseId,
+    previous: Option<&str>,
+    cx: &PhaseContext,
+) -> Result<(Vec<PhaseId>, Vec<Range<usize>>), WorkflowError> {
+    let mut needs = Vec::new();
+    let mut spans = Vec::new();
+    match &p.needs {
+        Some(list) => {
+            for n in list {
+                if !cx.ids.contains_key(n.get_ref()) {
+                    return Err(cx.src.at(
+                        Some(n.span()),
+                        format!("phase \"{id}\" needs unknown phase {:?}", n.get_ref()),
+                    ));
+                }
+                if n.get_ref() == id.as_str() {
+                    return Err(cx
+                        .src
+                        .at(Some(n.span()), format!("phase \"{id}\" cannot need itself")));
+                }
+                needs.push(PhaseId::parse(n.get_ref()).expect("known id"));
+                spans.push(n.span());
+            }
+        }
+        None => {
+            if let Some(prev) = previous {
+                needs.push(PhaseId::parse(prev).expect("known id"));
+                spans.push(p.id.span());
+            }
+        }
+    }
+    Ok((needs, spans))
+}
+
+/// What a phase does: exactly one of `run`, `prompt`, `prompt_file` (a
+/// path inside `.baton/`, read and inlined) or `wait`, templates checked.
+fn phase_kind(p: &RawPhase, id: &PhaseId, cx: &PhaseContext) -> Result<PhaseKind, WorkflowError> {
+    let src = cx.src;
+    let set = [
+        p.run.is_some(),
+        p.prompt.is_some(),
+        p.prompt_file.is_some(),
+        p.wait.is_some(),
+    ]
+    .iter()
+    .filter(|b| **b)
+    .count();
+    if set != 1 {
+        return Err(src.at(
+            Some(p.id.span()),
+            format!(
+                "phase \"{id}\" must have exactly one of `prompt`, `prompt_file`, `run` or `wait` (it has {set})"
+            ),
+        ));
+    }
+    if let Some(run) = &p.run {
+        cx.check_template(run)?;
+        Ok(PhaseKind::Run {
+            command: run.get_ref().clone(),
+        })
+    } else if let Some(prompt) = &p.prompt {
+        cx.check_template(prompt)?;
+        Ok(PhaseKind::Prompt {
+            template: prompt.get_ref().clone(),
+            file: None,
+        })
+    } else if let Some(pf) = &p.prompt_file {
+        let rel = pf.get_ref();
+        if rel.starts_with('/') || rel.split('/').any(|c| c == "..") {
+            return Err(src.at(
+                Some(pf.span()),
+                format!("prompt_file {rel:?} must be a path inside .baton/"),
+            ));
+        }
+        let text = (cx.read_prompt)(rel).map_err(|m| {
+            src.at(
+                Some(pf.span()),
+                format!("cannot read prompt_file {rel:?}: {m}"),
+            )
+        })?;
+        cx.check_template(&Spanned::new(pf.span(), text.clone()))
+            .map_err(|e| WorkflowError {
+                message: format!("in {rel}: {}", e.message),
+                ..e
+            })?;
+        Ok(PhaseKind::Prompt {
+            template: text,
+            file: Some(rel.clone()),
+        })
+    } else {
+        let w = p.wait.as_ref().expect("counted above");
+        Ok(PhaseKind::Wait(
+            parse_wait(w.get_ref(), cx.flags).map_err(|m| src.at(Some(w.span()), m))?,
+        ))
+    }
+}
+
+/// Refuses keys that do nothing for this kind of phase, so nobody believes
+/// a wait has a timeout or a command an agent.
+fn refuse_ignored_keys(
+    p: &RawPhase,
+    id: &PhaseId,
+    kind: &PhaseKind,
+    src: &Source,
+) -> Result<(), WorkflowError> {
+    let ignored: Vec<(&str, Option<Range<usize>>)> = match kind {
+        PhaseKind::Wait(_) => vec![
+            ("timeout", p.timeout.as_ref().map(|t| t.span())),
+            ("max_attempts", p.max_attempts.as_ref().map(|m| m.span())),
+            ("on_failure", p.on_failure.as_ref().map(|o| o.span())),
+            ("agent", p.agent.as_ref().map(|a| a.span())),
+            ("loop_to", p.loop_to.as_ref().map(|l| l.span())),
+            ("instance", p.instance.as_ref().map(|i| i.span())),
+        ],
+        PhaseKind::Run { .. } => vec![
+            ("agent", p.agent.as_ref().map(|a| a.span())),
+            ("instance", p.instance.as_ref().map(|i| i.span())),
+        ],
+        PhaseKind::Prompt { .. } => Vec::new(),
+    };
+    if let Some((key, span)) = ignored.into_iter().find(|(_, s)| s.is_some()) {
+        let what = match kind {
+            PhaseKind::Wait(_) => "a wait phase",
+            _ => "a `run` (command) phase",
+        };
+        return Err(src.at(
+            span,
+            format!("phase \"{id}\": `{key}` has no effect on {what}; remove it"),
+        ));
+    }
+    Ok(())
+}
+
+/// A phase's `loop_to`, a known phase; `max_iterations` only goes with it.
+fn phase_loop_to(
+    p: &RawPhase,
+    id: &PhaseId,
+    cx: &PhaseContext,
+) -> Result<Option<PhaseId>, WorkflowError> {
+    let loop_to = match &p.loop_to {
+        Some(l) => {
+            if !cx.ids.contains_key(l.get_ref()) {
+                return Err(cx.src.at(
+                    Some(l.span()),
+                    format!("phase \"{id}\" loops to unknown phase {:?}", l.get_ref()),
+                ));
+            }
+            Some(PhaseId::parse(l.get_ref()).expect("known id"))
+        }
+        None => None,
+    };
+    if p.max_iterations.is_some() && loop_to.is_none() {
+        return Err(cx.src.at(
+            Some(p.id.span()),
+            format!("phase \"{id}\" sets max_iterations without loop_to"),
+        ));
+    }
+    Ok(loop_to)
+}
+
+/// A phase's `instance = { … }`: a review required must be allowed at
+/// least once, and its timeout is a duration.
+fn phase_instance(
+    i: &Spanned<RawInstance>,
+    id: &PhaseId,
+    src: &Source,
+) -> Result<InstanceSpec, WorkflowError> {
+    let r = i.get_ref();
+    if r.require_review == Some(true) && r.max_reviews == Some(0) {
+        return Err(src.at(
+            Some(i.span()),
+            format!("phase \"{id}\": instance requires a review but allows max_reviews = 0"),
+        ));
+    }
+    Ok(InstanceSpec {
+        require_review: r.require_review,
+        max_reviews: r.max_reviews,
+        base: r.base.clone(),
+        timeout_ms: match &r.timeout {
+            Some(t) => Some(
+                parse_timeout(t)
+                    .map_err(|m| src.at(Some(i.span()), format!("instance timeout: {m}")))?,
+            ),
+            None => None,
+        },
+        interactive: r.interactive.unwrap_or(false),
+    })
 }
 
 /// 1-based line and column (in characters) of a byte offset.

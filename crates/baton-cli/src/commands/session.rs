@@ -4,282 +4,334 @@
 //! preview (`--json` has it all).
 
 use super::{Result, driving_engine, engine, run::report};
-use crate::cli::SessionCommand;
+use crate::cli::{
+    SessionCodifyArgs, SessionCommand, SessionLearnArgs, SessionLsArgs, SessionQueryArgs,
+    SessionResumeArgs, SessionShowArgs,
+};
 use crate::printer::{Printer, cell, clipped};
 use baton_core::Exit;
 use baton_core::session_log::index::Query;
 use baton_core::session_log::{self, LogStatus, codify};
 use baton_engine::sessions::{Refined, SessionResume, write_draft, write_workflow};
-use baton_engine::{Error, Project};
+use baton_engine::{Engine, Error, Project};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub fn run(project: &Project, cmd: SessionCommand, printer: &Arc<Printer>) -> Result<Exit> {
     match cmd {
-        SessionCommand::Ls(a) => {
-            let eng = engine(project, printer)?;
-            let rows = eng.sessions()?;
-            if a.json {
-                printer.json(&serde_json::to_string(&rows).expect("json"));
-                return Ok(Exit::Done);
-            }
-            if rows.is_empty() {
-                printer.data("no session logs yet (every task writes one to .baton/sessions/)");
-                return Ok(Exit::Done);
-            }
-            for r in &rows {
-                printer.data(&format!(
-                    "{:<28} {:<9} {:<20} {:>8} tok  {}  {}",
-                    cell(&r.session_id),
-                    cell(&r.status),
-                    cell(r.started.as_deref().map_or("-", first_19)),
-                    r.tokens_used,
-                    if r.participants.is_empty() {
-                        "-".to_string()
-                    } else {
-                        cell(&r.participants.join(","))
-                    },
-                    cell(&r.phases.join(" → "))
-                ));
-            }
-            Ok(Exit::Done)
-        }
-        SessionCommand::Show(a) => {
-            let eng = engine(project, printer)?;
-            let (log, path) = eng.session_log(&a.session)?;
-            if a.json {
-                let v = serde_json::json!({
-                    "path": path,
-                    "front": log.front,
-                    "title": log.title,
-                    "phases": session_log::phases(&log),
-                    "sections": log.sections,
-                });
-                printer.json(&v.to_string());
+        SessionCommand::Ls(a) => ls(project, a, printer),
+        SessionCommand::Show(a) => show(project, a, printer),
+        SessionCommand::Resume(a) => resume(project, a, printer),
+        SessionCommand::Query(a) => query(project, a, printer),
+        SessionCommand::Learn(a) => learn(project, a, printer),
+        SessionCommand::Plan(a) => plan(project, a, printer),
+        SessionCommand::Codify(a) => codify_session(project, a, printer),
+    }
+}
+
+/// `session ls`: one line per session log.
+fn ls(project: &Project, a: SessionLsArgs, printer: &Arc<Printer>) -> Result<Exit> {
+    let eng = engine(project, printer)?;
+    let rows = eng.sessions()?;
+    if a.json {
+        printer.json(&serde_json::to_string(&rows).expect("json"));
+        return Ok(Exit::Done);
+    }
+    if rows.is_empty() {
+        printer.data("no session logs yet (every task writes one to .baton/sessions/)");
+        return Ok(Exit::Done);
+    }
+    for r in &rows {
+        printer.data(&format!(
+            "{:<28} {:<9} {:<20} {:>8} tok  {}  {}",
+            cell(&r.session_id),
+            cell(&r.status),
+            cell(r.started.as_deref().map_or("-", first_19)),
+            r.tokens_used,
+            if r.participants.is_empty() {
+                "-".to_string()
             } else {
-                let shown = session_log::render(&clipped_log(log));
-                printer.data(&baton_core::text::escape(shown.trim_end()));
-            }
-            Ok(Exit::Done)
+                cell(&r.participants.join(","))
+            },
+            cell(&r.phases.join(" → "))
+        ));
+    }
+    Ok(Exit::Done)
+}
+
+/// `session show`: the log, each block clipped (whole with `--json`).
+fn show(project: &Project, a: SessionShowArgs, printer: &Arc<Printer>) -> Result<Exit> {
+    let eng = engine(project, printer)?;
+    let (log, path) = eng.session_log(&a.session)?;
+    if a.json {
+        let v = serde_json::json!({
+            "path": path,
+            "front": log.front,
+            "title": log.title,
+            "phases": session_log::phases(&log),
+            "sections": log.sections,
+        });
+        printer.json(&v.to_string());
+    } else {
+        let shown = session_log::render(&clipped_log(log));
+        printer.data(&baton_core::text::escape(shown.trim_end()));
+    }
+    Ok(Exit::Done)
+}
+
+/// `session resume`: the log continued as a task, driven here.
+fn resume(project: &Project, a: SessionResumeArgs, printer: &Arc<Printer>) -> Result<Exit> {
+    let eng = driving_engine(project, printer)?;
+    let (id, outcome) = eng.resume_session(
+        &a.session,
+        SessionResume {
+            workflow: a.workflow,
+            id: a.id,
+            agent: a.agent,
+            run_commands: a.run_commands,
+        },
+    )?;
+    Ok(report(&eng, &id, outcome, printer))
+}
+
+/// `session query`: the sessions of the index that match, the filters
+/// checked first.
+fn query(project: &Project, a: SessionQueryArgs, printer: &Arc<Printer>) -> Result<Exit> {
+    let eng = engine(project, printer)?;
+    if let Some(s) = &a.status
+        && LogStatus::parse(s).is_none()
+    {
+        return Err(
+            Error::bad_input(format!("--status {s}: no such status")).hint(
+                "use active, completed, failed or paused, or crashed (a task whose runner died)",
+            ),
+        );
+    }
+    for (flag, v) in [("--since", &a.since), ("--until", &a.until)] {
+        if let Some(v) = v
+            && !v.starts_with(|c: char| c.is_ascii_digit())
+        {
+            return Err(
+                Error::bad_input(format!("{flag} {v}: not a time or a date"))
+                    .hint("give an RFC 3339 time or a date, e.g. 2026-11-20"),
+            );
         }
-        SessionCommand::Resume(a) => {
-            let eng = driving_engine(project, printer)?;
-            let (id, outcome) = eng.resume_session(
-                &a.session,
-                SessionResume {
-                    workflow: a.workflow,
-                    id: a.id,
-                    agent: a.agent,
-                    run_commands: a.run_commands,
-                },
-            )?;
-            Ok(report(&eng, &id, outcome, printer))
+    }
+    let rows = eng.query_sessions(&Query {
+        status: a.status,
+        agent: a.agent,
+        since: a.since,
+        until: a.until,
+        text: a.text,
+    })?;
+    if a.json {
+        printer.json(&serde_json::to_string(&rows).expect("json"));
+        return Ok(Exit::Done);
+    }
+    if rows.is_empty() {
+        printer.data("no session matches");
+    }
+    for r in &rows {
+        printer.data(&format!(
+            "{:<28} {:<9} {:<20} {:>8} tok  {:>2} open  {}  {}",
+            cell(&r.id),
+            cell(&r.status),
+            cell(first_19(&r.started)),
+            r.tokens,
+            r.open_items,
+            cell(&r.phases),
+            cell(&r.title)
+        ));
+    }
+    Ok(Exit::Done)
+}
+
+/// `session learn`: the log's corrections as JSON Lines, appended to
+/// `--output` or printed.
+fn learn(project: &Project, a: SessionLearnArgs, printer: &Arc<Printer>) -> Result<Exit> {
+    if a.kind != "puzzle" {
+        return Err(
+            Error::bad_input(format!("--type {}: no such kind of case", a.kind))
+                .hint("use --type puzzle"),
+        );
+    }
+    let chat = match a.format.as_str() {
+        "records" => false,
+        "chat" => true,
+        other => {
+            return Err(
+                Error::bad_input(format!("--format {other}: no such format"))
+                    .hint("use --format records or --format chat"),
+            );
         }
-        SessionCommand::Query(a) => {
-            let eng = engine(project, printer)?;
-            if let Some(s) = &a.status
-                && LogStatus::parse(s).is_none()
-            {
-                return Err(Error::bad_input(format!("--status {s}: no such status"))
-                    .hint("use active, completed, failed or paused, or crashed (a task whose runner died)"));
+    };
+    let eng = engine(project, printer)?;
+    let (log, _) = eng.session_log(&a.session)?;
+    let cases = session_log::corrections(&log);
+    let lines: Vec<String> = cases
+        .iter()
+        .map(|c| learn_line(&log, c, chat).to_string())
+        .collect();
+    match &a.output {
+        Some(path) => {
+            use std::io::Write;
+            let mut f = fs_err::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)?;
+            for l in &lines {
+                writeln!(f, "{l}")?;
             }
-            for (flag, v) in [("--since", &a.since), ("--until", &a.until)] {
-                if let Some(v) = v
-                    && !v.starts_with(|c: char| c.is_ascii_digit())
-                {
-                    return Err(
-                        Error::bad_input(format!("{flag} {v}: not a time or a date"))
-                            .hint("give an RFC 3339 time or a date, e.g. 2026-11-20"),
-                    );
-                }
-            }
-            let rows = eng.query_sessions(&Query {
-                status: a.status,
-                agent: a.agent,
-                since: a.since,
-                until: a.until,
-                text: a.text,
-            })?;
-            if a.json {
-                printer.json(&serde_json::to_string(&rows).expect("json"));
-                return Ok(Exit::Done);
-            }
-            if rows.is_empty() {
-                printer.data("no session matches");
-            }
-            for r in &rows {
-                printer.data(&format!(
-                    "{:<28} {:<9} {:<20} {:>8} tok  {:>2} open  {}  {}",
-                    cell(&r.id),
-                    cell(&r.status),
-                    cell(first_19(&r.started)),
-                    r.tokens,
-                    r.open_items,
-                    cell(&r.phases),
-                    cell(&r.title)
-                ));
-            }
-            Ok(Exit::Done)
-        }
-        SessionCommand::Learn(a) => {
-            if a.kind != "puzzle" {
-                return Err(
-                    Error::bad_input(format!("--type {}: no such kind of case", a.kind))
-                        .hint("use --type puzzle"),
-                );
-            }
-            let chat = match a.format.as_str() {
-                "records" => false,
-                "chat" => true,
-                other => {
-                    return Err(
-                        Error::bad_input(format!("--format {other}: no such format"))
-                            .hint("use --format records or --format chat"),
-                    );
-                }
-            };
-            let eng = engine(project, printer)?;
-            let (log, _) = eng.session_log(&a.session)?;
-            let cases = session_log::corrections(&log);
-            let lines: Vec<String> = cases
-                .iter()
-                .map(|c| learn_line(&log, c, chat).to_string())
-                .collect();
-            match &a.output {
-                Some(path) => {
-                    use std::io::Write;
-                    let mut f = fs_err::OpenOptions::new()
-                        .create(true)
-                        .append(true)
-                        .open(path)?;
-                    for l in &lines {
-                        writeln!(f, "{l}")?;
-                    }
-                    f.sync_all()?;
-                    printer.info(&format!(
-                        "wrote {} case(s) to {}",
-                        lines.len(),
-                        path.display()
-                    ));
-                }
-                None => {
-                    for l in &lines {
-                        printer.json(l);
-                    }
-                }
-            }
-            if cases.is_empty() {
-                printer.info("the log has no [!error] or [!user] callouts: no cases");
-            }
-            Ok(Exit::Done)
-        }
-        SessionCommand::Plan(a) => {
-            let eng = engine(project, printer)?;
-            let plan = eng.plan_session(&a.session)?;
-            if a.json {
-                printer.json(&serde_json::to_string(&plan).expect("json"));
-                return Ok(Exit::Done);
-            }
-            printer.data(&format!(
-                "{} tokens (o200k_base); split at {}: {} part(s)",
-                plan.total,
-                plan.threshold,
-                plan.parts.len()
-            ));
-            for (n, part) in plan.parts.iter().enumerate() {
-                let size: u64 = part.iter().map(|p| p.tokens).sum();
-                printer.data(&format!("part {} ({size} tokens)", n + 1));
-                for p in part {
-                    printer.data(&format!(
-                        "  {:<24} {:>8} tok  {:<6} {}  ({})",
-                        cell(&p.phase),
-                        p.tokens,
-                        p.route,
-                        cell(p.to.as_deref().unwrap_or("-")),
-                        cell(&p.why)
-                    ));
-                }
-            }
-            Ok(Exit::Done)
-        }
-        SessionCommand::Codify(a) => {
-            let eng = engine(project, printer)?;
-            let (log, _) = eng.session_log(&a.session)?;
-            let name = a
-                .output
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let mut draft = codify::draft(&log, &name);
-            if a.interactive {
-                draft = choose_phases(draft, printer)?;
-            }
-            let path = match &a.refine {
-                None => write_draft(&eng, &draft, Some(&a.output))?,
-                Some(agent) => {
-                    let agents: Vec<String> = eng.project.config.agents.keys().cloned().collect();
-                    let text = codify::to_toml(&draft, &agents);
-                    printer.info(&format!("asking {agent} to refine the draft"));
-                    match eng.refine_workflow(&text, &name, agent)? {
-                        (task, Refined::Workflow(refined)) => {
-                            printer.info(&format!("{agent} refined it (task {task})"));
-                            write_workflow(&eng, &name, &refined, &a.output)?
-                        }
-                        (task, Refined::Kept(why)) => {
-                            printer.info(&format!("kept the draft: {why} (task {task})"));
-                            write_draft(&eng, &draft, Some(&a.output))?
-                        }
-                    }
-                }
-            };
-            // What was written (the draft, or the agent's refined one).
-            let wf = fs_err::read_to_string(&path).ok().and_then(|text| {
-                baton_core::workflow::Workflow::parse(&text, "", &name, &|f| {
-                    std::fs::read_to_string(eng.project.baton_dir().join(f))
-                        .map_err(|e| e.to_string())
-                })
-                .ok()
-            });
-            let phases: Vec<String> = match &wf {
-                Some(w) => w.phases.iter().map(|p| p.id.to_string()).collect(),
-                None => draft.phases.iter().map(|p| p.id.clone()).collect(),
-            };
+            f.sync_all()?;
             printer.info(&format!(
-                "wrote {} with {} phase{}: {}",
-                path.display(),
-                phases.len(),
-                if phases.len() == 1 { "" } else { "s" },
-                phases.join(", ")
+                "wrote {} case(s) to {}",
+                lines.len(),
+                path.display()
             ));
-            // `baton run NAME` reads .baton/workflows/NAME.toml: a file
-            // written elsewhere runs once it is there.
-            let home = eng.project.workflows_dir().join(format!("{name}.toml"));
-            let same = |a: &std::path::Path, b: &std::path::Path| match (
-                a.canonicalize(),
-                b.canonicalize(),
-            ) {
-                (Ok(a), Ok(b)) => a == b,
-                _ => false,
-            };
-            if same(&path, &home) {
-                printer.hint(&format!("run it with `baton run {name} \"…\"`"));
-            } else {
-                let what = if home.exists() {
-                    format!(
-                        "; {} is another workflow of that name, which this would replace",
-                        home.display()
-                    )
-                } else {
-                    String::new()
-                };
-                printer.hint(&format!(
-                    "`baton run` finds workflows in {}: copy it there (`cp {} {}`), then run it with `baton run {name} \"…\"`{what}",
-                    eng.project.workflows_dir().display(),
-                    path.display(),
-                    home.display()
-                ));
-            }
-            Ok(Exit::Done)
         }
+        None => {
+            for l in &lines {
+                printer.json(l);
+            }
+        }
+    }
+    if cases.is_empty() {
+        printer.info("the log has no [!error] or [!user] callouts: no cases");
+    }
+    Ok(Exit::Done)
+}
+
+/// `session plan`: the session's tokens per phase, in parts, each phase
+/// routed.
+fn plan(project: &Project, a: SessionShowArgs, printer: &Arc<Printer>) -> Result<Exit> {
+    let eng = engine(project, printer)?;
+    let plan = eng.plan_session(&a.session)?;
+    if a.json {
+        printer.json(&serde_json::to_string(&plan).expect("json"));
+        return Ok(Exit::Done);
+    }
+    printer.data(&format!(
+        "{} tokens (o200k_base); split at {}: {} part(s)",
+        plan.total,
+        plan.threshold,
+        plan.parts.len()
+    ));
+    for (n, part) in plan.parts.iter().enumerate() {
+        let size: u64 = part.iter().map(|p| p.tokens).sum();
+        printer.data(&format!("part {} ({size} tokens)", n + 1));
+        for p in part {
+            printer.data(&format!(
+                "  {:<24} {:>8} tok  {:<6} {}  ({})",
+                cell(&p.phase),
+                p.tokens,
+                p.route,
+                cell(p.to.as_deref().unwrap_or("-")),
+                cell(&p.why)
+            ));
+        }
+    }
+    Ok(Exit::Done)
+}
+
+/// `session codify`: a workflow drafted from the log (phases chosen with
+/// `--interactive`, refined by an agent with `--refine`), written, then
+/// said where it is and how to run it.
+fn codify_session(project: &Project, a: SessionCodifyArgs, printer: &Arc<Printer>) -> Result<Exit> {
+    let eng = engine(project, printer)?;
+    let (log, _) = eng.session_log(&a.session)?;
+    let name = a
+        .output
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut draft = codify::draft(&log, &name);
+    if a.interactive {
+        draft = choose_phases(draft, printer)?;
+    }
+    let path = match &a.refine {
+        None => write_draft(&eng, &draft, Some(&a.output))?,
+        Some(agent) => refine_and_write(&eng, &draft, &name, agent, &a.output, printer)?,
+    };
+    report_codified(&eng, &path, &name, &draft, printer);
+    Ok(Exit::Done)
+}
+
+/// `--refine AGENT`: the draft as the agent refined it, or the draft itself
+/// when it kept it, written to `output`.
+fn refine_and_write(
+    eng: &Engine,
+    draft: &codify::Draft,
+    name: &str,
+    agent: &str,
+    output: &Path,
+    printer: &Printer,
+) -> Result<PathBuf> {
+    let agents: Vec<String> = eng.project.config.agents.keys().cloned().collect();
+    let text = codify::to_toml(draft, &agents);
+    printer.info(&format!("asking {agent} to refine the draft"));
+    Ok(match eng.refine_workflow(&text, name, agent)? {
+        (task, Refined::Workflow(refined)) => {
+            printer.info(&format!("{agent} refined it (task {task})"));
+            write_workflow(eng, name, &refined, output)?
+        }
+        (task, Refined::Kept(why)) => {
+            printer.info(&format!("kept the draft: {why} (task {task})"));
+            write_draft(eng, draft, Some(output))?
+        }
+    })
+}
+
+/// Says which phases the codified workflow at `path` has, and how to run
+/// it: from where it is, or once copied where `baton run` looks.
+fn report_codified(
+    eng: &Engine,
+    path: &Path,
+    name: &str,
+    draft: &codify::Draft,
+    printer: &Printer,
+) {
+    // What was written (the draft, or the agent's refined one).
+    let wf = fs_err::read_to_string(path).ok().and_then(|text| {
+        baton_core::workflow::Workflow::parse(&text, "", name, &|f| {
+            std::fs::read_to_string(eng.project.baton_dir().join(f)).map_err(|e| e.to_string())
+        })
+        .ok()
+    });
+    let phases: Vec<String> = match &wf {
+        Some(w) => w.phases.iter().map(|p| p.id.to_string()).collect(),
+        None => draft.phases.iter().map(|p| p.id.clone()).collect(),
+    };
+    printer.info(&format!(
+        "wrote {} with {} phase{}: {}",
+        path.display(),
+        phases.len(),
+        if phases.len() == 1 { "" } else { "s" },
+        phases.join(", ")
+    ));
+    // `baton run NAME` reads .baton/workflows/NAME.toml: a file
+    // written elsewhere runs once it is there.
+    let home = eng.project.workflows_dir().join(format!("{name}.toml"));
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if same(path, &home) {
+        printer.hint(&format!("run it with `baton run {name} \"…\"`"));
+    } else {
+        let what = if home.exists() {
+            format!(
+                "; {} is another workflow of that name, which this would replace",
+                home.display()
+            )
+        } else {
+            String::new()
+        };
+        printer.hint(&format!(
+            "`baton run` finds workflows in {}: copy it there (`cp {} {}`), then run it with `baton run {name} \"…\"`{what}",
+            eng.project.workflows_dir().display(),
+            path.display(),
+            home.display()
+        ));
     }
 }
 
