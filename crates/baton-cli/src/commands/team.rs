@@ -17,7 +17,7 @@ use baton_core::team::{
 use baton_engine::teams::{
     CheckpointOptions, Consolidated, CreateOptions, MemberView, Probe, Teams,
 };
-use baton_engine::{Engine, Error, Project};
+use baton_engine::{Error, Project};
 use std::sync::Arc;
 
 pub fn run(project: &Project, cmd: TeamCommand, printer: &Arc<Printer>) -> Result<Exit> {
