@@ -82,7 +82,7 @@ impl McpConfig {
 }
 
 /// `[workspaces]`: where the workspaces of agents with a `role` are made
-/// (see `crate::workspace::roles`).
+/// (see `crate::role_workspaces`).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkspacesConfig {

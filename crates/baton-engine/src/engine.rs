@@ -26,21 +26,21 @@ pub(crate) use phase::{attempt_label, summary_file};
 mod read;
 mod restore;
 mod resume;
+mod role_workspaces;
 mod supervise;
 mod turn;
-mod workspaces;
 
 pub use deliver::{Awaited, Decision, HandedOver, Passed, ignored, moves_instances, new_delivery};
 pub use deliveries::{Delivered, DeliveryWriter};
 pub use manage::CLEANED;
 pub use output::{Cursor as OutputCursor, Output, OutputLine};
+pub use role_workspaces::WorkspaceView;
 pub use supervise::{AutoRestart, Need, Triage};
-pub use workspaces::WorkspaceView;
 
 use crate::error::Result;
 use crate::project::Project;
 use crate::render;
-use crate::workspace::Workspace;
+use crate::workdir::Workdir;
 use baton_core::lease::{DisplayStatus, Lease, LeaseOwner, Liveness, LocalHost};
 use baton_core::machine::{self, Input};
 use baton_core::state::{AgentSession, PhaseStatus};
@@ -207,7 +207,7 @@ struct Held {
     lease: Lease,
     hb: Heartbeat,
     /// Where its phases run.
-    ws: Workspace,
+    ws: Workdir,
     /// The last phase's end snapshot was taken just now, in this drive,
     /// with nothing run since: the next phase's start snapshot is that
     /// same commit when HEAD has not moved (no stat check of the tree).
@@ -442,8 +442,8 @@ impl Engine {
     }
 
     /// The project's own folder as a task's workspace.
-    fn project_workspace(&self) -> Workspace {
-        Workspace::project(&self.project, self.git.clone())
+    fn project_workspace(&self) -> Workdir {
+        Workdir::project(&self.project, self.git.clone())
     }
 
     pub fn git(&self) -> Option<&Git> {

@@ -20,12 +20,12 @@
 //! `instances/cleanup.rs`.
 
 mod cleanup;
-mod github;
 mod pull_request;
 mod reconcile;
 mod review;
 mod session;
 mod turn;
+mod upstream;
 mod wait;
 
 pub use cleanup::Removal;

@@ -20,12 +20,13 @@ pub mod project;
 pub mod registry;
 pub mod render;
 pub mod repo;
+pub mod role_workspaces;
 pub mod secrets;
 pub mod sessions;
 pub mod store;
 pub mod teams;
+pub mod workdir;
 pub mod worker;
-pub mod workspace;
 
 pub use engine::{
     AutoRestart, Awaited, Decision, Delivered, DeliveryWriter, Engine, FromLog, HandedOver,

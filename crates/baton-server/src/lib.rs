@@ -7,7 +7,7 @@
 //! the headers every answer carries), `shape` (every error answer in the
 //! documented shape), `signature` (GitHub's HMAC), `webhook` (the
 //! endpoint: signature, JSON, then the delivery recorded), `recorder`
-//! (group commit of deliveries), `handoff` (deliveries handed to the tasks
+//! (group commit of deliveries), `dispatch` (deliveries handed to the tasks
 //! off the request path, and the tasks they passed run on), `supervisor`
 //! (crashed tasks restarted, due timers woken), `runner` (the task runs it
 //! starts as processes), `api` with `views` (the JSON API and its OpenAPI
@@ -21,8 +21,8 @@
 mod api;
 mod auth;
 mod dashboard;
+mod dispatch;
 mod guard;
-mod handoff;
 pub mod input;
 mod listen;
 mod mcp;
@@ -50,7 +50,7 @@ struct App {
     recorder: recorder::Recorder,
     /// How long a signed body is remembered against replays.
     replay_window_ms: i64,
-    handoff: Arc<handoff::Handoff>,
+    dispatch: Arc<dispatch::Dispatch>,
     runs: Arc<runner::Runs>,
     /// What the store watcher keeps: changes, awaited event names.
     watched: watch::Watched,
@@ -81,7 +81,7 @@ pub fn serve(
         );
     }
     let runs = Arc::new(runner::Runs::default());
-    let handoff = Arc::new(handoff::Handoff::start(
+    let dispatch = Arc::new(dispatch::Dispatch::start(
         eng.clone(),
         settings.branch_pattern.clone(),
         runs.clone(),
@@ -93,7 +93,7 @@ pub fn serve(
         token: settings.token.as_deref().map(Arc::from),
         recorder: recorder::Recorder::start(writer),
         replay_window_ms: settings.replay_window_ms,
-        handoff: handoff.clone(),
+        dispatch: dispatch.clone(),
         runs: runs.clone(),
         watched: watch::start(eng.clone(), stop.clone()),
     };
@@ -184,7 +184,7 @@ pub fn serve(
         Ok::<(), std::io::Error>(())
     });
     stop.store(true, Ordering::SeqCst);
-    handoff.finish();
+    dispatch.finish();
     supervisor.finish();
     runs.finish();
     rt.shutdown_timeout(std::time::Duration::from_secs(5));

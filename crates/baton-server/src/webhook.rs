@@ -173,7 +173,7 @@ async fn github(
     match app.recorder.record(d.clone()).await {
         Ok(true) => {
             if d.settled.is_none() {
-                app.handoff.send(d);
+                app.dispatch.send(d);
             }
             (
                 StatusCode::ACCEPTED,

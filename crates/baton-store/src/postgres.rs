@@ -31,13 +31,13 @@
 
 mod buffered;
 mod capabilities;
+mod conn;
 mod connect;
 mod deliveries;
 mod inbox;
 mod instances;
 mod plays;
 mod progress;
-mod session;
 mod sql;
 mod store;
 mod teams;
@@ -47,8 +47,8 @@ mod tls;
 mod workspaces;
 mod write;
 
+use conn::Conn;
 use postgres::{Client, Config};
-use session::Conn;
 use std::sync::Mutex;
 use std::time::Duration;
 

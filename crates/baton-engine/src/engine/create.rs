@@ -10,7 +10,7 @@
 use super::{Engine, Held, Outcome, RunOptions};
 use crate::error::{Error, Result};
 use crate::render;
-use crate::workspace::Workspace;
+use crate::workdir::Workdir;
 use baton_core::machine::{self, NewTask};
 use baton_core::workflow::{PhaseKind, Workflow};
 use baton_core::{Event, EventRecord, TaskId, TaskState};
@@ -201,7 +201,7 @@ impl Engine {
                 )),
             );
         }
-        let base = Workspace::enqueue(&self.project, id)?;
+        let base = Workdir::enqueue(&self.project, id)?;
         let (state, records) = self.first_records(id, wf, first)?;
         if let Err(e) = self.store.create_task(&state, &records, Holder::Queue) {
             if let Some(g) = &self.git {
@@ -233,7 +233,7 @@ impl Engine {
         // removed task may have left one of the same name.
         if queue
             && let Some(g) = &self.git
-            && let Ok(Some(r)) = crate::workspace::remote(&self.project, g)
+            && let Ok(Some(r)) = crate::workdir::remote(&self.project, g)
             && let Ok(out) = g.run(&["ls-remote", "--heads", &r, "refs/heads/baton/*"], &[])
         {
             existing.extend(
@@ -250,7 +250,7 @@ impl Engine {
             let branch_taken = self.git.as_ref().is_some_and(|g| {
                 g.resolve(&format!(
                     "refs/heads/{}",
-                    crate::workspace::branch_name_str(&slug)
+                    crate::workdir::branch_name_str(&slug)
                 ))
                 .is_some()
             });

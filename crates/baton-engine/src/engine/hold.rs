@@ -6,7 +6,7 @@
 use super::{Engine, Held};
 use crate::error::{Error, Result};
 use crate::render;
-use crate::workspace::Workspace;
+use crate::workdir::Workdir;
 use baton_core::lease::{Lease, LeaseOwner};
 use baton_core::workflow::Workflow;
 use baton_core::{Clock, Event, TaskId, TaskState};
@@ -23,7 +23,7 @@ impl Engine {
         state: TaskState,
         wf: Workflow,
         lease: Lease,
-        ws: Workspace,
+        ws: Workdir,
     ) -> Result<Held> {
         let id = state.task_id.clone();
         let hb = Heartbeat::start(

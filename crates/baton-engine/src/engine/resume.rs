@@ -4,7 +4,7 @@
 
 use super::{Engine, Held, Outcome, ResumeOptions};
 use crate::error::{Error, Result};
-use crate::workspace::Workspace;
+use crate::workdir::Workdir;
 use baton_core::lease::DisplayStatus;
 use baton_core::machine::Input;
 use baton_core::state::{PhaseStatus, TaskStatus};
@@ -226,7 +226,7 @@ impl Engine {
     }
 
     /// Where a task's phases run: its own worktree if it is queued.
-    pub(super) fn workspace_for(&self, snap: &TaskSnapshot, wf: &Workflow) -> Result<Workspace> {
+    pub(super) fn workspace_for(&self, snap: &TaskSnapshot, wf: &Workflow) -> Result<Workdir> {
         self.workspace_of(&snap.state, wf, snap.queued)
     }
 
@@ -238,9 +238,9 @@ impl Engine {
         state: &TaskState,
         wf: &Workflow,
         queued: bool,
-    ) -> Result<Workspace> {
+    ) -> Result<Workdir> {
         if queued {
-            return Workspace::prepare(&self.project, state, self.now().millis());
+            return Workdir::prepare(&self.project, state, self.now().millis());
         }
         if let Some(id) = state.labels.get(crate::builtin::INSTANCE_LABEL) {
             return self.instance_workspace(id);

@@ -5,13 +5,13 @@
 
 use super::Engine;
 use crate::error::{Error, Result};
-use crate::workspace::Workspace;
+use crate::workdir::Workdir;
 use baton_core::instance::{ErrorCode, InstanceId};
 use std::path::PathBuf;
 
 impl Engine {
     /// Where a turn of instance `id` runs: the instance's worktree.
-    pub(crate) fn instance_workspace(&self, id: &str) -> Result<Workspace> {
+    pub(crate) fn instance_workspace(&self, id: &str) -> Result<Workdir> {
         let all = self.store.instances()?;
         let inst = InstanceId::parse(id)
             .ok()
@@ -40,7 +40,7 @@ impl Engine {
                     "`baton doctor` accounts for it; `baton agent kill {id}` ends the instance"
                 ))
             })?;
-        Ok(Workspace {
+        Ok(Workdir {
             git: crate::repo::open(&path),
             cwd: path,
             branch: None,

@@ -130,7 +130,7 @@ impl Teams<'_> {
             Some(wt) => {
                 // Saves what the worktree holds, then checks the branch out
                 // at the good commit.
-                crate::workspace::check_out(&git, &wt, branch, &good, &saved_prefix, now, &[])
+                crate::workdir::check_out(&git, &wt, branch, &good, &saved_prefix, now, &[])
                     .map_err(|(what, e)| {
                         Error::op(format!("cannot roll back {name}'s worktree ({what}): {e}"))
                     })?;

@@ -3,7 +3,7 @@
 //! final error (with the URL's places and redaction for messages).
 
 use super::PgStore;
-use super::session::{Attempt, Conn, Fail};
+use super::conn::{Attempt, Conn, Fail};
 use super::sql::{CHANNEL, MIGRATIONS, SCHEMA_LOCK, WORK_THERE};
 use crate::{Error, Result};
 use postgres::config::Host;

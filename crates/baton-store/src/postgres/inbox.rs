@@ -1,7 +1,7 @@
 //! [`InboxStore`] for PostgreSQL: the `inbox` table.
 
 use super::PgStore;
-use super::session::in_tx;
+use super::conn::in_tx;
 use crate::Result;
 use crate::inbox::{Answered, InboxStore, item_of, json, with_answer};
 use baton_core::inbox::{Answer, InboxItem};

@@ -4,7 +4,7 @@
 //! that finds its own first record already there has landed).
 
 use super::PgStore;
-use super::session::{Fail, in_tx};
+use super::conn::{Fail, in_tx};
 use crate::instances::{InstanceStore, Row, instance_of, payload, record_of};
 use crate::{Error, Result};
 use baton_core::instance::{Instance, Instances, Record};

@@ -2,7 +2,7 @@
 //! `task_stages` (per task) tables.
 
 use super::PgStore;
-use super::session::in_tx;
+use super::conn::in_tx;
 use crate::Result;
 use crate::progress::{ProgressStore, json, progress_of, stage_of};
 use baton_core::progress::Progress;

@@ -2,8 +2,8 @@
 //! transaction, run (and retried after a lost connection) by `PgStore::run`.
 
 use super::PgStore;
+use super::conn::{Fail, Fault, fault_point, in_tx};
 use super::connect::connection_lost;
-use super::session::{Fail, Fault, fault_point, in_tx};
 use super::sql::{
     ALL_DEFINITIONS, CLAIM, CLEAR_LEASE, COMMIT, DEFINITION_HASHES, DELETE_TASK, EVENT_PAYLOAD,
     EVENTS, GET_DEFINITION, LIST, LOAD, MAX_SEQ, NOTIFY, PUT_DEFINITION, RENEW_LEASE,

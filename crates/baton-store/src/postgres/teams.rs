@@ -6,7 +6,7 @@
 //! machine. Each operation is safe to retry after a lost connection.
 
 use super::PgStore;
-use super::session::{Fail, in_tx};
+use super::conn::{Fail, in_tx};
 use crate::teams::{
     MessageQuery, MessageRow, TeamStore, json, message_of, payload, record_of, team_of,
     test_offset_ms,

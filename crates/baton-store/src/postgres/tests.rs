@@ -2,8 +2,8 @@
 //! before or just after `COMMIT`, as if the server went away then.
 
 use super::PgStore;
+use super::conn::Fault;
 use super::connect::{places, redact};
-use super::session::Fault;
 use crate::{Durability, Holder, PhaseWrites, Store, StoredDefinition};
 use baton_core::lease::{Lease, LeaseOwner};
 use baton_core::{EventRecord, TaskId, TaskState, Timestamp};

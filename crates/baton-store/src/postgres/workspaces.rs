@@ -1,7 +1,7 @@
 //! [`WorkspaceStore`] for PostgreSQL: the `workspaces` table.
 
 use super::PgStore;
-use super::session::in_tx;
+use super::conn::in_tx;
 use crate::Result;
 use crate::workspaces::{WorkspaceStore, json, keeping_created, workspace_of};
 use baton_core::workspace::WorkspaceRecord;

@@ -1,7 +1,7 @@
 //! The writes shared by several operations: the arrays the write statements
 //! take, inserting a task, rewriting its projection, and locking its row.
 
-use super::session::{Attempt, Db, Session};
+use super::conn::{Attempt, Db, Session};
 use super::sql::{INSERT_TASK, LOCK_TASK, TASK_IDENTITY, WRITE_NEW, WRITE_PROJECTION};
 use crate::codec::{header_json, json, read_lease};
 use crate::{PhaseWrites, last_phase};

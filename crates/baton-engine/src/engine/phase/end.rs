@@ -189,14 +189,14 @@ impl Engine {
             self.still_holding(held)?;
         }
         let published = match held.ws.publish(id, phase.as_str()) {
-            Err(crate::workspace::Unpublished::Moved(why)) => {
+            Err(crate::workdir::Unpublished::Moved(why)) => {
                 // A runner that lost the task pushed after this one
                 // fetched. Still ours? Then replace what it pushed.
                 self.still_holding(held)?;
                 tracing::debug!(task = %id, %why, "remote branch moved; publishing over it");
                 held.ws
                     .adopt_remote_tip()
-                    .map_err(crate::workspace::Unpublished::Failed)
+                    .map_err(crate::workdir::Unpublished::Failed)
                     .and_then(|()| held.ws.publish(id, phase.as_str()))
             }
             other => other,

@@ -1,5 +1,7 @@
-//! Where a task's phases run. A task run in the foreground uses the project
-//! folder itself. A queued task (`baton run --queue`, run by workers) gets
+//! A task's workdir: where its phases run (the word "workspace" is kept
+//! for the workspaces by agent role, `crate::role_workspaces`, one of
+//! the workdirs a task may have). A task run in the foreground uses the
+//! project folder itself. A queued task (`baton run --queue`, run by workers) gets
 //! its own git worktree under `.baton/worktrees/<id>` on branch
 //! `baton/<id>`; at every phase boundary that branch, with the task's
 //! checkpoint refs, is pushed to the project's remote, so a worker on
@@ -10,12 +12,11 @@ use crate::error::{Error, Result};
 use crate::project::Project;
 use baton_sys::git::Git;
 
-pub mod roles;
 use baton_core::state::PhaseStatus;
 use baton_core::{TaskId, TaskState};
 use std::path::PathBuf;
 
-pub struct Workspace {
+pub struct Workdir {
     /// Where phase processes start.
     pub cwd: PathBuf,
     /// The repository checkpoints are taken in (the worktree's, if any).
@@ -59,11 +60,11 @@ pub fn remote(project: &Project, git: &Git) -> Result<Option<String>> {
     }
 }
 
-impl Workspace {
+impl Workdir {
     /// The project's own folder, in `git` (the engine's: one `Git` per
     /// process, so its snapshot state and ref writer are shared).
-    pub fn project(project: &Project, git: Option<Git>) -> Workspace {
-        Workspace {
+    pub fn project(project: &Project, git: Option<Git>) -> Workdir {
+        Workdir {
             cwd: project.root.clone(),
             git,
             branch: None,
@@ -125,7 +126,7 @@ impl Workspace {
     /// tip of its branch (the remote's when there is one). Whatever an
     /// earlier run left there that differs is saved under
     /// `refs/baton-saved/<id>/` first, never thrown away.
-    pub fn prepare(project: &Project, state: &TaskState, now_ms: i64) -> Result<Workspace> {
+    pub fn prepare(project: &Project, state: &TaskState, now_ms: i64) -> Result<Workdir> {
         let id = &state.task_id;
         let git = crate::repo::open(&project.root).ok_or_else(|| {
             Error::op(format!(
@@ -166,7 +167,7 @@ impl Workspace {
             },
         )?;
         fs_err::create_dir_all(&cwd)?;
-        Ok(Workspace {
+        Ok(Workdir {
             git: crate::repo::open(&cwd),
             cwd,
             branch: Some(TaskBranch {

@@ -15,13 +15,13 @@ use std::thread::JoinHandle;
 /// The most deliveries handed over, and settled in one commit, together.
 const BATCH: usize = 64;
 
-pub struct Handoff {
+pub struct Dispatch {
     tx: Mutex<Option<mpsc::Sender<NewDelivery>>>,
     dispatcher: Mutex<Option<JoinHandle<()>>>,
 }
 
-impl Handoff {
-    pub fn start(eng: Arc<Engine>, branch_pattern: String, runs: Arc<Runs>) -> Handoff {
+impl Dispatch {
+    pub fn start(eng: Arc<Engine>, branch_pattern: String, runs: Arc<Runs>) -> Dispatch {
         let (tx, rx) = mpsc::channel::<NewDelivery>();
         let dispatcher = std::thread::Builder::new()
             .name("baton-handoff".into())
@@ -48,7 +48,7 @@ impl Handoff {
                 }
             })
             .expect("a thread starts");
-        Handoff {
+        Dispatch {
             tx: Mutex::new(Some(tx)),
             dispatcher: Mutex::new(Some(dispatcher)),
         }

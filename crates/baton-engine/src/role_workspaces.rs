@@ -8,12 +8,12 @@
 //! checked out at the shared workspace's commit when the phase starts.
 //! Each is a folder of its own, so each has its own memory file
 //! (`CLAUDE.md`, `AGENTS.md`, …). The names are `baton_core::workspace`'s;
-//! which task uses which is the engine's (`engine/workspaces.rs`).
+//! which task uses which is the engine's (`engine/role_workspaces.rs`).
 
-use super::{TaskBranch, Workspace, check_out, resume_point};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::project::Project;
+use crate::workdir::{TaskBranch, Workdir, check_out, resume_point};
 use baton_core::workflow::{Phase, PhaseKind, Workflow};
 use baton_core::workspace::{self as names, Place};
 use baton_core::{TaskId, TaskState};
@@ -100,9 +100,9 @@ pub fn repository(project: &Project) -> Result<Git> {
 /// its branch `baton/<id>`: at the start of the phase under way when one
 /// was interrupted, else at the branch's tip, else (a new task) at the
 /// project's HEAD.
-pub fn shared(git: &Git, path: &Path, state: &TaskState, now_ms: i64) -> Result<Workspace> {
+pub fn shared(git: &Git, path: &Path, state: &TaskState, now_ms: i64) -> Result<Workdir> {
     let id = &state.task_id;
-    let branch = super::branch_name(id);
+    let branch = crate::workdir::branch_name(id);
     let target = resume_point(state)
         .or_else(|| git.resolve(&format!("refs/heads/{branch}")))
         .or_else(|| git.head())
@@ -124,7 +124,7 @@ pub fn own(
     agent: &str,
     seed: &str,
     now_ms: i64,
-) -> Result<Workspace> {
+) -> Result<Workdir> {
     let id = &state.task_id;
     let branch = names::own_branch(id.as_str(), agent);
     let rel = git.project_rel();
@@ -143,7 +143,7 @@ fn open(
     id: &TaskId,
     now_ms: i64,
     carry: &[PathBuf],
-) -> Result<Workspace> {
+) -> Result<Workdir> {
     let name = path.file_name().map(|n| n.to_string_lossy().to_string());
     check_out(git, path, branch, target, id.as_str(), now_ms, carry).map_err(|(what, e)| {
         Error::op(format!(
@@ -158,7 +158,7 @@ fn open(
         path.join(rel)
     };
     fs_err::create_dir_all(&cwd)?;
-    Ok(Workspace {
+    Ok(Workdir {
         git: crate::repo::open(&cwd),
         cwd,
         branch: Some(TaskBranch {

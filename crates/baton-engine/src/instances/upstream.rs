@@ -1,4 +1,5 @@
-//! Which GitHub repository the instances work for, through which API and
+//! The instances' upstream: which GitHub repository they work for (GitHub's
+//! API itself is `crate::github`), through which API and
 //! with which token: from `[github]` in .baton/config.toml, else the
 //! remote's URL, `GITHUB_API_URL` and the token of `GITHUB_TOKEN`,
 //! `GH_TOKEN` or `gh auth token`. Pull requests are opened there

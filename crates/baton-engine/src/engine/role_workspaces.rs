@@ -4,11 +4,12 @@
 //! a task another live process runs, and `baton workspace ls|rm`. A
 //! workspace is never deleted with a task; `rm` refuses one holding work
 //! that is not committed, or commits on no other branch or remote, unless
-//! forced. The folders and git side are `workspace::roles`'.
+//! forced. The folders and git side are `crate::role_workspaces`'.
 
 use super::{Engine, Held};
 use crate::error::{Error, Result};
-use crate::workspace::{Workspace, roles};
+use crate::role_workspaces as roles;
+use crate::workdir::Workdir;
 use baton_core::PhaseId;
 use baton_core::lease::Liveness;
 use baton_core::workflow::Workflow;
@@ -40,7 +41,7 @@ impl Engine {
     }
 
     /// The service's shared workspace, checked out for task `state`.
-    pub(super) fn shared_workspace(&self, state: &TaskState) -> Result<Workspace> {
+    pub(super) fn shared_workspace(&self, state: &TaskState) -> Result<Workdir> {
         let git = roles::repository(&self.project)?;
         let service = roles::service(&self.project, &git);
         let name = names::shared(&service);
@@ -51,7 +52,7 @@ impl Engine {
             service,
             role: SHARED_ROLE.into(),
             agent: None,
-            branch: crate::workspace::branch_name(&state.task_id),
+            branch: crate::workdir::branch_name(&state.task_id),
             task_id: state.task_id.to_string(),
             phase: state.current_phase().map(|p| p.id.to_string()),
             created_at: self.now(),
@@ -62,7 +63,7 @@ impl Engine {
             "task {} works in workspace {name} ({}) on branch {}",
             state.task_id,
             path.display(),
-            crate::workspace::branch_name(&state.task_id)
+            crate::workdir::branch_name(&state.task_id)
         ));
         Ok(ws)
     }
@@ -70,7 +71,7 @@ impl Engine {
     /// The workspace of its own that phase `phase` of `held` runs in, when
     /// its agent has a role other than implementation: checked out at the
     /// commit of the workspace the task works in.
-    pub(super) fn own_workspace(&self, held: &Held, phase: &PhaseId) -> Result<Option<Workspace>> {
+    pub(super) fn own_workspace(&self, held: &Held, phase: &PhaseId) -> Result<Option<Workdir>> {
         if !self.uses_roles(&held.state, &held.wf, false) || held.ws.branch.is_none() {
             return Ok(None);
         }
