@@ -1,5 +1,5 @@
 //! The state document (`state.json`, `baton show --json`): the APEX fields of
-//! spec/cli.md, rendered from a task state.
+//! docs/cli.md (`baton show --json`), rendered from a task state.
 
 use crate::lease::{DisplayStatus, Lease};
 use crate::state::{AgentRun, AgentSession, PhaseStatus, TaskState, Usage};

@@ -1,4 +1,4 @@
-//! Error kinds shared by every layer, each mapped to an exit code of spec/cli.md.
+//! Error kinds shared by every layer, each mapped to an exit code of docs/cli.md.
 
 /// What kind of failure an error is; it picks the process exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -11,7 +11,7 @@ pub enum ErrorKind {
     Operational,
 }
 
-/// The exit codes of spec/cli.md.
+/// The exit codes of docs/cli.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     Done = 0,

@@ -1,4 +1,4 @@
-//! Workflow definitions (`.baton/workflows/NAME.toml`, spec/workflow.md):
+//! Workflow definitions (`.baton/workflows/NAME.toml`, docs/workflow.md):
 //! parsing with exact error locations, and validation of the phase graph.
 
 use crate::condition::Condition;

@@ -219,6 +219,12 @@ struct Held {
 }
 
 impl Engine {
+    /// `baton store copy`: copies this engine's store into `to`
+    /// (`crate::store::copy`).
+    pub fn copy_into(&self, to: &dyn Store) -> Result<crate::store::CopyReport> {
+        crate::store::copy(&*self.store, to)
+    }
+
     pub fn open(project: Project, observer: Arc<dyn Observer>) -> Result<Engine> {
         let store = crate::store::Location::of(&project)?.open()?;
         Self::with_store(project, store, Arc::new(SystemClock), observer)

@@ -347,14 +347,6 @@ pub fn redact(url: &str) -> String {
     }
 }
 
-impl crate::engine::Engine {
-    /// `baton store copy`: copies this engine's store into `to` (see
-    /// [`copy`]).
-    pub fn copy_into(&self, to: &dyn Store) -> Result<CopyReport> {
-        copy(&*self.store, to)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::redact;
