@@ -208,7 +208,7 @@ fn verbose_prints_debug_logs_on_stderr_only() {
 
     let out = p
         .baton(&["run", "quick", "x", "--id", "v3"])
-        .env("BATON_LOG", "baton_engine=debug")
+        .env("BATON_LOG", "baton_engine=debug,baton_sys=debug")
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -216,7 +216,7 @@ fn verbose_prints_debug_logs_on_stderr_only() {
     assert!(out.stdout.is_empty(), "debug logs must not reach stdout");
     assert!(
         err.contains("git checkpoint") && err.contains("store commit"),
-        "BATON_LOG=baton_engine=debug shows no debug lines:\n{err}"
+        "BATON_LOG=baton_engine=debug,baton_sys=debug shows no debug lines:\n{err}"
     );
 }
 }
