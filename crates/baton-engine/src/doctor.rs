@@ -127,212 +127,272 @@ fn check_tasks(eng: &Engine, fix: bool, shared: bool) -> Result<Vec<Finding>> {
     let mut known = std::collections::HashSet::new();
     for t in &tasks {
         known.insert(t.id.to_string());
-        let id = &t.id;
-        // The projection must equal the journal folded from the start. A
-        // task with a live runner is moving: it is not compared, and never
-        // rewritten (the store refuses while anyone holds the lease).
-        let loaded = eng.store.load(id);
-        if let Ok(Some(snap)) = &loaded
-            && eng.liveness(snap.lease.as_ref()).is_live()
-        {
-            out.push(Finding::ok(format!(
-                "task {id} is running; its projection was not checked"
-            )));
+        if !check_projection(eng, &t.id, fix, &mut out)? {
             continue;
         }
-        let seen_lease = loaded
-            .as_ref()
-            .ok()
-            .and_then(|s| s.as_ref())
-            .and_then(|s| s.lease.clone());
-        let events = eng.store.events(id, 0, usize::MAX)?;
-        let replayed = machine::replay(id, &events);
-        match (loaded, replayed) {
-            (Ok(Some(snap)), Some(r)) if snap.state == r => {}
-            (_, Some(r)) => {
-                if fix {
-                    match eng.store.replace_projection(&r, seen_lease.as_ref()) {
-                        Ok(()) => out.push(Finding::fixed(format!(
-                            "task {id}: rebuilt its projection from its journal ({} events)",
-                            events.len()
-                        ))),
-                        Err(e) => out.push(Finding::problem(
-                            format!("task {id}: its projection was not rebuilt: {e}"),
-                            "run `baton doctor --fix` again when no process runs the task",
-                        )),
-                    }
-                } else {
-                    out.push(Finding::problem(
-                        format!("task {id}: its projection does not match its journal"),
-                        "run `baton doctor --fix`",
-                    ));
-                }
-            }
-            (loaded, None) => {
-                let e = loaded
-                    .err()
-                    .map(|e| e.to_string())
-                    .unwrap_or_else(|| "no task_created event".into());
-                out.push(Finding::problem(
-                    format!("task {id}: its journal cannot be replayed: {e}"),
-                    format!("inspect it with `baton log {id}`, or delete it with `baton rm {id}`"),
-                ));
-                continue;
-            }
-        }
-        let Some(snap) = eng.store.load(id)? else {
+        let Some(snap) = eng.store.load(&t.id)? else {
             continue;
         };
-        // Rendered files.
-        let good = eng.rendered_is_current(&snap);
-        if !good && shared && !eng.task_dir(id).exists() {
-            // Rendered on demand by any command on it.
-        } else if !good {
-            if fix {
-                eng.repair_rendered(&snap)?;
-                out.push(Finding::fixed(format!(
-                    "task {id}: re-rendered state.json and phase outputs from the store"
-                )));
-            } else {
-                out.push(Finding::problem(
-                    format!("task {id}: state.json is missing, damaged or stale"),
-                    "run `baton doctor --fix` (or any command on the task) to re-render it",
-                ));
-            }
-        } else if fix {
-            let n = render::phase_outputs(&eng.task_dir(id), &snap.state)?;
-            if n > 0 {
-                out.push(Finding::fixed(format!(
-                    "task {id}: re-rendered {n} phase output file(s) from the store"
-                )));
-            }
-        } else {
-            let stale: Vec<String> = snap
-                .state
-                .phases
-                .iter()
-                .enumerate()
-                .filter(|(_, p)| p.status == PhaseStatus::Pass)
-                .filter(|(i, p)| {
-                    let file = eng
-                        .task_dir(id)
-                        .join(baton_core::document::output_file_name(*i, p.id.as_str()));
-                    std::fs::read_to_string(file).ok()
-                        != Some(render::phase_markdown(&snap.state, *i))
-                })
-                .map(|(i, p)| baton_core::document::output_file_name(i, p.id.as_str()))
-                .collect();
-            if !stale.is_empty() {
-                out.push(Finding::problem(
-                    format!(
-                        "task {id}: phase output(s) missing or stale: {}",
-                        stale.join(", ")
-                    ),
-                    "run `baton doctor --fix` (or any command on the task) to re-render them",
-                ));
-            }
-        }
-        // A restore of the work tree that started but never finished (the
-        // process died in the middle): say where the old work tree is.
-        let recent = eng
-            .store
-            .events(id, snap.state.last_seq.saturating_sub(50), 50)?;
-        let notes: Vec<&str> = recent
-            .iter()
-            .filter_map(|r| match &r.event {
-                baton_core::Event::Note { text, .. } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
-        if let Some(last) = notes.last()
-            && last.starts_with("restoring the work tree")
-        {
-            out.push(Finding::problem(
-                format!("task {id}: a restore of the work tree did not finish ({last})"),
-                "compare the work tree with that saved ref (`git diff REF`), take back what you need, then `baton resume` the task again with --from",
-            ));
-        }
-        // Leases and orphans.
-        let live = eng.liveness(snap.lease.as_ref());
-        let display = DisplayStatus::of(snap.state.status, &live);
-        if display == DisplayStatus::Crashed {
-            let why = match &live {
-                Liveness::Dead(w) => w.clone(),
-                Liveness::Expired => "its runner's lease expired".into(),
-                _ => "nobody is running it".into(),
-            };
-            out.push(Finding::problem(
-                format!(
-                    "task {id} is CRASHED at {}: {why}",
-                    baton_store::last_phase(&snap.state).unwrap_or_else(|| "its start".into())
-                ),
-                format!("continue it with `baton resume {id}`"),
-            ));
-            if let Some(p) = snap.state.in_progress().and_then(|p| p.process.clone()) {
-                let alive =
-                    baton_sys::host::process_start_time(p.pid).is_some_and(|st| st == p.start_time);
-                if alive {
-                    if fix {
-                        process::kill_orphan(&p);
-                        out.push(Finding::fixed(format!(
-                            "task {id}: killed its orphaned phase process group {}",
-                            p.pid
-                        )));
-                    } else {
-                        out.push(Finding::problem(format!("task {id}: its phase process {} is still running with no baton watching it", p.pid), "run `baton doctor --fix` to kill it, or `baton resume` (which kills it first)"));
-                    }
-                }
-            }
-        }
+        check_rendered(eng, &snap, fix, shared, &mut out)?;
+        check_restore_finished(eng, &snap, &mut out)?;
+        check_crashed(eng, &snap, fix, &mut out);
     }
     out.push(Finding::ok(format!("{} task(s) checked", tasks.len())));
     out.extend(rebuild_missing(eng, fix)?);
     out.extend(check_sessions(eng, fix, shared)?);
-    // Hidden refs of tasks that are gone for good: no record and no
-    // rendered folder (a cleaned or not-yet-rebuilt task keeps its refs).
     if let Some(git) = eng.git() {
-        for t in git.ref_tasks() {
-            if known.contains(&t) || eng.project.tasks_dir().join(&t).is_dir() {
-                continue;
-            }
-            if fix {
-                let n = git
-                    .delete_refs(&format!("refs/baton/{t}/"))
-                    .map_err(|e| crate::Error::op(e.to_string()))?;
-                out.push(Finding::fixed(format!(
-                    "deleted {n} checkpoint ref(s) of the removed task {t}"
-                )));
-            } else {
-                out.push(Finding::problem(
-                    format!("checkpoint refs remain for the removed task {t} (refs/baton/{t}/)"),
-                    "run `baton doctor --fix` to delete them",
-                ));
-            }
-        }
+        check_removed_tasks_refs(eng, git, &known, fix, &mut out)?;
         // Agent instances, before the prune: a worktree they lost is
         // accounted for first.
         if let Ok(agents) = eng.agents() {
             out.extend(agents.reconcile(fix));
         }
-        if let Ok(prunable) = git.run(&["worktree", "prune", "--dry-run", "-v"], &[]) {
-            let lines: Vec<&str> = prunable.lines().filter(|l| !l.trim().is_empty()).collect();
-            if !lines.is_empty() {
-                if fix {
-                    let _ = git.run(&["worktree", "prune"], &[]);
-                    out.push(Finding::fixed(format!(
-                        "pruned {} stale git worktree record(s)",
-                        lines.len()
-                    )));
-                } else {
-                    out.push(Finding::problem(
-                        format!("{} stale git worktree record(s)", lines.len()),
-                        "run `baton doctor --fix` to prune them",
-                    ));
+        check_worktree_records(git, fix, &mut out);
+    }
+    Ok(out)
+}
+
+/// The projection must equal the journal folded from the start (rebuilt
+/// from it with `fix`). A task with a live runner is moving: it is not
+/// compared, and never rewritten (the store refuses while anyone holds
+/// the lease). Whether the task's other checks apply (not running, its
+/// journal replayed).
+fn check_projection(eng: &Engine, id: &TaskId, fix: bool, out: &mut Vec<Finding>) -> Result<bool> {
+    let loaded = eng.store.load(id);
+    if let Ok(Some(snap)) = &loaded
+        && eng.liveness(snap.lease.as_ref()).is_live()
+    {
+        out.push(Finding::ok(format!(
+            "task {id} is running; its projection was not checked"
+        )));
+        return Ok(false);
+    }
+    let seen_lease = loaded
+        .as_ref()
+        .ok()
+        .and_then(|s| s.as_ref())
+        .and_then(|s| s.lease.clone());
+    let events = eng.store.events(id, 0, usize::MAX)?;
+    let replayed = machine::replay(id, &events);
+    match (loaded, replayed) {
+        (Ok(Some(snap)), Some(r)) if snap.state == r => {}
+        (_, Some(r)) => {
+            if fix {
+                match eng.store.replace_projection(&r, seen_lease.as_ref()) {
+                    Ok(()) => out.push(Finding::fixed(format!(
+                        "task {id}: rebuilt its projection from its journal ({} events)",
+                        events.len()
+                    ))),
+                    Err(e) => out.push(Finding::problem(
+                        format!("task {id}: its projection was not rebuilt: {e}"),
+                        "run `baton doctor --fix` again when no process runs the task",
+                    )),
                 }
+            } else {
+                out.push(Finding::problem(
+                    format!("task {id}: its projection does not match its journal"),
+                    "run `baton doctor --fix`",
+                ));
+            }
+        }
+        (loaded, None) => {
+            let e = loaded
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_else(|| "no task_created event".into());
+            out.push(Finding::problem(
+                format!("task {id}: its journal cannot be replayed: {e}"),
+                format!("inspect it with `baton log {id}`, or delete it with `baton rm {id}`"),
+            ));
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// `state.json` and the phase outputs say what the store says
+/// (re-rendered with `fix`); on a shared store a task never rendered here
+/// is rendered on demand by any command on it.
+fn check_rendered(
+    eng: &Engine,
+    snap: &baton_store::TaskSnapshot,
+    fix: bool,
+    shared: bool,
+    out: &mut Vec<Finding>,
+) -> Result<()> {
+    let id = &snap.state.task_id;
+    let good = eng.rendered_is_current(snap);
+    if !good && shared && !eng.task_dir(id).exists() {
+        // Rendered on demand by any command on it.
+    } else if !good {
+        if fix {
+            eng.repair_rendered(snap)?;
+            out.push(Finding::fixed(format!(
+                "task {id}: re-rendered state.json and phase outputs from the store"
+            )));
+        } else {
+            out.push(Finding::problem(
+                format!("task {id}: state.json is missing, damaged or stale"),
+                "run `baton doctor --fix` (or any command on the task) to re-render it",
+            ));
+        }
+    } else if fix {
+        let n = render::phase_outputs(&eng.task_dir(id), &snap.state)?;
+        if n > 0 {
+            out.push(Finding::fixed(format!(
+                "task {id}: re-rendered {n} phase output file(s) from the store"
+            )));
+        }
+    } else {
+        let stale: Vec<String> = snap
+            .state
+            .phases
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.status == PhaseStatus::Pass)
+            .filter(|(i, p)| {
+                let file = eng
+                    .task_dir(id)
+                    .join(baton_core::document::output_file_name(*i, p.id.as_str()));
+                std::fs::read_to_string(file).ok() != Some(render::phase_markdown(&snap.state, *i))
+            })
+            .map(|(i, p)| baton_core::document::output_file_name(i, p.id.as_str()))
+            .collect();
+        if !stale.is_empty() {
+            out.push(Finding::problem(
+                format!(
+                    "task {id}: phase output(s) missing or stale: {}",
+                    stale.join(", ")
+                ),
+                "run `baton doctor --fix` (or any command on the task) to re-render them",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A restore of the work tree that started but never finished (the
+/// process died in the middle): say where the old work tree is.
+fn check_restore_finished(
+    eng: &Engine,
+    snap: &baton_store::TaskSnapshot,
+    out: &mut Vec<Finding>,
+) -> Result<()> {
+    let id = &snap.state.task_id;
+    let recent = eng
+        .store
+        .events(id, snap.state.last_seq.saturating_sub(50), 50)?;
+    let notes: Vec<&str> = recent
+        .iter()
+        .filter_map(|r| match &r.event {
+            baton_core::Event::Note { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    if let Some(last) = notes.last()
+        && last.starts_with("restoring the work tree")
+    {
+        out.push(Finding::problem(
+            format!("task {id}: a restore of the work tree did not finish ({last})"),
+            "compare the work tree with that saved ref (`git diff REF`), take back what you need, then `baton resume` the task again with --from",
+        ));
+    }
+    Ok(())
+}
+
+/// A CRASHED task is said, with how to go on, and its phase's process
+/// group still running with no baton watching it is killed with `fix`.
+fn check_crashed(
+    eng: &Engine,
+    snap: &baton_store::TaskSnapshot,
+    fix: bool,
+    out: &mut Vec<Finding>,
+) {
+    let id = &snap.state.task_id;
+    let live = eng.liveness(snap.lease.as_ref());
+    if DisplayStatus::of(snap.state.status, &live) != DisplayStatus::Crashed {
+        return;
+    }
+    let why = match &live {
+        Liveness::Dead(w) => w.clone(),
+        Liveness::Expired => "its runner's lease expired".into(),
+        _ => "nobody is running it".into(),
+    };
+    out.push(Finding::problem(
+        format!(
+            "task {id} is CRASHED at {}: {why}",
+            baton_store::last_phase(&snap.state).unwrap_or_else(|| "its start".into())
+        ),
+        format!("continue it with `baton resume {id}`"),
+    ));
+    if let Some(p) = snap.state.in_progress().and_then(|p| p.process.clone()) {
+        let alive = baton_sys::host::process_start_time(p.pid).is_some_and(|st| st == p.start_time);
+        if alive {
+            if fix {
+                process::kill_orphan(&p);
+                out.push(Finding::fixed(format!(
+                    "task {id}: killed its orphaned phase process group {}",
+                    p.pid
+                )));
+            } else {
+                out.push(Finding::problem(format!("task {id}: its phase process {} is still running with no baton watching it", p.pid), "run `baton doctor --fix` to kill it, or `baton resume` (which kills it first)"));
             }
         }
     }
-    Ok(out)
+}
+
+/// Hidden refs of tasks that are gone for good: no record and no
+/// rendered folder (a cleaned or not-yet-rebuilt task keeps its refs);
+/// deleted with `fix`.
+fn check_removed_tasks_refs(
+    eng: &Engine,
+    git: &baton_sys::git::Git,
+    known: &std::collections::HashSet<String>,
+    fix: bool,
+    out: &mut Vec<Finding>,
+) -> Result<()> {
+    for t in git.ref_tasks() {
+        if known.contains(&t) || eng.project.tasks_dir().join(&t).is_dir() {
+            continue;
+        }
+        if fix {
+            let n = git
+                .delete_refs(&format!("refs/baton/{t}/"))
+                .map_err(|e| crate::Error::op(e.to_string()))?;
+            out.push(Finding::fixed(format!(
+                "deleted {n} checkpoint ref(s) of the removed task {t}"
+            )));
+        } else {
+            out.push(Finding::problem(
+                format!("checkpoint refs remain for the removed task {t} (refs/baton/{t}/)"),
+                "run `baton doctor --fix` to delete them",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// git's records of worktrees whose folder is gone (pruned with `fix`).
+fn check_worktree_records(git: &baton_sys::git::Git, fix: bool, out: &mut Vec<Finding>) {
+    let Ok(prunable) = git.run(&["worktree", "prune", "--dry-run", "-v"], &[]) else {
+        return;
+    };
+    let lines: Vec<&str> = prunable.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        return;
+    }
+    if fix {
+        let _ = git.run(&["worktree", "prune"], &[]);
+        out.push(Finding::fixed(format!(
+            "pruned {} stale git worktree record(s)",
+            lines.len()
+        )));
+    } else {
+        out.push(Finding::problem(
+            format!("{} stale git worktree record(s)", lines.len()),
+            "run `baton doctor --fix` to prune them",
+        ));
+    }
 }
 
 /// Tasks rendered in `.baton/tasks/*/state.json` that the store does not
