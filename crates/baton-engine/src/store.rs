@@ -141,6 +141,7 @@ fn copy_records(from: &dyn Store, to: &dyn Store, report: &mut CopyReport) -> Re
             action: d.action,
             repository: d.repository,
             payload: String::new(),
+            essentials: None,
             body: None,
         })
         .chain(unsettled)

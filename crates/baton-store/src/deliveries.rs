@@ -24,6 +24,10 @@ pub struct NewDelivery {
     /// What the delivery is judged on (the body's essentials, as JSON),
     /// kept until the delivery is settled.
     pub payload: String,
+    /// The same essentials as parsed where the delivery arrived, so that
+    /// handing it over in that process parses nothing again; `None` for
+    /// one read back from the store (its `payload` is parsed then).
+    pub essentials: Option<std::sync::Arc<serde_json::Value>>,
     /// Already settled as it arrives (an event no task waits for): stored
     /// so, without its body.
     pub settled: Option<Settlement>,

@@ -1213,6 +1213,7 @@ fn delivery(id: &str, at: i64) -> baton_store::NewDelivery {
         action: Some("opened".into()),
         repository: Some("octocat/Hello-World".into()),
         payload: format!("{{\"n\":\"{id}\"}}"),
+        essentials: None,
         settled: None,
         body: None,
     }

@@ -33,10 +33,12 @@ pub fn new_delivery(
         event: &event,
         payload,
     };
+    let essentials = d.essentials(paths);
     NewDelivery {
         action: d.action().map(str::to_string),
         repository: d.repository().map(str::to_string),
-        payload: d.essentials(paths).to_string(),
+        payload: essentials.to_string(),
+        essentials: Some(std::sync::Arc::new(essentials)),
         id,
         received_at: at,
         event,
@@ -120,27 +122,34 @@ impl Engine {
     /// `DeliveryStore::settle_deliveries` (several at once where several
     /// were handed over together), and the tasks it passed, held.
     pub fn hand_over(&self, d: &NewDelivery, branch_pattern: &str) -> Result<HandedOver> {
-        let payload = match serde_json::from_str::<Value>(&d.payload) {
-            Ok(v) => v,
-            // Only stored once its body was read as JSON; say so if not.
-            Err(e) => {
-                let settlement = Settlement {
-                    at: self.now(),
-                    decision: "ignored".into(),
-                    why: format!("its body is not JSON: {e}"),
-                    tasks: Vec::new(),
-                };
-                return Ok(HandedOver {
-                    name: format!("github.{}", d.event),
-                    decisions: Vec::new(),
-                    settlement,
-                    passed: Vec::new(),
-                });
-            }
+        let read_back;
+        let payload: &Value = match &d.essentials {
+            Some(v) => v,
+            None => match serde_json::from_str::<Value>(&d.payload) {
+                Ok(v) => {
+                    read_back = v;
+                    &read_back
+                }
+                // Only stored once its body was read as JSON; say so if not.
+                Err(e) => {
+                    let settlement = Settlement {
+                        at: self.now(),
+                        decision: "ignored".into(),
+                        why: format!("its body is not JSON: {e}"),
+                        tasks: Vec::new(),
+                    };
+                    return Ok(HandedOver {
+                        name: format!("github.{}", d.event),
+                        decisions: Vec::new(),
+                        settlement,
+                        passed: Vec::new(),
+                    });
+                }
+            },
         };
         let delivery = Delivery {
             event: &d.event,
-            payload: &payload,
+            payload,
         };
         let name = delivery.name();
         let (decisions, passed) = self.pass(d, &delivery, branch_pattern)?;

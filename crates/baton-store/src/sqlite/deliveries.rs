@@ -153,6 +153,7 @@ impl DeliveryStore for SqliteStore {
                 action: r.get(3)?,
                 repository: r.get(4)?,
                 payload: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+                essentials: None,
                 settled: None,
                 body: None,
             })
