@@ -10,6 +10,9 @@ mod gemini;
 mod opencode;
 mod qwen;
 
+#[cfg(test)]
+mod locate_tests;
+
 pub use claude::Claude;
 pub use codex::Codex;
 pub use copilot::Copilot;
