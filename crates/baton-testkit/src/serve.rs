@@ -94,7 +94,20 @@ impl Server {
 }
 
 impl Drop for Server {
+    /// A test that ends early (a panic) stops the server as [`Server::stop`]
+    /// does, SIGTERM first, so the task runs it started stop with it
+    /// instead of being left running; SIGKILL after 10 s.
     fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::time::Instant::now() < until {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
