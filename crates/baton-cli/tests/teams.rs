@@ -9,33 +9,7 @@
 use baton_testkit::{TestProject, on_both_backends};
 use serde_json::Value;
 
-const MIN: i64 = 60_000;
-
-/// `baton team ARGS…` at `minutes` from now.
-fn at(p: &TestProject, minutes: i64, args: &[&str]) -> (i32, String, String) {
-    let mut full = vec!["team"];
-    full.extend_from_slice(args);
-    let out = p
-        .baton(&full)
-        .env("BATON_TEST_CLOCK_OFFSET_MS", (minutes * MIN).to_string())
-        .env("BATON_LEAD_SESSION", "lead-1")
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// The same, expected to succeed; its JSON output.
-fn ok(p: &TestProject, minutes: i64, args: &[&str]) -> Value {
-    let mut a = args.to_vec();
-    a.push("--json");
-    let (code, out, err) = at(p, minutes, &a);
-    assert_eq!(code, 0, "team {args:?}: {err}");
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
-}
+use baton_testkit::teams::{MIN, at, ok};
 
 fn crew(p: &TestProject) {
     fs_err::write(p.root().join("SPEC.md"), "the spec\n").unwrap();

@@ -8,6 +8,7 @@ pub mod mcp;
 pub mod model_server;
 pub mod pg;
 pub mod serve;
+pub mod teams;
 
 pub use pg::PgCluster;
 
