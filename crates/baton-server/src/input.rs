@@ -27,6 +27,16 @@ pub fn parse_query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
 
 /// Reads a JSON body as `T`.
 pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    // Every body the API takes is an object: serde would also read a
+    // struct from an array of its fields in order (`["yes", "ana"]`).
+    if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "BAD_BODY",
+            "the body cannot be read: it is a JSON array, not an object".into(),
+            "send a JSON object as /api/v1/openapi.json describes, with Content-Type: application/json",
+        ));
+    }
     serde_json::from_slice(body).map_err(|e| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
