@@ -14,6 +14,7 @@ mod create;
 mod deliver;
 mod deliveries;
 mod detach;
+mod diff;
 mod drive;
 mod hold;
 mod manage;
@@ -32,6 +33,7 @@ mod turn;
 
 pub use deliver::{Awaited, Decision, HandedOver, Passed, ignored, moves_instances, new_delivery};
 pub use deliveries::{Delivered, DeliveryWriter};
+pub use diff::{WorkDiff, worktree_diff};
 pub use manage::CLEANED;
 pub use output::{Cursor as OutputCursor, Output, OutputLine};
 pub use role_workspaces::WorkspaceView;

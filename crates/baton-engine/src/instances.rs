@@ -20,6 +20,7 @@
 //! `instances/cleanup.rs`.
 
 mod cleanup;
+mod diff;
 mod pull_request;
 mod reconcile;
 mod review;

@@ -1,9 +1,14 @@
 //! The JSON API under `/api/v1`: tasks (a filtered list, one task's state
 //! document, its journal in pages), deliveries and agent instances to
-//! read; resume and cancel a task. The OpenAPI 3.1 document at
+//! read; resume and cancel a task. What the board starts and reviews is
+//! in `api/board.rs` (new tasks, workflows, diffs), what people answer and
+//! watch in `api/people.rs` (the inbox, teams). The OpenAPI 3.1 document at
 //! `/api/v1/openapi.json` is generated from these handlers (utoipa).
 //! Errors are JSON with a stable `code` and a `hint`; what a request
 //! carries is read in `input.rs`.
+
+mod board;
+mod people;
 
 use crate::App;
 use crate::input::{Answer, Json, Newest, Page, Query, TaskFilter};
@@ -29,7 +34,14 @@ struct Doc;
 /// The API's routes and its OpenAPI document.
 pub fn routes() -> (axum::Router<App>, utoipa::openapi::OpenApi) {
     OpenApiRouter::with_openapi(Doc::openapi())
-        .routes(routes!(list_tasks))
+        .routes(routes!(list_tasks, board::create_task))
+        .routes(routes!(board::list_workflows))
+        .routes(routes!(board::task_diff))
+        .routes(routes!(board::instance_diff))
+        .routes(routes!(people::list_inbox))
+        .routes(routes!(people::answer_item))
+        .routes(routes!(people::list_teams))
+        .routes(routes!(people::get_team))
         .routes(routes!(get_task))
         .routes(routes!(task_journal))
         .routes(routes!(crate::output::task_output))

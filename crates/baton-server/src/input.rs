@@ -185,6 +185,52 @@ pub struct Answer {
     pub by: Option<String>,
 }
 
+/// A task to start: `baton run WORKFLOW DESCRIPTION` from the board.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewTask {
+    /// A workflow of the project (`GET /api/v1/workflows` lists them).
+    pub workflow: String,
+    #[serde(default)]
+    pub description: String,
+    /// Its id (default: made from the description).
+    pub id: Option<String>,
+    /// Values of the workflow's declared flags, as `--flag` takes them:
+    /// `name=value`.
+    #[serde(default)]
+    pub flags: Vec<String>,
+    /// Labels, `key=value`.
+    #[serde(default)]
+    pub labels: Vec<String>,
+    /// The agent its agent phases use (default: the workflow's).
+    pub agent: Option<String>,
+    /// Queue it for `baton worker`s (its own worktree, on branch
+    /// `baton/<id>`) instead of running it here now.
+    #[serde(default)]
+    pub queue: bool,
+}
+
+/// An answer to an inbox item.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InboxAnswer {
+    /// One of the item's options; `approved` or `denied` for an approval;
+    /// `acknowledged` for a notification.
+    pub answer: String,
+    /// Why (kept with a denial).
+    pub reason: Option<String>,
+    /// Who answers; default `api`.
+    pub by: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct InboxFilter {
+    /// Answered items too (default: the open ones only).
+    pub all: Option<bool>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,5 +252,12 @@ mod tests {
         let e = parse_json::<Answer>(b"{\"answer\": 3}").unwrap_err();
         assert_eq!(e.code, "BAD_BODY");
         assert!(parse_json::<Answer>(b"{\"answer\": \"yes\"}").is_ok());
+        let t: NewTask = parse_json(br#"{"workflow": "fix", "flags": ["fast=true"]}"#).unwrap();
+        assert_eq!(
+            (t.workflow.as_str(), t.flags.len(), t.queue),
+            ("fix", 1, false)
+        );
+        let e = parse_json::<NewTask>(br#"{"workflow": "fix", "needz": []}"#).unwrap_err();
+        assert!(e.message.contains("needz"), "{}", e.message);
     }
 }

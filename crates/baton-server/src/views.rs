@@ -51,6 +51,13 @@ impl From<baton_engine::Error> for ApiError {
             ErrorKind::Busy => (StatusCode::CONFLICT, "BUSY"),
             ErrorKind::Operational => (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
         };
+        // The review loop's codes that name a missing thing or a wrong
+        // moment answer as HTTP says those.
+        let status = match e.code {
+            Some(baton_core::instance::ErrorCode::InstanceNotFound) => StatusCode::NOT_FOUND,
+            Some(baton_core::instance::ErrorCode::InvalidState) => StatusCode::CONFLICT,
+            _ => status,
+        };
         let code = e.code.map_or(code.to_string(), |c| c.as_str().to_string());
         ApiError {
             status: status.as_u16(),

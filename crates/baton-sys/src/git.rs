@@ -10,6 +10,7 @@
 //! snapshot whose work tree and HEAD are those of the previous one is that
 //! same commit (see [`Git::checkpoint`]).
 
+mod diff;
 mod files;
 mod keep;
 mod merge;
@@ -22,6 +23,7 @@ mod stat;
 #[cfg(test)]
 mod tests;
 
+pub use diff::{FileChange, TreeDiff};
 pub use keep::Held;
 pub use merge::{MergeFailure, TreeMerge};
 use refs::RefWriter;

@@ -144,6 +144,24 @@ impl Engine {
         Ok(self.store.events(id, after, limit)?)
     }
 
+    /// The workflows in `.baton/workflows/`, by name.
+    pub fn workflow_names(&self) -> Vec<String> {
+        let mut known: Vec<String> = std::fs::read_dir(self.project.workflows_dir())
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter_map(|e| {
+                        e.file_name()
+                            .to_str()?
+                            .strip_suffix(".toml")
+                            .map(str::to_string)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        known.sort();
+        known
+    }
+
     /// Loads `.baton/workflows/NAME.toml`.
     pub fn load_workflow(&self, name: &str) -> Result<Workflow> {
         let valid = !name.is_empty()
@@ -164,19 +182,7 @@ impl Engine {
             .map_err(|e| Error::op(e.to_string()));
         }
         if !valid || !path.is_file() {
-            let mut known: Vec<String> = std::fs::read_dir(self.project.workflows_dir())
-                .map(|d| {
-                    d.filter_map(|e| e.ok())
-                        .filter_map(|e| {
-                            e.file_name()
-                                .to_str()?
-                                .strip_suffix(".toml")
-                                .map(str::to_string)
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            known.sort();
+            let known = self.workflow_names();
             return Err(
                 Error::bad_input(format!("no workflow {name:?} in .baton/workflows/")).hint(
                     if known.is_empty() {

@@ -222,14 +222,7 @@ impl Agents<'_> {
         let branch = &branch;
         // What its commits must be held by: its base (a review's parent's
         // branch).
-        let base = match &i.config {
-            Config::Coding(c) => c.base_branch.clone(),
-            Config::Review(_) => i
-                .review()
-                .and_then(|r| all.get(&r.parent_instance_id))
-                .and_then(|p| p.resources.branch.clone())
-                .unwrap_or_else(|| "HEAD".into()),
-        };
+        let base = super::diff::base_of(i, &all);
         match self
             .git
             .remove_if_nothing_held(Path::new(&path), branch, &base)

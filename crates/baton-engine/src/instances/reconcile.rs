@@ -151,14 +151,7 @@ impl Agents<'_> {
             return Some("[instances.review] preserve_changes = true".into());
         }
         let (path, branch) = self.owned(i);
-        let base = match &i.config {
-            instance::Config::Coding(c) => c.base_branch.clone(),
-            instance::Config::Review(_) => i
-                .review()
-                .and_then(|r| all.get(&r.parent_instance_id))
-                .and_then(|p| p.resources.branch.clone())
-                .unwrap_or_else(|| "HEAD".into()),
-        };
+        let base = super::diff::base_of(i, all);
         match self.git.held_by(&path, &branch, &base) {
             Ok(baton_sys::git::Held::Nothing) | Err(_) => None,
             Ok(held) => Some(held.reason()),

@@ -511,7 +511,7 @@ impl Taken {
 }
 
 /// A fresh file name in `git_dir` (or the system temp dir without one).
-fn tempfile_path(git_dir: &Path) -> PathBuf {
+pub(super) fn tempfile_path(git_dir: &Path) -> PathBuf {
     let dir = if git_dir.is_dir() {
         git_dir.to_path_buf()
     } else {

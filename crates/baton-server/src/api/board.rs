@@ -1,0 +1,139 @@
+//! What the board starts and reviews: a new task from a workflow (the
+//! workflows with their declared flags, to pick from), and what a task's
+//! or an agent instance's work changed against its base.
+
+use crate::App;
+use crate::input::{Json, NewTask};
+use crate::views::{ApiError, blocking, not_found, task_id};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use baton_engine::engine::WorkDiff;
+use baton_engine::{Outcome, RunOptions};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+/// A workflow to start a task with.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WorkflowView {
+    pub name: String,
+    pub description: String,
+    /// Its declared flags and their defaults (`--flag name=value`).
+    #[schema(value_type = Object)]
+    pub flags: serde_json::Map<String, Value>,
+    /// Its phases, in order.
+    pub phases: Vec<String>,
+    /// Why it cannot be used as it is written, when it cannot.
+    pub error: Option<String>,
+}
+
+/// The project's workflows.
+#[utoipa::path(get, path = "/api/v1/workflows",
+    responses((status = 200, body = Vec<WorkflowView>)))]
+pub async fn list_workflows(
+    State(app): State<App>,
+) -> Result<axum::Json<Vec<WorkflowView>>, ApiError> {
+    blocking(move || {
+        let views = app
+            .eng
+            .workflow_names()
+            .into_iter()
+            .map(|name| match app.eng.load_workflow(&name) {
+                Ok(wf) => WorkflowView {
+                    name,
+                    description: wf.description,
+                    flags: wf.flags.into_iter().collect(),
+                    phases: wf.phases.iter().map(|p| p.id.to_string()).collect(),
+                    error: None,
+                },
+                Err(e) => WorkflowView {
+                    name,
+                    description: String::new(),
+                    flags: Default::default(),
+                    phases: Vec::new(),
+                    error: Some(e.message),
+                },
+            })
+            .collect();
+        Ok(axum::Json(views))
+    })
+    .await
+}
+
+/// Starts a task, as `baton run WORKFLOW DESCRIPTION --detach` does (or
+/// `--queue` with `queue`): created, then run by a process of its own.
+#[utoipa::path(post, path = "/api/v1/tasks", request_body = NewTask,
+    responses((status = 201, description = "`{id, status, pid?}`: created; it runs (or waits for a worker)", body = Object),
+        (status = 400, body = ApiError), (status = 409, body = ApiError)))]
+pub async fn create_task(
+    State(app): State<App>,
+    Json(t): Json<NewTask>,
+) -> Result<(StatusCode, axum::Json<Value>), ApiError> {
+    blocking(move || {
+        let (id, outcome) = app.eng.run(RunOptions {
+            workflow: t.workflow,
+            description: t.description,
+            id: t.id,
+            flags: t.flags,
+            labels: t.labels,
+            agent: t.agent,
+            create_only: !t.queue,
+            queue: t.queue,
+            imported: None,
+            instance: None,
+            fresh: false,
+            from_log: None,
+        })?;
+        if outcome == Outcome::Queued {
+            return Ok((
+                StatusCode::CREATED,
+                axum::Json(serde_json::json!({"id": id.as_str(), "status": "QUEUED"})),
+            ));
+        }
+        let child = app.eng.detach_child(&id)?;
+        let pid = child.id();
+        app.runs.adopt(child);
+        Ok((
+            StatusCode::CREATED,
+            axum::Json(serde_json::json!({"id": id.as_str(), "status": "RUNNING", "pid": pid})),
+        ))
+    })
+    .await
+}
+
+/// What a task's work changed against where its first phase started: the
+/// files, and the unified diff (at most 2 MiB of it).
+#[utoipa::path(get, path = "/api/v1/tasks/{id}/diff", params(("id" = String, Path, description = "the task id")),
+    responses((status = 200, description = "`{base, head, files: [{path, change, added, removed}], patch, truncated}`", body = Object),
+        (status = 404, body = ApiError)))]
+pub async fn task_diff(
+    State(app): State<App>,
+    Path(id): Path<String>,
+) -> Result<axum::Json<WorkDiff>, ApiError> {
+    let id = task_id(&id)?;
+    blocking(move || {
+        let snap = app.eng.find(&id)?.ok_or_else(|| not_found(&id))?;
+        Ok(axum::Json(app.eng.task_diff(&snap)?))
+    })
+    .await
+}
+
+/// What an agent instance's work changed against its base, committed or
+/// not.
+#[utoipa::path(get, path = "/api/v1/instances/{id}/diff", params(("id" = String, Path, description = "the instance id")),
+    responses((status = 200, description = "as the task's diff", body = Object),
+        (status = 404, body = ApiError), (status = 409, body = ApiError)))]
+pub async fn instance_diff(
+    State(app): State<App>,
+    Path(id): Path<String>,
+) -> Result<axum::Json<WorkDiff>, ApiError> {
+    let id = baton_core::instance::InstanceId::parse(&id).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "BAD_INSTANCE_ID",
+            e.to_string(),
+            "list the instances with GET /api/v1/instances",
+        )
+    })?;
+    blocking(move || Ok(axum::Json(app.eng.agents()?.diff(&id)?))).await
+}
