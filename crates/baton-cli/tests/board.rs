@@ -247,3 +247,104 @@ on_both_backends! {
         assert_eq!(server.stop().code(), Some(0));
     }
 }
+
+/// axe-core finds no serious or critical violation in the page as it is.
+fn accessible(b: &baton_testkit::browser::Browser, view: &str) {
+    let found = b.serious_accessibility_violations();
+    assert!(found.is_empty(), "{view}: {found:#?}");
+}
+
+/// A first phase that writes a file whose name and text are markup.
+const HOSTILE: &str = r#"name = "hostile"
+description = "Writes markup into a file"
+[[phase]]
+id = "write"
+run = "printf '%s\n' '<img src=x id=injected>' > 'evil<b>.txt'"
+[[phase]]
+id = "approve"
+wait = { human = "Ship <i>it</i>?", options = ["yes", "no"] }
+"#;
+
+/// In headless Chromium: a person starts a task from the board's form
+/// (workflow, its flag, what to do), sees its card move to "waiting on a
+/// person", the question in the inbox, the card's page with its phases
+/// and the diff of its work (markup in a file's name and text shown as
+/// text, never obeyed), answers on the card, and sees it done.
+#[test]
+fn a_person_starts_answers_and_reviews_a_task_on_the_board() {
+    let p = project();
+    p.workflow("hostile", HOSTILE);
+    let server = Server::start(&p, &[]);
+    let b = baton_testkit::browser::Browser::start(1400, 900);
+    b.goto(&format!("{}/board", server.url));
+    b.wait_text("#live", "live", 30);
+    b.wait_text("[data-column=person] .count", "0", 10);
+
+    b.click("#new-task-open");
+    b.wait_text("#nt-workflow", "edit", 10);
+    b.click("#nt-workflow option[value=edit]");
+    b.wait_text("#nt-workflow-about", "phases: first, approve, second", 10);
+    accessible(&b, "the new-task form");
+    b.click("#nt-flag-loud");
+    b.type_into("#nt-description", "tidy the docs");
+    b.click("#new-task-start");
+    b.wait_text("#card-question", "Go on?", 30);
+    b.wait_text("[data-column=person]", "tidy the docs", 30);
+    b.wait_text("#inbox", "Go on?", 10);
+    b.wait_text("#card-diff", "a.txt", 30);
+    accessible(&b, "a card's page with its diff");
+    let id = b.text("[data-column=person] [data-task]").unwrap();
+    assert!(id.contains("tidy the docs"), "{id}");
+    let task = b
+        .js(
+            "return document.querySelector('[data-column=person] [data-task]').dataset.task;",
+            json!([]),
+        )
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(p.state(&task)["flags"]["loud"], true);
+    b.click("#card-question button[data-answer=yes]");
+    b.wait_text("[data-column=done]", "tidy the docs", 30);
+    assert_eq!(p.state(&task)["status"], "COMPLETE");
+    b.click("#card-close");
+    accessible(&b, "the board");
+    b.goto(&server.url);
+    b.wait_text(
+        &format!(r#"tr[data-task="{task}"] td.status"#),
+        "COMPLETE",
+        30,
+    );
+    b.click(&format!(r#"tr[data-task="{task}"]"#));
+    b.wait_text("#detail-body .title", &task, 10);
+    accessible(&b, "the task list with a task's phases");
+    b.goto(&format!("{}/board", server.url));
+    b.wait_text("#live", "live", 30);
+
+    // Markup a task wrote is text on the board, in its card and its diff.
+    let (status, v) = Api {
+        server: &server,
+        token: None,
+    }
+    .post(
+        "/api/v1/tasks",
+        json!({"workflow": "hostile", "id": "h1", "description": "<img src=y id=injected2>"}),
+    );
+    assert_eq!(status, 201, "{v}");
+    b.wait_text("[data-column=person]", "<img src=y id=injected2>", 30);
+    b.click(r#"[data-task="h1"]"#);
+    b.wait_text("#card-question", "Ship <i>it</i>?", 30);
+    b.wait_text("#card-diff", "evil<b>.txt", 30);
+    b.wait_text("#card-diff", "<img src=x id=injected>", 10);
+    assert_eq!(
+        b.js("return document.querySelectorAll('#injected, #injected2, #card-diff b, #card-question i').length;", json!([])),
+        json!(0),
+        "markup from a task was obeyed"
+    );
+    let shot = b.screenshot();
+    assert!(shot.starts_with(b"\x89PNG"), "a PNG");
+    if let Some(path) = std::env::var_os("BATON_BOARD_SCREENSHOT") {
+        fs_err::write(path, &shot).unwrap();
+    }
+    assert_eq!(server.stop().code(), Some(0));
+}

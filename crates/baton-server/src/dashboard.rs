@@ -1,6 +1,7 @@
-//! The dashboard at `/` (one server-rendered page, `dashboard.html`, with
-//! its style and script served beside it so that its Content Security
-//! Policy allows no inline code; the script reads the API) and the live
+//! The pages: the task list at `/` (`web/dashboard.html`) and the board
+//! at `/board` (`web/board.html`), each with its style and script served
+//! beside it so that their Content Security Policy allows no inline code
+//! (the scripts read the API) and the live
 //! updates it listens to: `/api/v1/stream`, server-sent events: a
 //! `changed` event each time the store watcher (`watch.rs`) saw a task or
 //! a delivery change.
@@ -12,38 +13,51 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse};
 use std::convert::Infallible;
 
-const PAGE: &str = include_str!("dashboard.html");
-const STYLE: &str = include_str!("dashboard.css");
-const SCRIPT: &str = include_str!("dashboard.js");
+const PAGE: &str = include_str!("../web/dashboard.html");
+const BOARD: &str = include_str!("../web/board.html");
+
+/// The pages' style and scripts, and the diff renderer they use
+/// (diff2html 3.4.56, MIT, `web/vendor/`), served from the binary.
+const ASSETS: [(&str, &str, &str); 6] = [
+    ("/dashboard.css", CSS, include_str!("../web/dashboard.css")),
+    ("/dashboard.js", JS, include_str!("../web/dashboard.js")),
+    ("/board.css", CSS, include_str!("../web/board.css")),
+    ("/board.js", JS, include_str!("../web/board.js")),
+    (
+        "/vendor/diff2html.min.css",
+        CSS,
+        include_str!("../web/vendor/diff2html.min.css"),
+    ),
+    (
+        "/vendor/diff2html.min.js",
+        JS,
+        include_str!("../web/vendor/diff2html.min.js"),
+    ),
+];
+const CSS: &str = "text/css; charset=utf-8";
+const JS: &str = "text/javascript; charset=utf-8";
 
 /// What the page may load and who may frame it: its own style, script
 /// and API only; nobody.
 const PAGE_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 pub fn routes() -> axum::Router<App> {
-    axum::Router::new()
-        .route("/", axum::routing::get(page))
-        .route(
-            "/dashboard.css",
-            axum::routing::get(|| async {
-                ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLE)
-            }),
-        )
-        .route(
-            "/dashboard.js",
-            axum::routing::get(|| async {
-                (
-                    [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
-                    SCRIPT,
-                )
-            }),
-        )
+    let mut r = axum::Router::new()
+        .route("/", axum::routing::get(|s| page(s, PAGE)))
+        .route("/board", axum::routing::get(|s| page(s, BOARD)));
+    for (path, kind, body) in ASSETS {
+        r = r.route(
+            path,
+            axum::routing::get(move || async move { ([(header::CONTENT_TYPE, kind)], body) }),
+        );
+    }
+    r
 }
 
-async fn page(State(app): State<App>) -> impl IntoResponse {
+async fn page(State(app): State<App>, html: &'static str) -> impl IntoResponse {
     (
         [(header::CONTENT_SECURITY_POLICY, PAGE_POLICY)],
-        Html(PAGE.replace("{{project}}", &escape(&app.eng.project.name()))),
+        Html(html.replace("{{project}}", &escape(&app.eng.project.name()))),
     )
 }
 

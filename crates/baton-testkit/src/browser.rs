@@ -104,6 +104,32 @@ impl Browser {
         )
     }
 
+    /// The serious and critical accessibility violations axe-core finds
+    /// in the page as it is now, one line each (rule, impact, what it
+    /// hit). axe-core is the npm package `./scripts/test` installs
+    /// (`AXE_CORE_JS`); panics, saying so, when it is missing.
+    pub fn serious_accessibility_violations(&self) -> Vec<String> {
+        let path = std::env::var("AXE_CORE_JS").expect(
+            "AXE_CORE_JS is not set: run the tests with ./scripts/test, which installs axe-core",
+        );
+        let source = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("axe-core is missing at {path} ({e}): run ./scripts/test"));
+        self.js(&format!("{source}\nreturn null;"), json!([]));
+        let v = self.call(
+            "POST",
+            &self.session("/execute/async"),
+            Some(json!({
+                "script": "const done = arguments[arguments.length - 1]; axe.run(document, {resultTypes: ['violations']}).then((r) => done(r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id + ' (' + v.impact + '): ' + v.nodes.map((n) => n.target.join(' ')).join(', ')))).catch((e) => done(['axe failed: ' + e]));",
+                "args": []
+            })),
+        );
+        v.as_array()
+            .unwrap_or_else(|| panic!("axe-core answered {v}"))
+            .iter()
+            .map(|x| x.as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
     /// The visible text of the first element matching `css`, if any.
     pub fn text(&self, css: &str) -> Option<String> {
         self.js(

@@ -1,0 +1,295 @@
+"use strict";
+// The board: every task and agent instance of the project as a card in a
+// column by state, the inbox beside it, a new task started from a
+// workflow, and a card's page with its phases, its answers and actions,
+// and the diff of its work (rendered by diff2html). Everything it shows
+// is read from /api/v1; text from tasks and agents is only ever set as
+// text, never as markup (the diff's markup is diff2html's, which escapes
+// it).
+const params = new URLSearchParams(location.hash.slice(1));
+if (params.get("token")) {
+  localStorage.setItem("baton-token", params.get("token"));
+  history.replaceState(null, "", location.pathname);
+}
+const token = localStorage.getItem("baton-token") || "";
+// At most this many cards per column are drawn; the rest are counted.
+const PER_COLUMN = 60;
+const COLUMNS = [
+  ["queued", "Queued"], ["running", "Running"], ["person", "Waiting on a person"],
+  ["event", "Waiting on an event"], ["review", "In review"], ["failed", "Failed or crashed"], ["done", "Done"],
+];
+let state = { tasks: [], instances: [], inbox: [], latest: {} };
+let open = null; // the card whose page is open: {kind, id}
+
+const el = (tag, attrs = {}, ...kids) => {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") e.className = v; else if (k.startsWith("on")) e.addEventListener(k.slice(2), v); else e.setAttribute(k, v);
+  }
+  for (const k of kids) if (k !== null && k !== undefined) e.append(k);
+  return e;
+};
+const badge = (text) => el("span", { class: "badge " + text }, text);
+const enc = encodeURIComponent;
+
+// State changes go as JSON: a page on another site cannot send that
+// without a preflight, which this server never grants.
+async function api(path, method = "GET", body) {
+  const headers = token ? { Authorization: "Bearer " + token } : {};
+  if (method !== "GET") headers["Content-Type"] = "application/json";
+  const r = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const answer = await r.json().catch(() => ({}));
+  if (!r.ok) throw new Error((answer.message || r.statusText) + (answer.hint ? " (" + answer.hint + ")" : ""));
+  return answer;
+}
+
+function age(ts) {
+  const s = Math.max(0, (Date.now() - Date.parse(ts)) / 1000);
+  if (s < 60) return Math.floor(s) + "s";
+  if (s < 3600) return Math.floor(s / 60) + "m";
+  if (s < 86400) return Math.floor(s / 3600) + "h";
+  return Math.floor(s / 86400) + "d";
+}
+
+// A task's or an agent's own text, its control characters shown as
+// escapes, never obeyed.
+function visible(s) {
+  return String(s).replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
+    (c) => c.charCodeAt(0) < 0x100 ? "\\x" + c.charCodeAt(0).toString(16).padStart(2, "0") : "\\u{" + c.charCodeAt(0).toString(16) + "}");
+}
+
+function taskColumn(t, asks) {
+  switch (t.status) {
+    case "QUEUED": return "queued";
+    case "RUNNING": return "running";
+    case "WAITING": return asks.has(t.id + "/" + t.phase) ? "person" : "event";
+    case "CRASHED": case "FAILED": return "failed";
+    default: return "done";
+  }
+}
+
+function instanceColumn(i) {
+  switch (i.status) {
+    case "started": case "working": return "running";
+    case "review_requested": case "pr_created": return "review";
+    case "failed": return "failed";
+    default: return "done";
+  }
+}
+
+function taskCard(t) {
+  const latest = state.latest[t.id];
+  return el("button", { type: "button", class: "card", "data-task": t.id, onclick: () => openCard("task", t.id) },
+    el("div", { class: "title" }, visible(t.description || t.id)),
+    el("div", { class: "id" }, t.id),
+    el("div", { class: "meta" }, badge(t.status), " ", [t.workflow, t.phase].filter(Boolean).join(" · "), " · ", age(t.created_at)),
+    t.status === "RUNNING" && latest ? el("div", { class: "latest", title: visible(latest) }, visible(latest)) : null);
+}
+
+function instanceCard(i) {
+  const cfg = i.config || {};
+  const what = cfg.instructions || (cfg.issue && cfg.issue.title) || cfg.prompt || i.id;
+  return el("button", { type: "button", class: "card", "data-instance": i.id, onclick: () => openCard("instance", i.id) },
+    el("div", { class: "title" }, visible(what)),
+    el("div", { class: "id" }, i.id + (cfg.type === "review" ? " · review" : "")),
+    el("div", { class: "meta" }, badge(i.status), " ", [cfg.agent, (i.turns || []).length + " turn(s)"].filter(Boolean).join(" · "), " · ", age(i.started_at)));
+}
+
+function renderBoard() {
+  const asks = new Set(state.inbox.map((i) => i.id));
+  const cards = Object.fromEntries(COLUMNS.map(([k]) => [k, []]));
+  for (const t of state.tasks) if (t.workflow !== "agent-turn") cards[taskColumn(t, asks)].push(() => taskCard(t));
+  for (const i of state.instances) cards[instanceColumn(i)].push(() => instanceCard(i));
+  const board = document.getElementById("board");
+  board.replaceChildren(...COLUMNS.map(([key, title]) => {
+    const list = el("ol", {});
+    for (const make of cards[key].slice(0, PER_COLUMN)) list.append(el("li", {}, make()));
+    const more = cards[key].length - PER_COLUMN;
+    return el("section", { class: "column", "data-column": key, "aria-label": title },
+      el("h3", {}, el("span", {}, title), el("span", { class: "count" }, String(cards[key].length))),
+      list,
+      more > 0 ? el("div", { class: "more" }, more + " more (the Tasks view filters them all)") : null);
+  }));
+}
+
+function renderInbox() {
+  const list = document.getElementById("inbox");
+  list.replaceChildren();
+  for (const item of state.inbox) {
+    const choices = el("div", { class: "choices" });
+    const options = item.options && item.options.length ? item.options
+      : item.kind === "approval" ? ["approved", "denied"] : item.kind === "notify" ? ["acknowledged"] : [];
+    for (const o of options) choices.append(el("button", { type: "button", "data-answer": o, onclick: () => answer(item.id, o) }, o));
+    if (!options.length) {
+      const input = el("input", { type: "text", "aria-label": "Answer to " + item.id, placeholder: "Your answer" });
+      choices.append(input, el("button", { type: "button", onclick: () => answer(item.id, input.value) }, "Answer"));
+    }
+    list.append(el("li", { "data-item": item.id },
+      el("div", { class: "text" }, visible(item.text)),
+      el("div", { class: "meta" }, item.kind + " · " + (item.session || "") + (item.phase ? "/" + item.phase : "") + " · from " + visible(item.raised_by)),
+      choices));
+  }
+  if (!state.inbox.length) list.append(el("li", { class: "empty" }, "Nothing waits for you."));
+}
+
+async function answer(id, choice) {
+  try { await api("/api/v1/inbox/" + enc(id) + "/answer", "POST", { answer: choice, by: "board" }); }
+  catch (e) { alert(e.message); }
+  refresh();
+}
+
+// What running tasks printed last, for their cards.
+async function pollLatest() {
+  const running = state.tasks.filter((t) => t.status === "RUNNING").slice(0, 12);
+  for (const t of running) {
+    try {
+      const r = await api("/api/v1/tasks/" + enc(t.id) + "/output");
+      const last = r.lines.filter((l) => l.text.trim()).pop();
+      if (last) state.latest[t.id] = last.text;
+    } catch (e) { /* the next look tries again */ }
+  }
+  if (running.length) renderBoard();
+}
+
+async function refresh() {
+  try {
+    const [tasks, instances, inbox] = await Promise.all([api("/api/v1/tasks"), api("/api/v1/instances"), api("/api/v1/inbox")]);
+    state.tasks = tasks; state.instances = instances; state.inbox = inbox;
+    renderBoard();
+    renderInbox();
+    if (open) await renderCard();
+  } catch (e) {
+    document.getElementById("live").textContent = e.message;
+  }
+}
+
+function openCard(kind, id) {
+  open = { kind, id };
+  const dialog = document.getElementById("card");
+  document.getElementById("card-title").textContent = (kind === "task" ? "Task " : "Agent instance ") + id;
+  if (!dialog.open) dialog.showModal();
+  renderCard();
+}
+
+async function renderCard() {
+  const { kind, id } = open;
+  const actions = document.getElementById("card-actions");
+  const body = document.getElementById("card-body");
+  try {
+    if (kind === "task") {
+      const doc = await api("/api/v1/tasks/" + enc(id));
+      actions.replaceChildren(badge(doc.status));
+      const asks = doc.waiting && doc.waiting.question !== undefined;
+      if (doc.resumable && !asks) actions.append(el("button", { type: "button", id: "card-resume", onclick: () => act(id, "resume") }, "Resume"));
+      if (!["COMPLETE", "CANCELLED"].includes(doc.status)) actions.append(el("button", { type: "button", class: "secondary", id: "card-cancel", onclick: () => act(id, "cancel") }, "Cancel"));
+      const parts = [el("p", { class: "desc" }, visible(doc.description || ""))];
+      if (asks) {
+        const q = el("div", { class: "answer", id: "card-question" }, el("div", { class: "question" }, visible(doc.waiting.question)));
+        for (const o of doc.waiting.options || []) q.append(el("button", { type: "button", "data-answer": o, onclick: () => answer(id + "/" + doc.waiting.phase, o) }, o));
+        parts.push(q);
+      }
+      const list = el("ol", { class: "timeline" });
+      for (const p of doc.phases || []) list.append(el("li", { class: p.status, "data-phase": p.id }, el("div", { class: "phase-head" }, el("span", { class: "phase-name" }, p.id), badge(p.status))));
+      parts.push(list);
+      body.replaceChildren(...parts);
+    } else {
+      const all = await api("/api/v1/instances");
+      const i = all.find((x) => x.id === id);
+      if (!i) throw new Error("no instance " + id);
+      actions.replaceChildren(badge(i.status));
+      body.replaceChildren(el("p", {}, visible((i.config && i.config.instructions) || "")),
+        el("p", { class: "meta" }, "branch " + ((i.resources && i.resources.branch) || "—") + " · " + (i.turns || []).length + " turn(s)"));
+    }
+  } catch (e) {
+    body.replaceChildren(el("p", { class: "error" }, e.message));
+  }
+  renderDiff(kind, id);
+}
+
+async function renderDiff(kind, id) {
+  const box = document.getElementById("card-diff");
+  try {
+    const d = await api("/api/v1/" + (kind === "task" ? "tasks/" : "instances/") + enc(id) + "/diff");
+    if (!d.patch) { box.replaceChildren(el("div", { class: "empty" }, d.base ? "No changes." : "Nothing to compare yet.")); return; }
+    // diff2html escapes the diff's text in the markup it returns.
+    box.innerHTML = Diff2Html.html(d.patch, { drawFileList: true, outputFormat: "line-by-line", matching: "none" });
+    if (d.truncated) box.prepend(el("div", { class: "note" }, "The diff is cut at 2 MiB; the file list above is whole."));
+  } catch (e) {
+    box.replaceChildren(el("div", { class: "empty" }, e.message));
+  }
+}
+
+async function act(id, what) {
+  if (what === "cancel" && !confirm("Cancel task " + id + "? Its running phase is stopped and the task ends CANCELLED.")) return;
+  try { await api("/api/v1/tasks/" + enc(id) + "/" + what, "POST"); }
+  catch (e) { alert(e.message); }
+  refresh();
+}
+
+async function newTask() {
+  const dialog = document.getElementById("new-task");
+  const select = document.getElementById("nt-workflow");
+  document.getElementById("nt-error").textContent = "";
+  try {
+    const workflows = (await api("/api/v1/workflows")).filter((w) => !w.error);
+    select.replaceChildren(...workflows.map((w) => el("option", { value: w.name }, w.name)));
+    const show = () => {
+      const w = workflows.find((x) => x.name === select.value);
+      document.getElementById("nt-workflow-about").textContent = w ? visible(w.description) + " — phases: " + w.phases.join(", ") : "";
+      const flags = document.getElementById("nt-flags");
+      flags.replaceChildren(el("legend", {}, "Flags"));
+      for (const [name, value] of Object.entries((w && w.flags) || {})) {
+        const id = "nt-flag-" + name;
+        const input = typeof value === "boolean"
+          ? el("input", { type: "checkbox", id, "data-flag": name })
+          : el("input", { type: "text", id, "data-flag": name, value: String(value) });
+        if (typeof value === "boolean" && value) input.checked = true;
+        flags.append(el("label", { class: "check", for: id }, input, " " + name));
+      }
+      flags.hidden = !Object.keys((w && w.flags) || {}).length;
+    };
+    select.onchange = show;
+    show();
+  } catch (e) {
+    document.getElementById("nt-error").textContent = e.message;
+  }
+  dialog.showModal();
+}
+
+async function startTask(e) {
+  e.preventDefault();
+  const flags = [...document.querySelectorAll("#nt-flags [data-flag]")].map((i) =>
+    i.dataset.flag + "=" + (i.type === "checkbox" ? String(i.checked) : i.value));
+  try {
+    const r = await api("/api/v1/tasks", "POST", {
+      workflow: document.getElementById("nt-workflow").value,
+      description: document.getElementById("nt-description").value,
+      flags,
+      queue: document.getElementById("nt-queue").checked,
+    });
+    document.getElementById("new-task").close();
+    document.getElementById("nt-description").value = "";
+    await refresh();
+    openCard("task", r.id);
+  } catch (err) {
+    document.getElementById("nt-error").textContent = err.message;
+  }
+}
+
+function listen() {
+  const live = document.getElementById("live");
+  const src = new EventSource("/api/v1/stream" + (token ? "?access_token=" + enc(token) : ""));
+  src.addEventListener("open", () => { live.className = "on"; live.textContent = "live"; });
+  src.addEventListener("changed", refresh);
+  src.addEventListener("error", () => { live.className = ""; live.textContent = "reconnecting…"; });
+}
+
+document.getElementById("new-task-open").addEventListener("click", newTask);
+document.getElementById("new-task-cancel").addEventListener("click", () => document.getElementById("new-task").close());
+document.getElementById("new-task-form").addEventListener("submit", startTask);
+document.getElementById("card-close").addEventListener("click", () => { open = null; document.getElementById("card").close(); });
+document.getElementById("card").addEventListener("close", () => { open = null; });
+refresh();
+listen();
+setInterval(pollLatest, 2000);
+setInterval(refresh, 10000);
