@@ -293,6 +293,11 @@ fn a_person_starts_answers_and_reviews_a_task_on_the_board() {
     b.wait_text("#inbox", "Go on?", 10);
     b.wait_text("#card-diff", "a.txt", 30);
     accessible(&b, "a card's page with its diff");
+    let shot = b.screenshot();
+    assert!(shot.starts_with(b"\x89PNG"), "a PNG");
+    if let Some(path) = std::env::var_os("BATON_BOARD_SCREENSHOT") {
+        fs_err::write(path, &shot).unwrap();
+    }
     let id = b.text("[data-column=person] [data-task]").unwrap();
     assert!(id.contains("tidy the docs"), "{id}");
     let task = b
@@ -341,10 +346,5 @@ fn a_person_starts_answers_and_reviews_a_task_on_the_board() {
         json!(0),
         "markup from a task was obeyed"
     );
-    let shot = b.screenshot();
-    assert!(shot.starts_with(b"\x89PNG"), "a PNG");
-    if let Some(path) = std::env::var_os("BATON_BOARD_SCREENSHOT") {
-        fs_err::write(path, &shot).unwrap();
-    }
     assert_eq!(server.stop().code(), Some(0));
 }
