@@ -153,7 +153,8 @@ async function pollLatest() {
 
 async function refresh() {
   try {
-    const [tasks, instances, inbox] = await Promise.all([api("/api/v1/tasks"), api("/api/v1/instances"), api("/api/v1/inbox")]);
+    // Outside a git repository there are no instances (the API says why).
+    const [tasks, instances, inbox] = await Promise.all([api("/api/v1/tasks"), api("/api/v1/instances").catch(() => []), api("/api/v1/inbox")]);
     state.tasks = tasks; state.instances = instances; state.inbox = inbox;
     renderBoard();
     renderInbox();

@@ -115,19 +115,28 @@ impl Browser {
         let source = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("axe-core is missing at {path} ({e}): run ./scripts/test"));
         self.js(&format!("{source}\nreturn null;"), json!([]));
-        let v = self.call(
-            "POST",
-            &self.session("/execute/async"),
-            Some(json!({
-                "script": "const done = arguments[arguments.length - 1]; axe.run(document, {resultTypes: ['violations']}).then((r) => done(r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id + ' (' + v.impact + '): ' + v.nodes.map((n) => n.target.join(' ')).join(', ')))).catch((e) => done(['axe failed: ' + e]));",
-                "args": []
-            })),
+        let v = self.js_async(
+            "axe.run(document, {resultTypes: ['violations']}).then((r) => done(r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id + ' (' + v.impact + '): ' + v.nodes.map((n) => n.target.join(' ')).join(', ')))).catch((e) => done(['axe failed: ' + e]));",
+            json!([]),
         );
         v.as_array()
             .unwrap_or_else(|| panic!("axe-core answered {v}"))
             .iter()
             .map(|x| x.as_str().unwrap_or_default().to_string())
             .collect()
+    }
+
+    /// Runs `script` in the page and waits (up to 30 s) until it calls
+    /// `done(value)`: that value.
+    pub fn js_async(&self, script: &str, args: Value) -> Value {
+        self.call(
+            "POST",
+            &self.session("/execute/async"),
+            Some(json!({
+                "script": format!("const done = arguments[arguments.length - 1];\n{script}"),
+                "args": args
+            })),
+        )
     }
 
     /// The visible text of the first element matching `css`, if any.
