@@ -348,3 +348,188 @@ fn a_person_starts_answers_and_reviews_a_task_on_the_board() {
     );
     assert_eq!(server.stop().code(), Some(0));
 }
+
+/// An agent that works (commits `work.txt`), and on a feedback turn
+/// writes the file the feedback names ("please write tests.txt").
+fn worker_agent() -> String {
+    let commit = "git add -A && git -c user.email=a@a -c user.name=agent commit --allow-empty -qm";
+    format!(
+        "[agents.worker]\ncommand = [\"sh\", \"-c\", '''prompt=$(cat \"$1\"); case \"$prompt\" in *\"reviewer's feedback\"*) f=$(printf '%s' \"$prompt\" | sed -n 's/.*please write \\([a-z.]*\\).*/\\1/p' | head -n1); echo \"$prompt\" > \"$f\"; {commit} \"wrote $f\";; *) echo work > work.txt; {commit} work;; esac''', \"agent\", \"{{{{prompt_file}}}}\"]\n"
+    )
+}
+
+/// A project with the scripted agents and `worker`.
+fn instances_project() -> (TestProject, tempfile::TempDir) {
+    let (p, remote) = common::instances::project();
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str(&worker_agent());
+    fs_err::write(&cfg, text).unwrap();
+    (p, remote)
+}
+
+/// In headless Chromium: a person starts an agent from the board, sees
+/// its work in its card's diff, asks for a review, and merges the review
+/// back with feedback that reaches the coding agent as its next turn.
+#[test]
+fn a_person_starts_an_agent_and_sends_review_feedback_from_the_board() {
+    use common::instances::{settled, show, worktree};
+    let (p, _remote) = instances_project();
+    let server = Server::start(&p, &[]);
+    let b = baton_testkit::browser::Browser::start(1400, 900);
+    b.goto(&format!("{}/board", server.url));
+    b.wait_text("#live", "live", 30);
+    b.click("#new-agent-open");
+    b.wait_text("#na-agent", "worker", 10);
+    b.click("#na-agent option[value=worker]");
+    b.type_into("#na-instructions", "Add the widget");
+    accessible(&b, "the new-agent form");
+    b.click("#new-agent-start");
+    b.wait_text("#card-title", "Agent instance", 30);
+    let id = b
+        .js("return document.getElementById('card-title').textContent.replace('Agent instance ', '');", json!([]))
+        .as_str()
+        .unwrap()
+        .to_string();
+    settled(&p, &id);
+    b.wait_text("#card-diff", "work.txt", 30);
+    b.wait_text("#card-actions", "Request review", 30);
+    accessible(&b, "an agent's card");
+    b.click("#card-review");
+    b.wait_text("#card-title", &format!("{id}-r"), 30);
+    let review = b
+        .js("return document.getElementById('card-title').textContent.replace('Agent instance ', '');", json!([]))
+        .as_str()
+        .unwrap()
+        .to_string();
+    settled(&p, &review);
+    b.type_into("#card-feedback", "please write tests.txt");
+    b.click("#card-merge-back");
+    let c = wait_for("the feedback turn", || {
+        let v = settled(&p, &id);
+        (v["turns"].as_array()?.len() == 2).then_some(v)
+    });
+    assert_eq!(c["turn"]["status"], "COMPLETE", "{c}");
+    let wt = worktree(&show(&p, &id));
+    let log = std::process::Command::new("git")
+        .args(["log", "--format=%s"])
+        .current_dir(&wt)
+        .output()
+        .unwrap();
+    let tests = fs_err::read_to_string(wt.join("tests.txt"))
+        .unwrap_or_else(|e| panic!("{e}: {c} {}", String::from_utf8_lossy(&log.stdout)));
+    assert!(tests.contains("please write tests.txt"), "{tests}");
+    b.wait_text(&format!(r#"[data-instance="{id}"]"#), "2 turn(s)", 30);
+    assert_eq!(server.stop().code(), Some(0));
+}
+
+/// The board drives an agent instance as `baton agent …` does: started,
+/// its work reviewed, the review merged back with feedback that reaches
+/// the agent as its next turn, its pull request opened against a GitHub
+/// API that checks every request against GitHub's OpenAPI description;
+/// another ended while its worktree holds work, which is kept.
+#[test]
+fn the_board_drives_an_instance_from_its_start_to_its_pull_request() {
+    use common::instances::settled;
+    let github = baton_testkit::github::FakeGitHub::start(0, &[]);
+    let (p, _remote) = instances_project();
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str(&format!(
+        "\n[github]\napi_url = \"{}\"\nrepository = \"acme/widgets\"\n",
+        github.url
+    ));
+    fs_err::write(&cfg, text).unwrap();
+    let server = Server::start(&p, &[("GITHUB_TOKEN", "test-token")]);
+    let api = Api {
+        server: &server,
+        token: None,
+    };
+
+    let (status, v) = api.post("/api/v1/instances", json!({"instructions": " "}));
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (400, Some("WORKFLOW_INVALID_CONFIGURATION")),
+        "{v}"
+    );
+    let (status, v) = api.post("/api/v1/instances", json!({"instructions": "Add the widget", "id": "c1", "agent": "worker", "require_review": false}));
+    assert_eq!(status, 201, "{v}");
+    assert_eq!(
+        (v["id"].as_str(), v["kind"].as_str()),
+        (Some("c1"), Some("coding")),
+        "{v}"
+    );
+    settled(&p, "c1");
+    let (_, diff) = api.get("/api/v1/instances/c1/diff");
+    assert_eq!(files(&diff), [file("work.txt", "added", 1, 0)], "{diff}");
+
+    let (status, r) = api.post("/api/v1/instances/c1/review", json!({"agent": "idle"}));
+    assert_eq!(status, 201, "{r}");
+    let review = r["id"].as_str().unwrap().to_string();
+    assert_eq!(r["kind"], "review");
+    settled(&p, &review);
+    let (status, v) = api.post(
+        &format!("/api/v1/instances/{review}/merge-back"),
+        json!({"feedback": "please write tests.txt"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["id"], "c1");
+    let c1 = wait_for("the feedback turn", || {
+        let v = settled(&p, "c1");
+        (v["turns"].as_array()?.len() == 2).then_some(v)
+    });
+    assert_eq!(c1["turn"]["status"], "COMPLETE", "{c1}");
+    let tests = fs_err::read_to_string(common::instances::worktree(&c1).join("tests.txt")).unwrap();
+    assert!(
+        tests.contains("please write tests.txt"),
+        "the feedback did not reach the agent: {tests}"
+    );
+
+    let (status, v) = api.post(
+        "/api/v1/instances/c1/push",
+        json!({"title": "Add the widget"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["status"], "pr_created", "{v}");
+    assert_eq!(v["state"]["pull_request"]["number"], 1, "{v}");
+    let reqs = github.requests();
+    let creates: Vec<&Value> = reqs.iter().filter(|r| r["method"] == "POST").collect();
+    assert_eq!(creates.len(), 1, "{reqs:?}");
+    assert_eq!(creates[0]["body"]["title"], "Add the widget");
+    assert_eq!(creates[0]["headers"]["authorization"], "Bearer test-token");
+    assert!(
+        creates[0]["problems"].as_array().unwrap().is_empty(),
+        "{reqs:?}"
+    );
+
+    let (status, v) = api.post(
+        "/api/v1/instances",
+        json!({"instructions": "draft it", "id": "c2", "agent": "dirty"}),
+    );
+    assert_eq!(status, 201, "{v}");
+    settled(&p, "c2");
+    let (status, v) = api.post("/api/v1/instances/c2/kill", json!({}));
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        v["kept"][0]["instance"], "c2",
+        "a worktree holding work was not kept: {v}"
+    );
+    assert!(
+        common::instances::worktree(&common::instances::show(&p, "c2"))
+            .join("draft.txt")
+            .is_file()
+    );
+    let (status, v) = api.post("/api/v1/instances/c9/review", json!({}));
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (404, Some("WORKFLOW_PARENT_NOT_FOUND")),
+        "{v}"
+    );
+    let (status, v) = api.post("/api/v1/instances/c9/kill", json!({}));
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (404, Some("WORKFLOW_INSTANCE_NOT_FOUND")),
+        "{v}"
+    );
+    assert_eq!(server.stop().code(), Some(0));
+}

@@ -188,12 +188,19 @@ pub struct Engine {
     /// A worker's: where the running phases' process groups are listed
     /// for its watchdog.
     phase_groups: Option<Arc<process::PhaseGroups>>,
+    /// Who keeps the background runs this engine starts (`baton serve`:
+    /// to reap them, and to stop them when it stops); none: they are let
+    /// go, as `baton run --detach` lets them go.
+    background: Option<Keeper>,
     pub command: String,
     /// What is taken out of every text before it is journaled: secrets in
     /// their common formats, and the values of the environment variables
     /// (this process's and the agents' own) whose names look secret.
     redactor: baton_core::redact::Redactor,
 }
+
+/// Who takes the background runs an engine starts.
+pub type Keeper = Arc<dyn Fn(std::process::Child) + Send + Sync>;
 
 /// A task a worker slot has just claimed (its lease taken).
 #[derive(Debug)]
@@ -251,6 +258,7 @@ impl Engine {
             crash_at: std::env::var("BATON_TEST_CRASH_AT").ok(),
             interrupt: Arc::new(AtomicBool::new(false)),
             phase_groups: None,
+            background: None,
             command: "baton".into(),
             redactor: redactor_of(&project),
             project,
@@ -261,6 +269,13 @@ impl Engine {
     /// phase (killing its process group), record the interruption and return.
     pub fn with_interrupt(mut self, flag: Arc<AtomicBool>) -> Self {
         self.interrupt = flag;
+        self
+    }
+
+    /// Hands the background runs this engine starts (an agent
+    /// instance's turns) to `keeper` instead of letting them go.
+    pub fn with_background(mut self, keeper: Keeper) -> Self {
+        self.background = Some(keeper);
         self
     }
 

@@ -98,6 +98,39 @@ pub struct View {
     pub session: Option<bool>,
 }
 
+impl View {
+    /// The instance as `baton agent show --json` and the API show it: its
+    /// stored form, its kind, its latest turn and, for an interactive one,
+    /// its tmux session.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::json;
+        let mut j = self.instance.to_json();
+        if let Some(o) = j.as_object_mut() {
+            let kind = match self.instance.kind() {
+                instance::Kind::Coding => "coding",
+                instance::Kind::Review => "review",
+            };
+            o.insert("kind".into(), json!(kind));
+            o.insert(
+                "turn".into(),
+                match &self.turn {
+                    Some((t, s)) => json!({"task": t, "status": s.as_str()}),
+                    None => serde_json::Value::Null,
+                },
+            );
+            if let Some(name) = &self.instance.resources.session_name {
+                let state = match self.session {
+                    Some(true) => "running",
+                    Some(false) => "exited",
+                    None => "gone",
+                };
+                o.insert("tmux".into(), json!({"session": name, "state": state}));
+            }
+        }
+        j
+    }
+}
+
 impl Engine {
     /// The project's agent instances; they live in git worktrees, so the
     /// project must be in a git repository.

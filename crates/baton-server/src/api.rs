@@ -1,13 +1,15 @@
 //! The JSON API under `/api/v1`: tasks (a filtered list, one task's state
 //! document, its journal in pages), deliveries and agent instances to
 //! read; resume and cancel a task. What the board starts and reviews is
-//! in `api/board.rs` (new tasks, workflows, diffs), what people answer and
-//! watch in `api/people.rs` (the inbox, teams). The OpenAPI 3.1 document at
+//! in `api/board.rs` (new tasks, workflows, diffs), the moves on agent
+//! instances in `api/instances.rs`, what people answer and watch in
+//! `api/people.rs` (the inbox, teams). The OpenAPI 3.1 document at
 //! `/api/v1/openapi.json` is generated from these handlers (utoipa).
 //! Errors are JSON with a stable `code` and a `hint`; what a request
 //! carries is read in `input.rs`.
 
 mod board;
+mod instances;
 mod people;
 
 use crate::App;
@@ -36,6 +38,7 @@ pub fn routes() -> (axum::Router<App>, utoipa::openapi::OpenApi) {
     OpenApiRouter::with_openapi(Doc::openapi())
         .routes(routes!(list_tasks, board::create_task))
         .routes(routes!(board::list_workflows))
+        .routes(routes!(board::list_agents))
         .routes(routes!(board::task_diff))
         .routes(routes!(board::instance_diff))
         .routes(routes!(people::list_inbox))
@@ -49,7 +52,11 @@ pub fn routes() -> (axum::Router<App>, utoipa::openapi::OpenApi) {
         .routes(routes!(cancel_task))
         .routes(routes!(answer_task))
         .routes(routes!(list_deliveries))
-        .routes(routes!(list_instances))
+        .routes(routes!(list_instances, instances::spawn))
+        .routes(routes!(instances::review))
+        .routes(routes!(instances::merge_back))
+        .routes(routes!(instances::push))
+        .routes(routes!(instances::kill))
         .split_for_parts()
 }
 

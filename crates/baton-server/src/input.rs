@@ -231,6 +231,64 @@ pub struct InboxFilter {
     pub all: Option<bool>,
 }
 
+/// A coding agent instance to start (`baton agent spawn`).
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewInstance {
+    /// What the agent is to do (with `issue`: added to the issue's text).
+    #[serde(default)]
+    pub instructions: String,
+    /// A GitHub issue of the repository to work on.
+    pub issue: Option<u32>,
+    /// The agent (`[agents.NAME]`; default: the project's).
+    pub agent: Option<String>,
+    /// The branch the work starts from (default: the checked-out one).
+    pub base: Option<String>,
+    /// Its id (default: made from the instructions).
+    pub id: Option<String>,
+    /// A review before its pull request (default: `[instances]`).
+    pub require_review: Option<bool>,
+    pub max_reviews: Option<u32>,
+}
+
+/// A review of a coding instance's work (`baton agent review`).
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewRequest {
+    /// The reviewing agent (default: the coding instance's).
+    pub agent: Option<String>,
+    /// What the reviewer is asked (default: `[instances.review]`).
+    pub prompt: Option<String>,
+}
+
+/// A review's end: its branch merged into its parent's, the feedback on
+/// its way to the coding agent (`baton agent merge-back`).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MergeBack {
+    pub feedback: String,
+}
+
+/// A coding instance's branch pushed and its pull request opened
+/// (`baton agent push`).
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PushRequest {
+    /// Default: the first line of the instructions.
+    pub title: Option<String>,
+    pub body: Option<String>,
+    #[serde(default)]
+    pub draft: bool,
+}
+
+/// An instance ended (`baton agent kill`).
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KillRequest {
+    /// Why (recorded); default `ended from the board`.
+    pub reason: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -66,8 +66,16 @@ pub fn serve(
     observer: Arc<dyn Observer>,
 ) -> Result<(), Error> {
     let stop = Arc::new(AtomicBool::new(false));
-    let eng =
-        Arc::new(Engine::open(project.clone(), observer.clone())?.with_interrupt(stop.clone()));
+    let runs = Arc::new(runner::Runs::default());
+    let keeper: baton_engine::engine::Keeper = {
+        let runs = runs.clone();
+        Arc::new(move |child| runs.adopt(child))
+    };
+    let eng = Arc::new(
+        Engine::open(project.clone(), observer.clone())?
+            .with_interrupt(stop.clone())
+            .with_background(keeper),
+    );
     let writer = eng.delivery_writer()?;
     let listener = std::net::TcpListener::bind(settings.addr).map_err(|e| {
         Error::op(format!("cannot listen on {}: {e}", settings.addr))
@@ -80,7 +88,6 @@ pub fn serve(
             "warning: no webhook secret is set (BATON_WEBHOOK_SECRET or [server] webhook_secrets): every delivery will be refused with 401",
         );
     }
-    let runs = Arc::new(runner::Runs::default());
     let dispatch = Arc::new(dispatch::Dispatch::start(
         eng.clone(),
         settings.branch_pattern.clone(),

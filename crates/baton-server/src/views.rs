@@ -54,7 +54,10 @@ impl From<baton_engine::Error> for ApiError {
         // The review loop's codes that name a missing thing or a wrong
         // moment answer as HTTP says those.
         let status = match e.code {
-            Some(baton_core::instance::ErrorCode::InstanceNotFound) => StatusCode::NOT_FOUND,
+            Some(
+                baton_core::instance::ErrorCode::InstanceNotFound
+                | baton_core::instance::ErrorCode::ParentNotFound,
+            ) => StatusCode::NOT_FOUND,
             Some(baton_core::instance::ErrorCode::InvalidState) => StatusCode::CONFLICT,
             _ => status,
         };

@@ -20,6 +20,7 @@ const COLUMNS = [
 ];
 let state = { tasks: [], instances: [], inbox: [], latest: {} };
 let open = null; // the card whose page is open: {kind, id}
+const drafts = {}; // feedback being written, by review instance
 
 const el = (tag, attrs = {}, ...kids) => {
   const e = document.createElement(tag);
@@ -88,7 +89,7 @@ function taskCard(t) {
 
 function instanceCard(i) {
   const cfg = i.config || {};
-  const what = cfg.instructions || (cfg.issue && cfg.issue.title) || cfg.prompt || i.id;
+  const what = cfg.instructions || (cfg.issue && cfg.issue.title) || cfg.review_prompt || i.id;
   return el("button", { type: "button", class: "card", "data-instance": i.id, onclick: () => openCard("instance", i.id) },
     el("div", { class: "title" }, visible(what)),
     el("div", { class: "id" }, i.id + (cfg.type === "review" ? " · review" : "")),
@@ -179,6 +180,7 @@ async function renderCard() {
   try {
     if (kind === "task") {
       const doc = await api("/api/v1/tasks/" + enc(id));
+      body.dataset.drawn = "";
       actions.replaceChildren(badge(doc.status));
       const asks = doc.waiting && doc.waiting.question !== undefined;
       if (doc.resumable && !asks) actions.append(el("button", { type: "button", id: "card-resume", onclick: () => act(id, "resume") }, "Resume"));
@@ -197,9 +199,33 @@ async function renderCard() {
       const all = await api("/api/v1/instances");
       const i = all.find((x) => x.id === id);
       if (!i) throw new Error("no instance " + id);
+      // Drawn again only when it changed, so what a person types or
+      // selects there is left alone.
+      const key = JSON.stringify([id, i.status, (i.turns || []).length, i.state && i.state.pull_request]);
+      if (body.dataset.drawn !== key) {
+      body.dataset.drawn = key;
       actions.replaceChildren(badge(i.status));
-      body.replaceChildren(el("p", {}, visible((i.config && i.config.instructions) || "")),
-        el("p", { class: "meta" }, "branch " + ((i.resources && i.resources.branch) || "—") + " · " + (i.turns || []).length + " turn(s)"));
+      const live = !["pr_merged", "pr_closed", "finished", "terminated", "failed"].includes(i.status);
+      const review = i.config && i.config.type === "review";
+      const parts = [el("p", {}, visible((i.config && (i.config.instructions || i.config.review_prompt)) || "")),
+        el("p", { class: "meta" }, "branch " + ((i.resources && i.resources.branch) || "—") + " · " + (i.turns || []).length + " turn(s)" +
+          (i.state && i.state.pull_request ? " · pull request #" + i.state.pull_request.number : ""))];
+      if (live && !review && i.status === "working") {
+        actions.append(el("button", { type: "button", id: "card-review", onclick: () => instanceAct(id, "review", {}) }, "Request review"));
+        actions.append(el("button", { type: "button", id: "card-push", onclick: () => instanceAct(id, "push", {}) }, "Push and open pull request"));
+      }
+      if (live && review) {
+        // The page redraws as the store changes: what is typed is kept.
+        const feedback = el("textarea", { id: "card-feedback", rows: "3", oninput: (e) => { drafts[id] = e.target.value; } });
+        feedback.value = drafts[id] || "";
+        parts.push(el("label", { for: "card-feedback" }, "Feedback for the coding agent"), feedback,
+          el("div", { class: "card-actions" }, el("button", { type: "button", id: "card-merge-back", onclick: () => instanceAct(id, "merge-back", { feedback: drafts[id] || "" }).then(() => { delete drafts[id]; }) }, "Merge back with this feedback")));
+      }
+      if (live) actions.append(el("button", { type: "button", class: "secondary", id: "card-kill", onclick: () => {
+        if (confirm("End agent " + id + "? Its worktree is kept if it holds work.")) instanceAct(id, "kill", {});
+      } }, "End agent"));
+      body.replaceChildren(...parts);
+      }
     }
   } catch (e) {
     body.replaceChildren(el("p", { class: "error" }, e.message));
@@ -225,6 +251,48 @@ async function act(id, what) {
   try { await api("/api/v1/tasks/" + enc(id) + "/" + what, "POST"); }
   catch (e) { alert(e.message); }
   refresh();
+}
+
+async function instanceAct(id, what, body) {
+  try {
+    const r = await api("/api/v1/instances/" + enc(id) + "/" + what, "POST", body);
+    if (what === "kill" && r.kept && r.kept.length) alert("Kept: " + r.kept.map((k) => k.instance + " (" + k.detail + ")").join("; "));
+    if (what === "review" && r.id) { await refresh(); openCard("instance", r.id); return; }
+  } catch (e) { alert(e.message); }
+  refresh();
+}
+
+async function newAgent() {
+  const select = document.getElementById("na-agent");
+  document.getElementById("na-error").textContent = "";
+  try {
+    const agents = await api("/api/v1/agents");
+    select.replaceChildren(...agents.map((a) => el("option", { value: a.name }, a.name + (a.cli ? " (" + a.cli + ")" : ""))));
+    const def = agents.find((a) => a.default);
+    if (def) select.value = def.name;
+  } catch (e) {
+    document.getElementById("na-error").textContent = e.message;
+  }
+  document.getElementById("new-agent").showModal();
+}
+
+async function startAgent(e) {
+  e.preventDefault();
+  const issue = document.getElementById("na-issue").value.trim();
+  try {
+    const r = await api("/api/v1/instances", "POST", {
+      agent: document.getElementById("na-agent").value,
+      instructions: document.getElementById("na-instructions").value,
+      issue: issue ? Number(issue) : undefined,
+      require_review: document.getElementById("na-review").checked,
+    });
+    document.getElementById("new-agent").close();
+    document.getElementById("na-instructions").value = "";
+    await refresh();
+    openCard("instance", r.id);
+  } catch (err) {
+    document.getElementById("na-error").textContent = err.message;
+  }
 }
 
 async function newTask() {
@@ -288,6 +356,9 @@ function listen() {
 document.getElementById("new-task-open").addEventListener("click", newTask);
 document.getElementById("new-task-cancel").addEventListener("click", () => document.getElementById("new-task").close());
 document.getElementById("new-task-form").addEventListener("submit", startTask);
+document.getElementById("new-agent-open").addEventListener("click", newAgent);
+document.getElementById("new-agent-cancel").addEventListener("click", () => document.getElementById("new-agent").close());
+document.getElementById("new-agent-form").addEventListener("submit", startAgent);
 document.getElementById("card-close").addEventListener("click", () => { open = null; document.getElementById("card").close(); });
 document.getElementById("card").addEventListener("close", () => { open = null; });
 refresh();

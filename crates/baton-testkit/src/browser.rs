@@ -197,14 +197,20 @@ impl Browser {
         panic!("{css} was redrawn at every click, 50 times");
     }
 
-    /// Types `text` into the element matching `css`.
+    /// Types `text` into the element matching `css` (found again if the
+    /// page redrew it before the typing began).
     pub fn type_into(&self, css: &str, text: &str) {
-        let id = self.element(css);
-        self.call(
-            "POST",
-            &self.session(&format!("/element/{id}/value")),
-            Some(json!({"text": text})),
-        );
+        for _ in 0..50 {
+            let id = self.element(css);
+            let path = self.session(&format!("/element/{id}/value"));
+            let v = self.try_call("POST", &path, Some(json!({"text": text})));
+            match v.get("error").and_then(Value::as_str) {
+                None => return,
+                Some("stale element reference") => std::thread::sleep(Duration::from_millis(20)),
+                Some(_) => panic!("WebDriver POST {path}: {v}"),
+            }
+        }
+        panic!("{css} was redrawn at every attempt to type, 50 times");
     }
 
     /// The text of the dialog (`alert`, `confirm`) the page shows, once it

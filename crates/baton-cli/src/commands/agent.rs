@@ -9,7 +9,7 @@ use crate::cli::{
 use crate::printer::{Printer, cell};
 use baton_core::Exit;
 use baton_core::instance::{Instance, Record};
-use baton_engine::instances::{Done, PushOptions, Removal, ReviewOptions, SpawnOptions, View};
+use baton_engine::instances::{Done, PushOptions, ReviewOptions, SpawnOptions, View};
 use baton_engine::{Error, Project};
 use serde_json::{Value, json};
 use std::io::Read;
@@ -62,7 +62,7 @@ fn spawn(agents: &Agents, a: AgentSpawnArgs, printer: &Printer) -> Result<Exit> 
     })?;
     let view = agents.show(&inst.id)?;
     if a.json {
-        printer.json(&view_json(&view).to_string());
+        printer.json(&view.to_json().to_string());
     } else {
         printer.info(&format!(
             "agent {} works in {} on branch {}; follow it with `baton agent show {}`",
@@ -84,7 +84,7 @@ fn ls(agents: &Agents, a: AgentLsArgs, printer: &Printer) -> Result<Exit> {
         .filter(|v| a.all || !v.instance.status.ended())
         .collect();
     if a.json {
-        let rows: Vec<Value> = shown.iter().map(|v| view_json(v)).collect();
+        let rows: Vec<Value> = shown.iter().map(|v| v.to_json()).collect();
         printer.json(&Value::Array(rows).to_string());
         return Ok(Exit::Done);
     }
@@ -127,7 +127,7 @@ fn show(agents: &Agents, a: AgentIdArgs, printer: &Printer) -> Result<Exit> {
     let id = agents.resolve(a.id.as_deref())?;
     let v = agents.show(&id)?;
     if a.json {
-        printer.json(&view_json(&v).to_string());
+        printer.json(&v.to_json().to_string());
         return Ok(Exit::Done);
     }
     let i = &v.instance;
@@ -252,7 +252,7 @@ fn review(agents: &Agents, a: AgentReviewArgs, printer: &Printer) -> Result<Exit
         },
     )?;
     if a.json {
-        printer.json(&view_json(&agents.show(&r.id)?).to_string());
+        printer.json(&agents.show(&r.id)?.to_json().to_string());
     } else {
         printer.info(&format!(
             "review {} of {parent} works in {} on branch {}",
@@ -269,7 +269,7 @@ fn merge_back(agents: &Agents, a: AgentMergeBackArgs, printer: &Printer) -> Resu
     let review = agents.resolve(a.id.as_deref())?;
     let parent = agents.merge_back(&review, &a.feedback)?;
     if a.json {
-        printer.json(&view_json(&agents.show(&parent.id)?).to_string());
+        printer.json(&agents.show(&parent.id)?.to_json().to_string());
     } else {
         printer.info(&format!(
             "review {review} merged into {} ({}); the feedback goes to its agent",
@@ -291,7 +291,7 @@ fn push(agents: &Agents, a: AgentPushArgs, printer: &Printer) -> Result<Exit> {
         },
     )?;
     if a.json {
-        printer.json(&view_json(&agents.show(&owner.id)?).to_string());
+        printer.json(&agents.show(&owner.id)?.to_json().to_string());
     } else if let Some(pr) = owner.coding().and_then(|c| c.pull_request.as_ref()) {
         printer.info(&format!(
             "pull request #{} opened for {} ({})",
@@ -308,7 +308,7 @@ fn wait(agents: &Agents, a: AgentIdArgs, printer: &Printer) -> Result<Exit> {
     let id = agents.resolve(a.id.as_deref())?;
     let done = agents.wait(&id)?;
     if a.json {
-        printer.json(&view_json(&agents.show(&id)?).to_string());
+        printer.json(&agents.show(&id)?.to_json().to_string());
     } else {
         printer.data(&done_line(&id, &done));
     }
@@ -388,7 +388,7 @@ fn kill(agents: &Agents, a: AgentKillArgs, printer: &Printer) -> Result<Exit> {
     let id = agents.resolve(Some(&a.id))?;
     let removal = agents.kill(&id, &a.reason)?;
     if a.json {
-        printer.json(&removal_json(&removal).to_string());
+        printer.json(&removal.to_json().to_string());
     } else {
         printer.info(&format!("agent {id} ended"));
         for (i, what) in &removal.removed {
@@ -452,34 +452,6 @@ fn short_time(rfc3339: &str) -> String {
 
 /// An instance as `--json` prints it: its stored form (times in RFC
 /// 3339), plus `kind` and its latest turn (`{task, status}`).
-fn view_json(v: &View) -> Value {
-    let mut j = v.instance.to_json();
-    if let Some(o) = j.as_object_mut() {
-        o.insert("kind".into(), json!(kind(&v.instance)));
-        o.insert(
-            "turn".into(),
-            match &v.turn {
-                Some((t, s)) => json!({"task": t, "status": s.as_str()}),
-                None => Value::Null,
-            },
-        );
-        if let Some(name) = &v.instance.resources.session_name {
-            o.insert(
-                "tmux".into(),
-                json!({
-                    "session": name,
-                    "state": match v.session {
-                        Some(true) => "running",
-                        Some(false) => "exited",
-                        None => "gone",
-                    },
-                }),
-            );
-        }
-    }
-    j
-}
-
 fn record_json(r: &Record) -> Value {
     let mut j = serde_json::to_value(&r.event).expect("json");
     if let Some(o) = j.as_object_mut() {
@@ -487,17 +459,4 @@ fn record_json(r: &Record) -> Value {
         o.insert("ts".into(), json!(r.ts.rfc3339()));
     }
     j
-}
-
-fn removal_json(r: &Removal) -> Value {
-    let pairs = |v: &[(baton_core::instance::InstanceId, String)]| -> Vec<Value> {
-        v.iter()
-            .map(|(i, s)| json!({"instance": i, "detail": s}))
-            .collect()
-    };
-    json!({
-        "removed": pairs(&r.removed),
-        "kept": pairs(&r.kept),
-        "failed": pairs(&r.failed),
-    })
 }

@@ -15,8 +15,13 @@ impl Engine {
     /// task must have been created by this process (`RunOptions::create_only`).
     pub fn detach(&self, id: &TaskId) -> Result<u32> {
         // Not waited for: this process (`run --detach`, an agent turn)
-        // returns at once.
-        self.detach_child(id).map(|c| c.id())
+        // returns at once, unless it keeps its background runs.
+        let child = self.detach_child(id)?;
+        let pid = child.id();
+        if let Some(keep) = &self.background {
+            keep(child);
+        }
+        Ok(pid)
     }
 
     /// [`Engine::detach`], with the background process's handle, for a

@@ -28,6 +28,20 @@ pub struct Removal {
 }
 
 impl Removal {
+    /// As `baton agent kill --json` and the API show it.
+    pub fn to_json(&self) -> serde_json::Value {
+        let pairs = |v: &[(InstanceId, String)]| -> Vec<serde_json::Value> {
+            v.iter()
+                .map(|(i, s)| serde_json::json!({"instance": i, "detail": s}))
+                .collect()
+        };
+        serde_json::json!({
+            "removed": pairs(&self.removed),
+            "kept": pairs(&self.kept),
+            "failed": pairs(&self.failed),
+        })
+    }
+
     fn extend(&mut self, other: Removal) {
         self.removed.extend(other.removed);
         self.kept.extend(other.kept);

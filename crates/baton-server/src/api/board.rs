@@ -127,13 +127,34 @@ pub async fn instance_diff(
     State(app): State<App>,
     Path(id): Path<String>,
 ) -> Result<axum::Json<WorkDiff>, ApiError> {
-    let id = baton_core::instance::InstanceId::parse(&id).map_err(|e| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "BAD_INSTANCE_ID",
-            e.to_string(),
-            "list the instances with GET /api/v1/instances",
-        )
-    })?;
+    let id = super::instances::instance_id(&id)?;
     blocking(move || Ok(axum::Json(app.eng.agents()?.diff(&id)?))).await
+}
+
+/// An agent of the project, to start an instance with.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AgentView {
+    pub name: String,
+    /// The built-in CLI it runs (`claude`, `codex`, …); none for a
+    /// `command = [...]` agent.
+    pub cli: Option<String>,
+    /// The project's default agent (`[defaults] agent`).
+    pub default: bool,
+}
+
+/// The agents configured in `.baton/config.toml`.
+#[utoipa::path(get, path = "/api/v1/agents",
+    responses((status = 200, body = Vec<AgentView>)))]
+pub async fn list_agents(State(app): State<App>) -> axum::Json<Vec<AgentView>> {
+    let cfg = &app.eng.project.config;
+    axum::Json(
+        cfg.agents
+            .iter()
+            .map(|(name, a)| AgentView {
+                name: name.clone(),
+                cli: a.cli.map(|c| c.name().to_string()),
+                default: cfg.defaults.agent.as_deref() == Some(name),
+            })
+            .collect(),
+    )
 }
