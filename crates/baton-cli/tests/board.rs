@@ -292,6 +292,16 @@ fn a_person_starts_answers_and_reviews_a_task_on_the_board() {
     b.wait_text("[data-column=person]", "tidy the docs", 30);
     b.wait_text("#inbox", "Go on?", 10);
     b.wait_text("#card-diff", "a.txt", 30);
+    // A comment on the diff's line, for the next phase.
+    b.click("#card-diff td.d2h-code-linenumber.d2h-ins");
+    assert_eq!(
+        b.js("return [document.getElementById('cm-path').value, document.getElementById('cm-line').value];", json!([])),
+        json!(["a.txt", "1"])
+    );
+    b.type_into("#cm-body", "say two, not one");
+    b.click("#cm-send");
+    b.wait_text("#card-comments", "say two, not one", 10);
+    b.wait_text("#card-comments", "waiting for the agent's next step", 10);
     accessible(&b, "a card's page with its diff");
     let shot = b.screenshot();
     assert!(shot.starts_with(b"\x89PNG"), "a PNG");
@@ -312,6 +322,13 @@ fn a_person_starts_answers_and_reviews_a_task_on_the_board() {
     b.click("#card-question button[data-answer=yes]");
     b.wait_text("[data-column=done]", "tidy the docs", 30);
     assert_eq!(p.state(&task)["status"], "COMPLETE");
+    let brief =
+        fs_err::read_to_string(p.root().join(format!(".baton/tasks/{task}/brief.md"))).unwrap();
+    assert!(
+        brief.contains("- `a.txt` line 1 (board): say two, not one"),
+        "{brief}"
+    );
+    b.wait_text("#card-comments", "reached the agent in", 30);
     b.click("#card-close");
     accessible(&b, "the board");
     b.goto(&server.url);
@@ -531,5 +548,123 @@ fn the_board_drives_an_instance_from_its_start_to_its_pull_request() {
         (404, Some("WORKFLOW_INSTANCE_NOT_FOUND")),
         "{v}"
     );
+    assert_eq!(server.stop().code(), Some(0));
+}
+
+/// Asks a person, then an agent (which keeps the prompt it was given)
+/// polishes the work.
+const POLISH: &str = r#"name = "polish"
+[[phase]]
+id = "first"
+run = "echo one > a.txt"
+[[phase]]
+id = "approve"
+wait = { human = "Go on?", options = ["yes", "no"] }
+[[phase]]
+id = "polish"
+agent = "recorder"
+prompt = "Polish the work."
+"#;
+
+on_both_backends! {
+    /// A person comments on a line of a task's diff while it waits: the
+    /// comment is kept, shows in the session log as a `[!user]` callout,
+    /// and reaches the agent of the next phase in its prompt and brief,
+    /// once; a comment that says nothing, or on no task, is refused.
+    fn a_comment_on_a_task_diff_reaches_the_next_phase_prompt() {
+        let p = project();
+        let cfg = p.root().join(".baton/config.toml");
+        let mut text = fs_err::read_to_string(&cfg).unwrap();
+        text.push_str("\n[agents.recorder]\ncommand = [\"sh\", \"-c\", \"cat \\\"$1\\\" >> prompts-seen.txt\", \"agent\", \"{{prompt_file}}\"]\n");
+        fs_err::write(&cfg, text).unwrap();
+        p.workflow("polish", POLISH);
+        assert_eq!(p.run(&["run", "polish", "x", "--id", "k1"]).0, 4);
+        let server = Server::start(&p, &[]);
+        let api = Api { server: &server, token: None };
+        let (status, v) = api.post("/api/v1/tasks/k1/comments", json!({"path": "a.txt", "line": 1, "body": "say two, not one", "by": "ana"}));
+        assert_eq!(status, 201, "{v}");
+        assert!(v["delivered"].is_null(), "{v}");
+        let (status, v) = api.post("/api/v1/tasks/k1/comments", json!({"path": "a.txt", "line": 1, "body": "  "}));
+        assert_eq!((status, v["code"].as_str()), (400, Some("BAD_COMMENT")), "{v}");
+        assert!(v["message"].as_str().unwrap().contains("empty"), "{v}");
+        let (status, v) = api.post("/api/v1/tasks/nope/comments", json!({"path": "a.txt", "body": "x"}));
+        assert_eq!((status, v["code"].as_str()), (404, Some("TASK_NOT_FOUND")), "{v}");
+        let log = fs_err::read_to_string(p.root().join(".baton/sessions/k1.md")).unwrap();
+        assert!(log.contains("> [!user] ana commented on a.txt:1\n> say two, not one"), "{log}");
+
+        let (status, v) = api.post("/api/v1/inbox/k1%2Fapprove/answer", json!({"answer": "yes"}));
+        assert_eq!(status, 202, "{v}");
+        wait_for("the task to complete", || (p.state("k1")["status"] == "COMPLETE").then_some(()));
+        let seen = fs_err::read_to_string(p.root().join("prompts-seen.txt")).unwrap();
+        assert!(seen.contains("Polish the work."), "{seen}");
+        assert!(seen.contains("- `a.txt` line 1 (ana): say two, not one"), "the comment did not reach the agent: {seen}");
+        let (_, all) = api.get("/api/v1/tasks/k1/comments");
+        assert_eq!(all.as_array().unwrap().len(), 1, "{all}");
+        assert!(all[0]["delivered"]["to"].as_str().unwrap().starts_with("k1/"), "{all}");
+        let log = fs_err::read_to_string(p.root().join(".baton/sessions/k1.md")).unwrap();
+        assert!(log.contains("reached the agent in k1/"), "{log}");
+        assert_eq!(server.stop().code(), Some(0));
+    }
+}
+
+/// A person comments on a coding instance's diff: its agent gets the
+/// comment as its next turn, in its own session; a review, an ended
+/// instance and a missing one are refused.
+#[test]
+fn a_comment_on_an_instance_diff_becomes_its_agents_next_turn() {
+    use common::instances::{settled, show, worktree};
+    let (p, _remote) = instances_project();
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str("[agents.listener]\ncommand = [\"sh\", \"-c\", \"cat \\\"$1\\\" >> prompts.txt; git add -A && git -c user.email=a@a -c user.name=agent commit -qm turn\", \"agent\", \"{{prompt_file}}\"]\n");
+    fs_err::write(&cfg, text).unwrap();
+    let server = Server::start(&p, &[]);
+    let api = Api {
+        server: &server,
+        token: None,
+    };
+    let (status, v) = api.post(
+        "/api/v1/instances",
+        json!({"instructions": "write the parser", "id": "l1", "agent": "listener"}),
+    );
+    assert_eq!(status, 201, "{v}");
+    settled(&p, "l1");
+    let (status, v) = api.post("/api/v1/instances/l1/comments", json!({"path": "prompts.txt", "line": 1, "body": "add a test for empty input", "by": "ana"}));
+    assert_eq!(status, 201, "{v}");
+    let l1 = wait_for("the comments' turn", || {
+        let v = settled(&p, "l1");
+        (v["turns"].as_array()?.len() == 2).then_some(v)
+    });
+    assert_eq!(l1["turn"]["status"], "COMPLETE", "{l1}");
+    let prompts = fs_err::read_to_string(worktree(&l1).join("prompts.txt")).unwrap();
+    assert!(
+        prompts.contains("- `prompts.txt` line 1 (ana): add a test for empty input"),
+        "{prompts}"
+    );
+    let (_, all) = api.get("/api/v1/instances/l1/comments");
+    assert_eq!(all[0]["delivered"]["to"], "l1-t2", "{all}");
+
+    let (status, r) = api.post("/api/v1/instances/l1/review", json!({"agent": "idle"}));
+    assert_eq!(status, 201, "{r}");
+    let review = r["id"].as_str().unwrap().to_string();
+    let (status, v) = api.post(
+        &format!("/api/v1/instances/{review}/comments"),
+        json!({"path": "a", "body": "x"}),
+    );
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (409, Some("WORKFLOW_INVALID_STATE")),
+        "{v}"
+    );
+    let (status, v) = api.post(
+        "/api/v1/instances/c9/comments",
+        json!({"path": "a", "body": "x"}),
+    );
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (404, Some("WORKFLOW_INSTANCE_NOT_FOUND")),
+        "{v}"
+    );
+    assert_eq!(show(&p, "l1")["turns"].as_array().unwrap().len(), 2);
     assert_eq!(server.stop().code(), Some(0));
 }

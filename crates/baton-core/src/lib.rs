@@ -8,6 +8,7 @@
 
 pub mod agent_stream;
 pub mod brief;
+pub mod comment;
 pub mod condition;
 pub mod document;
 pub mod error;

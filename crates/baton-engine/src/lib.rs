@@ -8,6 +8,7 @@
 pub mod agent_reports;
 pub mod builtin;
 pub mod capabilities;
+pub mod comments;
 pub mod config;
 pub mod doctor;
 pub mod engine;

@@ -1,7 +1,8 @@
 //! The JSON API under `/api/v1`: tasks (a filtered list, one task's state
 //! document, its journal in pages), deliveries and agent instances to
 //! read; resume and cancel a task. What the board starts and reviews is
-//! in `api/board.rs` (new tasks, workflows, diffs), the moves on agent
+//! in `api/board.rs` (new tasks, workflows, diffs) and `api/comments.rs`
+//! (comments on a diff's lines), the moves on agent
 //! instances in `api/instances.rs`, what people answer and watch in
 //! `api/people.rs` (the inbox, teams). The OpenAPI 3.1 document at
 //! `/api/v1/openapi.json` is generated from these handlers (utoipa).
@@ -9,6 +10,7 @@
 //! carries is read in `input.rs`.
 
 mod board;
+mod comments;
 mod instances;
 mod people;
 
@@ -40,6 +42,11 @@ pub fn routes() -> (axum::Router<App>, utoipa::openapi::OpenApi) {
         .routes(routes!(board::list_workflows))
         .routes(routes!(board::list_agents))
         .routes(routes!(board::task_diff))
+        .routes(routes!(comments::task_comments, comments::comment_task))
+        .routes(routes!(
+            comments::instance_comments,
+            comments::comment_instance
+        ))
         .routes(routes!(board::instance_diff))
         .routes(routes!(people::list_inbox))
         .routes(routes!(people::answer_item))

@@ -210,6 +210,21 @@ pub struct NewTask {
     pub queue: bool,
 }
 
+/// A person's comment on a line of a task's or an instance's diff.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CommentBody {
+    /// The file, as the diff names it.
+    pub path: String,
+    /// The line of the file's new side (0: the file as a whole).
+    #[serde(default)]
+    pub line: u32,
+    /// What the agent should change (at most 10,000 bytes).
+    pub body: String,
+    /// Who comments; default `api`.
+    pub by: Option<String>,
+}
+
 /// An answer to an inbox item.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -166,6 +166,11 @@ async function refresh() {
 }
 
 function openCard(kind, id) {
+  if (!open || open.kind !== kind || open.id !== id) {
+    for (const f of ["cm-path", "cm-body", "cm-error"]) document.getElementById(f).value = "";
+    document.getElementById("cm-line").value = "0";
+    document.getElementById("cm-error").textContent = "";
+  }
   open = { kind, id };
   const dialog = document.getElementById("card");
   document.getElementById("card-title").textContent = (kind === "task" ? "Task " : "Agent instance ") + id;
@@ -233,10 +238,59 @@ async function renderCard() {
   renderDiff(kind, id);
 }
 
+// Where the open card's API lives.
+const cardPath = (kind, id) => "/api/v1/" + (kind === "task" ? "tasks/" : "instances/") + enc(id);
+
+async function renderComments(kind, id) {
+  const list = document.getElementById("card-comments");
+  try {
+    const all = await api(cardPath(kind, id) + "/comments");
+    list.replaceChildren(...all.map((c) => el("li", { "data-comment": c.id },
+      el("div", { class: "where" }, visible(c.path) + (c.line ? ":" + c.line : "") + " · " + visible(c.by)),
+      el("div", { class: "body" }, visible(c.body)),
+      el("div", { class: "state" }, c.delivered ? "reached the agent in " + visible(c.delivered.to) : "waiting for the agent's next step"))));
+    if (!all.length) list.replaceChildren(el("li", { class: "empty" }, "No comments yet."));
+  } catch (e) {
+    list.replaceChildren(el("li", { class: "error" }, e.message));
+  }
+}
+
+// A click on a line of the diff: comment on that file and line.
+function pickLine(e) {
+  const row = e.target.closest("tr");
+  const file = e.target.closest(".d2h-file-wrapper");
+  if (!row || !file) return;
+  const name = file.querySelector(".d2h-file-name");
+  const num = row.querySelector(".line-num2");
+  document.getElementById("cm-path").value = name ? name.textContent.trim() : "";
+  document.getElementById("cm-line").value = num && num.textContent.trim() ? num.textContent.trim() : "0";
+  document.getElementById("cm-body").focus();
+}
+
+async function sendComment(e) {
+  e.preventDefault();
+  const { kind, id } = open;
+  const error = document.getElementById("cm-error");
+  error.textContent = "";
+  try {
+    await api(cardPath(kind, id) + "/comments", "POST", {
+      path: document.getElementById("cm-path").value,
+      line: Number(document.getElementById("cm-line").value || 0),
+      body: document.getElementById("cm-body").value,
+      by: "board",
+    });
+    document.getElementById("cm-body").value = "";
+  } catch (err) {
+    error.textContent = err.message;
+  }
+  renderComments(kind, id);
+}
+
 async function renderDiff(kind, id) {
+  renderComments(kind, id);
   const box = document.getElementById("card-diff");
   try {
-    const d = await api("/api/v1/" + (kind === "task" ? "tasks/" : "instances/") + enc(id) + "/diff");
+    const d = await api(cardPath(kind, id) + "/diff");
     if (!d.patch) { box.replaceChildren(el("div", { class: "empty" }, d.base ? "No changes." : "Nothing to compare yet.")); return; }
     // diff2html escapes the diff's text in the markup it returns.
     box.innerHTML = Diff2Html.html(d.patch, { drawFileList: true, outputFormat: "line-by-line", matching: "none" });
@@ -359,6 +413,8 @@ document.getElementById("new-task-form").addEventListener("submit", startTask);
 document.getElementById("new-agent-open").addEventListener("click", newAgent);
 document.getElementById("new-agent-cancel").addEventListener("click", () => document.getElementById("new-agent").close());
 document.getElementById("new-agent-form").addEventListener("submit", startAgent);
+document.getElementById("card-diff").addEventListener("click", pickLine);
+document.getElementById("comment-form").addEventListener("submit", sendComment);
 document.getElementById("card-close").addEventListener("click", () => { open = null; document.getElementById("card").close(); });
 document.getElementById("card").addEventListener("close", () => { open = null; });
 refresh();

@@ -10,6 +10,7 @@
 pub mod buffered;
 pub mod capabilities;
 mod codec;
+pub mod comments;
 pub mod deliveries;
 pub mod inbox;
 pub mod instances;
@@ -26,6 +27,7 @@ use baton_core::{EventRecord, TaskId, TaskState, Timestamp};
 
 pub use buffered::{BufferStore, Buffered};
 pub use capabilities::{CapabilityStore, Revoke};
+pub use comments::CommentStore;
 pub use deliveries::{
     BodyDigest, DeliveryRow, DeliveryStore, NewDelivery, Settlement, TaskDecision,
 };
@@ -170,7 +172,8 @@ pub struct StoredDefinition {
 /// [`DeliveryStore`], repositories' progress records through
 /// [`ProgressStore`], plays through [`PlayStore`], workspaces by agent role
 /// through [`WorkspaceStore`], teams through [`TeamStore`], the inbox
-/// through [`InboxStore`], the agents' capabilities through
+/// through [`InboxStore`], a person's comments on the work through
+/// [`CommentStore`], the agents' capabilities through
 /// [`CapabilityStore`], deliveries that came before their stage through
 /// [`BufferStore`], in the same database.
 pub trait Store:
@@ -183,6 +186,7 @@ pub trait Store:
     + WorkspaceStore
     + TeamStore
     + InboxStore
+    + CommentStore
     + Send
     + Sync
 {

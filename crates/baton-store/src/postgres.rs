@@ -31,6 +31,7 @@
 
 mod buffered;
 mod capabilities;
+mod comments;
 mod conn;
 mod connect;
 mod deliveries;

@@ -14,6 +14,7 @@ use std::sync::Mutex;
 
 mod buffered;
 mod capabilities;
+mod comments;
 mod deliveries;
 mod inbox;
 mod instances;
@@ -233,6 +234,18 @@ CREATE TABLE task_stages (
 INSERT INTO task_stages (repository, task_id, updated_at, data)
     SELECT repository, json_extract(data, '$.task_id'), updated_at, data FROM progress
     WHERE json_extract(data, '$.task_id') IS NOT NULL;
+"#,
+    r#"
+-- A person's comments on a task's or an instance's work, kept until they
+-- reach the agent.
+CREATE TABLE comments (
+    id TEXT PRIMARY KEY,
+    target TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    delivered INTEGER NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX comments_target ON comments (target, created_at);
 "#,
 ];
 

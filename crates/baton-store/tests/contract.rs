@@ -118,6 +118,9 @@ baton_testkit::on_both_backends! {
     fn inbox_items_are_raised_once_per_key_and_answered_once() {
         inbox_items_are_raised_once_per_key_and_answered_once(&Backend::current())
     }
+    fn comments_are_kept_by_target_and_delivered_once() {
+        comments_are_kept_by_target_and_delivered_once(&Backend::current())
+    }
 }
 
 fn owner(pid: u32) -> LeaseOwner {
@@ -1039,8 +1042,9 @@ fn postgres_refuses_a_newer_schema() {
             assert_eq!(found, 999);
             // The tasks' schema, the instances', the deliveries', progress
             // and plays, workspaces, teams, the inbox, capabilities and
-            // the bodies of deliveries, deliveries kept for a later stage.
-            assert_eq!(known, 10);
+            // the bodies of deliveries, deliveries kept for a later stage,
+            // the tasks' stage records, a person's comments.
+            assert_eq!(known, 11);
             assert!(path.starts_with("127.0.0.1:"), "{path}");
         }
         Err(e) => panic!("unexpected error {e}"),
@@ -1064,7 +1068,7 @@ fn postgres_workers_starting_together_migrate_once() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, vec![10]);
+    assert_eq!(versions, vec![11]);
 }
 
 // ----- coding and review instances -----------------------------------------
@@ -1989,4 +1993,59 @@ fn sqlite_stores_opened_at_once_are_migrated_once() {
         let s = o.expect("every open succeeds");
         assert!(s.list().unwrap().is_empty());
     }
+}
+
+fn comments_are_kept_by_target_and_delivered_once(b: &Backend) {
+    use baton_core::comment::{Comment, Delivered, instance_target, task_target};
+    let s = b.open();
+    let c = |id: &str, target: &str, at: i64| Comment {
+        id: id.into(),
+        target: target.into(),
+        path: "src/a.rs".into(),
+        line: 3,
+        body: format!("comment {id}"),
+        by: "ana".into(),
+        created_at: Timestamp(at),
+        delivered: None,
+    };
+    s.add_comment(&c("c2", &task_target("t1"), 20)).unwrap();
+    s.add_comment(&c("c1", &task_target("t1"), 10)).unwrap();
+    s.add_comment(&c("c3", &instance_target("t1"), 5)).unwrap();
+    assert!(
+        s.add_comment(&c("c1", &task_target("t1"), 10)).is_err(),
+        "an id is one comment"
+    );
+    let ids = |v: Vec<Comment>| v.into_iter().map(|c| c.id).collect::<Vec<_>>();
+    assert_eq!(ids(s.comments(&task_target("t1")).unwrap()), ["c1", "c2"]);
+    assert_eq!(ids(s.comments(&instance_target("t1")).unwrap()), ["c3"]);
+    let d = Delivered {
+        to: "plan.i0.a1".into(),
+        at: Timestamp(30),
+    };
+    let all = vec!["c1".to_string(), "c2".into(), "c3".into()];
+    assert_eq!(
+        s.deliver_comments(&task_target("t1"), &all, &d).unwrap(),
+        2,
+        "c3 is another target's"
+    );
+    let again = Delivered {
+        to: "plan.i0.a2".into(),
+        at: Timestamp(40),
+    };
+    assert_eq!(
+        s.deliver_comments(&task_target("t1"), &all, &again)
+            .unwrap(),
+        0,
+        "delivered once"
+    );
+    let got = s.comments(&task_target("t1")).unwrap();
+    assert!(
+        got.iter().all(|c| c.delivered.as_ref() == Some(&d)),
+        "{got:?}"
+    );
+    assert!(
+        s.comments(&instance_target("t1")).unwrap()[0]
+            .delivered
+            .is_none()
+    );
 }

@@ -6,8 +6,24 @@
 
 use super::{Block, Callout, Front, LogStatus, Section, SessionLog, ToolLine, kind, one_line};
 use crate::agent_stream::{AgentEvent, SUBAGENT_TOOLS, shorten};
+use crate::comment::Comment;
 use crate::event::{Event, EventRecord};
 use crate::inbox::{InboxItem, ItemKind};
+
+/// What people add to a task's story: an inbox item, a comment.
+enum Remark<'a> {
+    Item(&'a InboxItem),
+    Comment(&'a Comment),
+}
+
+impl Remark<'_> {
+    fn at(&self) -> crate::time::Timestamp {
+        match self {
+            Remark::Item(i) => i.created_at,
+            Remark::Comment(c) => c.created_at,
+        }
+    }
+}
 use crate::state::{PhaseStatus, TaskState, TaskStatus};
 use crate::workflow::{PhaseKind, WaitSpec, Workflow};
 
@@ -30,6 +46,7 @@ pub fn of_task(
     records: &[EventRecord],
     wf: Option<&Workflow>,
     items: &[InboxItem],
+    comments: &[Comment],
     mode: SubagentMode,
 ) -> SessionLog {
     let mut b = Builder::new(state);
@@ -43,20 +60,29 @@ pub fn of_task(
     let mut ended = None;
     // The inbox items in their place in time: each where its phase stood
     // when it was raised, before whatever came after it (the task's end).
-    let mut mine: Vec<&InboxItem> = items
+    // A person's comments on the work likewise, as `[!user]` callouts.
+    let target = crate::comment::task_target(state.task_id.as_str());
+    let mut mine: Vec<Remark> = items
         .iter()
         .filter(|i| i.session.as_deref() == Some(state.task_id.as_str()))
+        .map(Remark::Item)
+        .chain(
+            comments
+                .iter()
+                .filter(|c| c.target == target)
+                .map(Remark::Comment),
+        )
         .collect();
-    mine.sort_by_key(|i| i.created_at);
+    mine.sort_by_key(Remark::at);
     let mut mine = mine.into_iter().peekable();
     for r in records {
-        while let Some(i) = mine.next_if(|i| i.created_at < r.ts) {
-            b.item(i);
+        while let Some(i) = mine.next_if(|i| i.at() < r.ts) {
+            b.remark(i);
         }
         b.event(r, wf, &mut ended);
     }
     for i in mine {
-        b.item(i);
+        b.remark(i);
     }
     let subagents = b.place_subagents(mode);
     let usage = state.usage();
@@ -689,6 +715,30 @@ impl Builder {
                 self.callout(kind::NOTE, "cancelled", reason);
             }
             _ => {}
+        }
+    }
+
+    fn remark(&mut self, r: Remark<'_>) {
+        match r {
+            Remark::Item(i) => self.item(i),
+            Remark::Comment(c) => {
+                let place = if c.line == 0 {
+                    c.path.clone()
+                } else {
+                    format!("{}:{}", c.path, c.line)
+                };
+                let delivered = c
+                    .delivered
+                    .as_ref()
+                    .map(|d| format!("\n\nreached the agent in {}", d.to))
+                    .unwrap_or_default();
+                let callout = Callout::new(
+                    kind::USER,
+                    format!("{} commented on {place}", c.by),
+                    &format!("{}{delivered}", c.body),
+                );
+                self.blocks().push(Block::Callout(callout));
+            }
         }
     }
 

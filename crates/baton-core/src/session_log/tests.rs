@@ -669,6 +669,7 @@ fn codify_keeps_commands_conditions_and_skips() {
         &records,
         Some(&wf),
         &[],
+        &[],
         journal::SubagentMode::Link,
     );
     let md = render(&log);
@@ -720,6 +721,7 @@ fn codify_keeps_commands_conditions_and_skips() {
         &state,
         &records,
         Some(&wf),
+        &[],
         &[],
         journal::SubagentMode::Link,
     );

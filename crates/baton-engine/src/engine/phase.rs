@@ -46,6 +46,9 @@ struct Attempt {
     dir: PathBuf,
     started: Instant,
     brief_text: String,
+    /// A person's comments on the task's work that this attempt carries
+    /// (in its brief and its agent's prompt): delivered once it passes.
+    comments: Vec<baton_core::comment::Comment>,
     summary_file: PathBuf,
     stdout: PathBuf,
     stderr: PathBuf,

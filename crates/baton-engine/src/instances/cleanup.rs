@@ -102,6 +102,7 @@ impl Agents<'_> {
         }
         let all = self.eng.store.instances()?;
         self.deliver_feedback(&all)?;
+        self.deliver_comments(&all)?;
         for i in all.by_id.values().filter(|i| i.status.ended()) {
             let holds = i
                 .resources

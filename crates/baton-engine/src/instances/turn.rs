@@ -86,6 +86,64 @@ impl Agents<'_> {
         })
     }
 
+    /// Starts the turn that brings a person's comments on a coding
+    /// instance's work (from the board) to its agent, in its own session,
+    /// once its turn before has ended. They are marked delivered to that
+    /// turn first, so two processes never both start it.
+    pub(super) fn deliver_comments(&self, all: &Instances) -> Result<()> {
+        use baton_core::comment::{self, Delivered};
+        for p in all.by_id.values() {
+            let Config::Coding(c) = &p.config else {
+                continue;
+            };
+            if p.status.ended() || p.resources.session_name.is_some() {
+                continue;
+            }
+            let target = comment::instance_target(p.id.as_str());
+            let pending: Vec<_> = self
+                .eng
+                .store
+                .comments(&target)?
+                .into_iter()
+                .filter(|c| c.delivered.is_none())
+                .collect();
+            if pending.is_empty() || self.turn_busy(p) {
+                continue;
+            }
+            let next = self.turn_id(p)?;
+            let ids: Vec<String> = pending.iter().map(|c| c.id.clone()).collect();
+            let to = Delivered {
+                to: next.to_string(),
+                at: self.eng.now(),
+            };
+            if self.eng.store.deliver_comments(&target, &ids, &to)? == 0 {
+                continue; // another process delivered them
+            }
+            let prompt = format!(
+                "A person reviewed your work on baton's board. Their comments:\n\n{}\nAddress them and commit.",
+                comment::section(&pending)
+            );
+            let agent = c.agent.clone().unwrap_or_default();
+            if let Err(e) = self.start_turn(p, &agent, prompt, self.last_session(p)) {
+                self.eng.observer().info(&format!(
+                    "could not start the turn of {} that brings a person's comments: {} (they are in `baton agent log {}`)",
+                    p.id, e.message, p.id
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `p`'s latest turn is still going.
+    fn turn_busy(&self, p: &Instance) -> bool {
+        self.last_turn(p).is_some_and(|(_, s)| {
+            !matches!(
+                s,
+                DisplayStatus::Complete | DisplayStatus::Failed | DisplayStatus::Cancelled
+            )
+        })
+    }
+
     /// Starts the turn that brings each merged-back review's feedback to
     /// its coding agent, once that agent's turn before has ended. The
     /// delivery is journaled first, so two processes never both start it.
@@ -123,13 +181,7 @@ impl Agents<'_> {
                 }
                 continue;
             }
-            let busy = self.last_turn(p).is_some_and(|(_, s)| {
-                !matches!(
-                    s,
-                    DisplayStatus::Complete | DisplayStatus::Failed | DisplayStatus::Cancelled
-                )
-            });
-            if busy {
+            if self.turn_busy(p) {
                 continue;
             }
             if self

@@ -145,7 +145,11 @@ impl LogWriter {
         };
         // The items its agents raised are callouts in it too.
         let items = store.inbox_items(false).unwrap_or_default();
-        let log = session_log::journal::of_task(state, records, Some(wf), &items, self.mode);
+        let comments = store
+            .comments(&baton_core::comment::task_target(state.task_id.as_str()))
+            .unwrap_or_default();
+        let log =
+            session_log::journal::of_task(state, records, Some(wf), &items, &comments, self.mode);
         let mut log = session_log::journal::with_children(
             log,
             &children_of(store, state, self.mode),
@@ -299,7 +303,7 @@ pub(crate) fn child_blocks(
     else {
         return Vec::new();
     };
-    session_log::journal::of_task(&snap.state, &records, None, &[], mode)
+    session_log::journal::of_task(&snap.state, &records, None, &[], &[], mode)
         .sections
         .into_iter()
         .flat_map(|s| s.blocks)

@@ -213,8 +213,18 @@ impl Engine {
         let wf = self.pinned(&snap.state.definition_hash).ok();
         let records = self.store.events(id, 0, usize::MAX)?;
         let items = self.store.inbox_items(false)?;
+        let comments = self
+            .store
+            .comments(&baton_core::comment::task_target(id.as_str()))?;
         let mode = self.subagent_mode();
-        let log = session_log::journal::of_task(&snap.state, &records, wf.as_ref(), &items, mode);
+        let log = session_log::journal::of_task(
+            &snap.state,
+            &records,
+            wf.as_ref(),
+            &items,
+            &comments,
+            mode,
+        );
         let children = crate::render::children_of(self.store.as_ref(), &snap.state, mode);
         let mut log = session_log::journal::with_children(log, &children, mode);
         log.front.model = crate::render::model_of(&log, &self.project.config.agent_models());

@@ -203,6 +203,18 @@ INSERT INTO task_stages (repository, task_id, updated_at, data)
     SELECT repository, data::jsonb ->> 'task_id', updated_at, data FROM progress
     WHERE data::jsonb ->> 'task_id' IS NOT NULL;
 "#,
+    r#"
+-- A person's comments on a task's or an instance's work, kept until they
+-- reach the agent.
+CREATE TABLE comments (
+    id TEXT PRIMARY KEY,
+    target TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    delivered BOOLEAN NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX comments_target ON comments (target, created_at);
+"#,
 ];
 
 /// The advisory lock migrations run under ("baton" in ASCII, then 1), so

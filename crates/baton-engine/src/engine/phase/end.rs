@@ -207,6 +207,24 @@ impl Engine {
         })
     }
 
+    /// The comments an attempt that passed carried reached the agent. If
+    /// this is not recorded (a crash just now), they go with the next
+    /// attempt again: more than once, never lost.
+    fn comments_delivered(&self, at: &Attempt) {
+        if at.comments.is_empty() {
+            return;
+        }
+        let ids: Vec<String> = at.comments.iter().map(|c| c.id.clone()).collect();
+        let d = baton_core::comment::Delivered {
+            to: format!("{}/{}", at.id, at.label),
+            at: self.now(),
+        };
+        let target = baton_core::comment::task_target(at.id.as_str());
+        if let Err(e) = self.store.deliver_comments(&target, &ids, &d) {
+            tracing::warn!(task = %at.id, error = %e, "comments not marked delivered");
+        }
+    }
+
     /// Journals the end of an attempt: PASS with its summary and output, or
     /// FAILED with why.
     fn record_end(
@@ -236,6 +254,7 @@ impl Engine {
                     },
                 )?;
                 self.crash_point("after-pass", phase.as_str());
+                self.comments_delivered(at);
                 held.rendered.phase_output(dir, &held.state, *idx)?;
                 self.observer.phase_finished(
                     id,

@@ -146,7 +146,13 @@ impl Engine {
         } = at;
         let vars = |v: &str| attempt_var(&held.state, at, v);
         let mut env = at.env.clone();
-        let prompt = template::render(t, vars);
+        let mut prompt = template::render(t, vars);
+        // A person's comments are in the brief; the prompt carries them
+        // too when its template leaves the brief out.
+        if !at.comments.is_empty() && !t.contains("{{brief}}") {
+            prompt.push_str("\n\n");
+            prompt.push_str(&baton_core::comment::section(&at.comments));
+        }
         let name = held
             .state
             .agent

@@ -79,7 +79,20 @@ impl Engine {
         for sub in ["logs", "prompts", "run"] {
             fs_err::create_dir_all(dir.join(sub))?;
         }
-        let brief_text = brief::render(&held.state, phase.as_str());
+        // What a person said of the work since an attempt last passed
+        // goes with this one (an attempt that fails or crashes leaves it
+        // for the next).
+        let comments: Vec<_> = self
+            .store
+            .comments(&baton_core::comment::task_target(id.as_str()))?
+            .into_iter()
+            .filter(|c| c.delivered.is_none())
+            .collect();
+        let mut brief_text = brief::render(&held.state, phase.as_str());
+        if !comments.is_empty() {
+            brief_text.push('\n');
+            brief_text.push_str(&baton_core::comment::section(&comments));
+        }
         let brief_file = dir.join("brief.md");
         fs_err::write(&brief_file, &brief_text)?;
         let summary_file = summary_file(&dir, &label);
@@ -98,6 +111,7 @@ impl Engine {
             dir,
             started,
             brief_text,
+            comments,
             summary_file,
             stdout,
             stderr,
