@@ -218,14 +218,15 @@ fn new_task(body: &[u8]) {
         let flags = o.get("flags").map_or(Some(vec![]), texts)?;
         let labels = o.get("labels").map_or(Some(vec![]), texts)?;
         let queue = o.get("queue").map_or(Some(false), Value::as_bool)?;
-        let known = ["workflow", "description", "id", "flags", "labels", "agent", "queue"];
+        let needs = o.get("needs").map_or(Some(vec![]), texts)?;
+        let known = ["workflow", "description", "id", "flags", "labels", "agent", "queue", "needs"];
         o.keys().all(|k| known.contains(&k.as_str())).then_some(())?;
-        Some((workflow, description, opt_text("id")?, flags, labels, opt_text("agent")?, queue))
+        Some((workflow, description, opt_text("id")?, flags, labels, opt_text("agent")?, queue, needs))
     });
     match (&read, &fits) {
         (Ok(t), Some(w)) => {
-            let got = (&t.workflow, &t.description, &t.id, &t.flags, &t.labels, &t.agent, t.queue);
-            assert_eq!(got, (&w.0, &w.1, &w.2, &w.3, &w.4, &w.5, w.6));
+            let got = (&t.workflow, &t.description, &t.id, &t.flags, &t.labels, &t.agent, t.queue, &t.needs);
+            assert_eq!(got, (&w.0, &w.1, &w.2, &w.3, &w.4, &w.5, w.6, &w.7));
         }
         (Ok(t), None) => panic!("{:?} read as {t:?}", String::from_utf8_lossy(body)),
         (Err(e), Some(_)) => {

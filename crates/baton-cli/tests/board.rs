@@ -273,6 +273,7 @@ wait = { human = "Ship <i>it</i>?", options = ["yes", "no"] }
 #[test]
 fn a_person_starts_answers_and_reviews_a_task_on_the_board() {
     let p = project();
+    p.workflow("after", AFTER);
     p.workflow("hostile", HOSTILE);
     let server = Server::start(&p, &[]);
     let b = baton_testkit::browser::Browser::start(1400, 900);
@@ -319,8 +320,21 @@ fn a_person_starts_answers_and_reviews_a_task_on_the_board() {
         .unwrap()
         .to_string();
     assert_eq!(p.state(&task)["flags"]["loud"], true);
+    // A second task linked to it: it waits, then starts by itself.
+    b.click("#card-close");
+    b.click("#new-task-open");
+    b.wait_text("#nt-workflow", "after", 10);
+    b.click("#nt-workflow option[value=after]");
+    b.type_into("#nt-description", "after the docs");
+    b.type_into("#nt-needs", &task);
+    b.click("#new-task-start");
+    b.wait_text("[data-column=queued]", "after the docs", 30);
+    b.wait_text("[data-column=queued]", &format!("after {task}"), 10);
+    b.click(&format!(r#"[data-task="{task}"]"#));
+    b.wait_text("#card-question", "Go on?", 30);
     b.click("#card-question button[data-answer=yes]");
     b.wait_text("[data-column=done]", "tidy the docs", 30);
+    b.wait_text("[data-column=done]", "after the docs", 30);
     assert_eq!(p.state(&task)["status"], "COMPLETE");
     let brief =
         fs_err::read_to_string(p.root().join(format!(".baton/tasks/{task}/brief.md"))).unwrap();
@@ -667,4 +681,53 @@ fn a_comment_on_an_instance_diff_becomes_its_agents_next_turn() {
     );
     assert_eq!(show(&p, "l1")["turns"].as_array().unwrap().len(), 2);
     assert_eq!(server.stop().code(), Some(0));
+}
+
+const AFTER: &str =
+    "name = \"after\"\n[[phase]]\nid = \"note\"\nrun = \"echo after >> after.txt\"\n";
+
+on_both_backends! {
+    /// A task linked to another waits in the store, through a restart of
+    /// the server, and starts by itself once that one is complete, once;
+    /// a link to no task or with an undeclared flag is refused.
+    fn a_linked_task_starts_by_itself_when_the_one_it_needs_completes() {
+        let p = project();
+        p.workflow("after", AFTER);
+        assert_eq!(p.run(&["run", "edit", "x", "--id", "a1"]).0, 4);
+        let server = Server::start(&p, &[]);
+        let api = Api { server: &server, token: None };
+        let (status, v) = api.post("/api/v1/tasks", json!({"workflow": "after", "id": "b1", "needs": ["a1"]}));
+        assert_eq!(status, 201, "{v}");
+        assert_eq!((v["status"].as_str(), v["needs"].clone()), (Some("LINKED"), json!(["a1"])), "{v}");
+        let (status, v) = api.post("/api/v1/tasks", json!({"workflow": "after", "needs": ["nope"]}));
+        assert_eq!((status, v["code"].as_str()), (400, Some("BAD_INPUT")), "{v}");
+        assert!(v["message"].as_str().unwrap().contains("no task nope"), "{v}");
+        let (status, v) = api.post("/api/v1/tasks", json!({"workflow": "after", "needs": ["a1"], "flags": ["fast=true"]}));
+        assert_eq!(status, 400, "{v}");
+        assert!(v["message"].as_str().unwrap().contains("fast"), "{v}");
+        let (status, v) = api.post("/api/v1/tasks", json!({"workflow": "after", "id": "b1", "needs": ["a1"]}));
+        assert_eq!(status, 400, "a second link of one id: {v}");
+        let (_, links) = api.get("/api/v1/links");
+        assert_eq!(links.as_array().unwrap().len(), 1, "{links}");
+        assert!(links[0]["started"].is_null(), "{links}");
+        assert_eq!(server.stop().code(), Some(0));
+
+        // Another server: the link is still there.
+        let server = Server::start(&p, &[]);
+        let api = Api { server: &server, token: None };
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        assert!(p.run(&["show", "b1", "--json"]).0 != 0, "b1 started before a1 completed");
+        let (status, v) = api.post("/api/v1/inbox/a1%2Fapprove/answer", json!({"answer": "yes"}));
+        assert_eq!(status, 202, "{v}");
+        wait_for("the linked task to run", || {
+            let (code, out, _) = p.run(&["show", "b1", "--json"]);
+            (code == 0 && serde_json::from_str::<Value>(&out).ok()?["status"] == "COMPLETE").then_some(())
+        });
+        assert_eq!(p.state("a1")["status"], "COMPLETE");
+        let (_, links) = api.get("/api/v1/links");
+        assert_eq!(links[0]["started"]["outcome"], "RUNNING", "{links}");
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        assert_eq!(fs_err::read_to_string(p.root().join("after.txt")).unwrap(), "after\n", "started once");
+        assert_eq!(server.stop().code(), Some(0));
+    }
 }

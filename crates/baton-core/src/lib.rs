@@ -17,6 +17,7 @@ pub mod ids;
 pub mod inbox;
 pub mod instance;
 pub mod lease;
+pub mod link;
 pub mod machine;
 pub mod play;
 pub mod progress;

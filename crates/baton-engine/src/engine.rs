@@ -22,6 +22,7 @@ mod output;
 mod phase;
 mod play;
 mod progress;
+pub(crate) use create::parse_pairs;
 pub use phase::new_uuid;
 pub(crate) use phase::{attempt_label, summary_file};
 mod read;

@@ -17,6 +17,7 @@ pub mod finding;
 pub mod github;
 pub mod inbox;
 pub mod instances;
+pub mod links;
 pub mod project;
 pub mod registry;
 pub mod render;

@@ -41,6 +41,7 @@ pub fn routes() -> (axum::Router<App>, utoipa::openapi::OpenApi) {
         .routes(routes!(list_tasks, board::create_task))
         .routes(routes!(board::list_workflows))
         .routes(routes!(board::list_agents))
+        .routes(routes!(board::list_links))
         .routes(routes!(board::task_diff))
         .routes(routes!(comments::task_comments, comments::comment_task))
         .routes(routes!(

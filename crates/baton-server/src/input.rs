@@ -208,6 +208,10 @@ pub struct NewTask {
     /// `baton/<id>`) instead of running it here now.
     #[serde(default)]
     pub queue: bool,
+    /// Tasks it waits for: it starts by itself once they are all
+    /// COMPLETE (kept in the store until then).
+    #[serde(default)]
+    pub needs: Vec<String>,
 }
 
 /// A person's comment on a line of a task's or an instance's diff.

@@ -111,6 +111,7 @@ fn round(
     book: &mut Book,
 ) -> Result<(), baton_engine::Error> {
     reap(eng, book);
+    start_linked(eng);
     let needs = eng.needing_supervision(settings.run_queued)?;
     let now = Timestamp(jiff::Timestamp::now().as_millisecond());
     book.resting.retain(|_, until| *until > now);
@@ -159,6 +160,38 @@ fn round(
         }
     }
     Ok(())
+}
+
+/// Starts the linked tasks whose tasks are all complete: queued for the
+/// workers, or run here in the background (kept by the server's runs).
+fn start_linked(eng: &Engine) {
+    let links = eng.links();
+    let due = match links.due() {
+        Ok(d) => d,
+        Err(e) => {
+            eng.observer()
+                .info(&format!("warning: supervisor: linked tasks: {}", e.message));
+            return;
+        }
+    };
+    for l in due {
+        let started = links.start(&l).and_then(|s| match s {
+            Some((id, baton_engine::Outcome::Queued)) => Ok(Some((id, None))),
+            Some((id, _)) => eng.detach(&id).map(|pid| Some((id, Some(pid)))),
+            None => Ok(None),
+        });
+        match started {
+            Ok(Some((id, pid))) => eng.observer().info(&format!(
+                "supervisor: task {id} starts: the tasks it needs are complete ({})",
+                pid.map_or("queued for the workers".into(), |p| format!("pid {p}"))
+            )),
+            Ok(None) => {}
+            Err(e) => eng.observer().info(&format!(
+                "warning: supervisor: linked task {} not started: {}",
+                l.id, e.message
+            )),
+        }
+    }
 }
 
 fn restart(eng: &Engine, id: &TaskId) -> std::io::Result<Child> {

@@ -18,7 +18,7 @@ const COLUMNS = [
   ["queued", "Queued"], ["running", "Running"], ["person", "Waiting on a person"],
   ["event", "Waiting on an event"], ["review", "In review"], ["failed", "Failed or crashed"], ["done", "Done"],
 ];
-let state = { tasks: [], instances: [], inbox: [], latest: {} };
+let state = { tasks: [], instances: [], inbox: [], links: [], latest: {} };
 let open = null; // the card whose page is open: {kind, id}
 const drafts = {}; // feedback being written, by review instance
 
@@ -87,6 +87,14 @@ function taskCard(t) {
     t.status === "RUNNING" && latest ? el("div", { class: "latest", title: visible(latest) }, visible(latest)) : null);
 }
 
+// A task that starts by itself once the tasks it needs are complete.
+function linkCard(l) {
+  return el("div", { class: "card", "data-link": l.id },
+    el("div", { class: "title" }, visible(l.description || l.id)),
+    el("div", { class: "id" }, l.id),
+    el("div", { class: "meta" }, badge("LINKED"), " ", l.workflow, " · after ", l.needs.join(", ")));
+}
+
 function instanceCard(i) {
   const cfg = i.config || {};
   const what = cfg.instructions || (cfg.issue && cfg.issue.title) || cfg.review_prompt || i.id;
@@ -101,6 +109,7 @@ function renderBoard() {
   const cards = Object.fromEntries(COLUMNS.map(([k]) => [k, []]));
   for (const t of state.tasks) if (t.workflow !== "agent-turn") cards[taskColumn(t, asks)].push(() => taskCard(t));
   for (const i of state.instances) cards[instanceColumn(i)].push(() => instanceCard(i));
+  for (const l of state.links) cards.queued.push(() => linkCard(l));
   const board = document.getElementById("board");
   board.replaceChildren(...COLUMNS.map(([key, title]) => {
     const list = el("ol", {});
@@ -155,8 +164,10 @@ async function pollLatest() {
 async function refresh() {
   try {
     // Outside a git repository there are no instances (the API says why).
-    const [tasks, instances, inbox] = await Promise.all([api("/api/v1/tasks"), api("/api/v1/instances").catch(() => []), api("/api/v1/inbox")]);
+    const [tasks, instances, inbox, links] = await Promise.all([api("/api/v1/tasks"), api("/api/v1/instances").catch(() => []),
+      api("/api/v1/inbox"), api("/api/v1/links")]);
     state.tasks = tasks; state.instances = instances; state.inbox = inbox;
+    state.links = links.filter((l) => !l.started);
     renderBoard();
     renderInbox();
     if (open) await renderCard();
@@ -372,6 +383,8 @@ async function newTask() {
       flags.hidden = !Object.keys((w && w.flags) || {}).length;
     };
     select.onchange = show;
+    document.getElementById("nt-tasks").replaceChildren(...state.tasks.filter((t) => t.status !== "COMPLETE").slice(0, 200)
+      .map((t) => el("option", { value: t.id }, visible(t.description || t.id))));
     show();
   } catch (e) {
     document.getElementById("nt-error").textContent = e.message;
@@ -381,6 +394,7 @@ async function newTask() {
 
 async function startTask(e) {
   e.preventDefault();
+  const needs = document.getElementById("nt-needs").value.split(",").map((x) => x.trim()).filter(Boolean);
   const flags = [...document.querySelectorAll("#nt-flags [data-flag]")].map((i) =>
     i.dataset.flag + "=" + (i.type === "checkbox" ? String(i.checked) : i.value));
   try {
@@ -389,11 +403,13 @@ async function startTask(e) {
       description: document.getElementById("nt-description").value,
       flags,
       queue: document.getElementById("nt-queue").checked,
+      needs,
     });
     document.getElementById("new-task").close();
     document.getElementById("nt-description").value = "";
+    document.getElementById("nt-needs").value = "";
     await refresh();
-    openCard("task", r.id);
+    if (r.status !== "LINKED") openCard("task", r.id);
   } catch (err) {
     document.getElementById("nt-error").textContent = err.message;
   }

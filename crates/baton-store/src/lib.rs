@@ -14,6 +14,7 @@ pub mod comments;
 pub mod deliveries;
 pub mod inbox;
 pub mod instances;
+pub mod links;
 pub mod plays;
 pub mod postgres;
 pub mod progress;
@@ -33,6 +34,7 @@ pub use deliveries::{
 };
 pub use inbox::{Answered, InboxStore};
 pub use instances::InstanceStore;
+pub use links::{LinkStart, LinkStore};
 pub use plays::PlayStore;
 pub use postgres::PgStore;
 pub use progress::ProgressStore;
@@ -173,7 +175,8 @@ pub struct StoredDefinition {
 /// [`ProgressStore`], plays through [`PlayStore`], workspaces by agent role
 /// through [`WorkspaceStore`], teams through [`TeamStore`], the inbox
 /// through [`InboxStore`], a person's comments on the work through
-/// [`CommentStore`], the agents' capabilities through
+/// [`CommentStore`], linked tasks waiting for others through
+/// [`LinkStore`], the agents' capabilities through
 /// [`CapabilityStore`], deliveries that came before their stage through
 /// [`BufferStore`], in the same database.
 pub trait Store:
@@ -187,6 +190,7 @@ pub trait Store:
     + TeamStore
     + InboxStore
     + CommentStore
+    + LinkStore
     + Send
     + Sync
 {

@@ -37,6 +37,7 @@ mod connect;
 mod deliveries;
 mod inbox;
 mod instances;
+mod links;
 mod plays;
 mod progress;
 mod sql;

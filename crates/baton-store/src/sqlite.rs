@@ -18,6 +18,7 @@ mod comments;
 mod deliveries;
 mod inbox;
 mod instances;
+mod links;
 mod plays;
 mod progress;
 pub mod salvage;
@@ -246,6 +247,13 @@ CREATE TABLE comments (
     data TEXT NOT NULL
 );
 CREATE INDEX comments_target ON comments (target, created_at);
+-- Tasks to start once the tasks they need are complete.
+CREATE TABLE task_links (
+    id TEXT PRIMARY KEY,
+    created_at INTEGER NOT NULL,
+    started INTEGER NOT NULL,
+    data TEXT NOT NULL
+);
 "#,
 ];
 

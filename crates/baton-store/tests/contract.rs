@@ -121,6 +121,9 @@ baton_testkit::on_both_backends! {
     fn comments_are_kept_by_target_and_delivered_once() {
         comments_are_kept_by_target_and_delivered_once(&Backend::current())
     }
+    fn links_are_kept_until_started_and_started_once() {
+        links_are_kept_until_started_and_started_once(&Backend::current())
+    }
 }
 
 fn owner(pid: u32) -> LeaseOwner {
@@ -2048,4 +2051,45 @@ fn comments_are_kept_by_target_and_delivered_once(b: &Backend) {
             .delivered
             .is_none()
     );
+}
+
+fn links_are_kept_until_started_and_started_once(b: &Backend) {
+    use baton_core::link::{Link, Started};
+    use baton_store::LinkStart;
+    let s = b.open();
+    let l = |id: &str, at: i64| Link {
+        id: id.into(),
+        workflow: "w".into(),
+        description: "after a".into(),
+        flags: vec!["fast=true".into()],
+        labels: vec![],
+        agent: None,
+        queue: false,
+        needs: vec!["a".into()],
+        created_at: Timestamp(at),
+        started: None,
+    };
+    assert!(s.add_link(&l("b2", 20)).unwrap());
+    assert!(s.add_link(&l("b1", 10)).unwrap());
+    assert!(!s.add_link(&l("b1", 30)).unwrap(), "an id is one link");
+    let ids = |v: Vec<Link>| v.into_iter().map(|l| l.id).collect::<Vec<_>>();
+    assert_eq!(ids(s.links(true).unwrap()), ["b1", "b2"]);
+    let started = Started {
+        at: Timestamp(40),
+        outcome: "RUNNING".into(),
+    };
+    match s.start_link("b1", &started).unwrap() {
+        LinkStart::Now(link) => assert_eq!(link.started.as_ref(), Some(&started)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        s.start_link("b1", &started).unwrap(),
+        LinkStart::Already,
+        "started once"
+    );
+    assert_eq!(s.start_link("nope", &started).unwrap(), LinkStart::Already);
+    assert_eq!(ids(s.links(true).unwrap()), ["b2"]);
+    let all = s.links(false).unwrap();
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0].flags, ["fast=true"]);
 }

@@ -222,7 +222,7 @@ impl Engine {
         Ok(())
     }
 
-    fn new_task_id(&self, description: &str, queue: bool) -> Result<TaskId> {
+    pub(crate) fn new_task_id(&self, description: &str, queue: bool) -> Result<TaskId> {
         let mut existing: std::collections::HashSet<String> = self
             .store
             .list()?
@@ -471,7 +471,11 @@ fn is_task_folder(dir: &std::path::Path) -> bool {
 }
 
 /// Parses `K=V` pairs; `example` is a valid one, for the hint.
-fn parse_pairs(items: &[String], flag: &str, example: &str) -> Result<BTreeMap<String, String>> {
+pub(crate) fn parse_pairs(
+    items: &[String],
+    flag: &str,
+    example: &str,
+) -> Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
     for item in items {
         match item.split_once('=') {

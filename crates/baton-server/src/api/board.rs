@@ -62,14 +62,32 @@ pub async fn list_workflows(
 
 /// Starts a task, as `baton run WORKFLOW DESCRIPTION --detach` does (or
 /// `--queue` with `queue`): created, then run by a process of its own.
+/// With `needs`, it is linked instead: it starts by itself once those
+/// tasks are all COMPLETE (`GET /api/v1/links`).
 #[utoipa::path(post, path = "/api/v1/tasks", request_body = NewTask,
-    responses((status = 201, description = "`{id, status, pid?}`: created; it runs (or waits for a worker)", body = Object),
+    responses((status = 201, description = "`{id, status, pid?}`: created; it runs (or waits for a worker); `{id, status: \"LINKED\", needs}` with `needs`", body = Object),
         (status = 400, body = ApiError), (status = 409, body = ApiError)))]
 pub async fn create_task(
     State(app): State<App>,
     Json(t): Json<NewTask>,
 ) -> Result<(StatusCode, axum::Json<Value>), ApiError> {
     blocking(move || {
+        if !t.needs.is_empty() {
+            let l = app.eng.links().add(baton_engine::links::NewLink {
+                workflow: t.workflow,
+                description: t.description,
+                id: t.id,
+                flags: t.flags,
+                labels: t.labels,
+                agent: t.agent,
+                queue: t.queue,
+                needs: t.needs,
+            })?;
+            return Ok((
+                StatusCode::CREATED,
+                axum::Json(serde_json::json!({"id": l.id, "status": "LINKED", "needs": l.needs})),
+            ));
+        }
         let (id, outcome) = app.eng.run(RunOptions {
             workflow: t.workflow,
             description: t.description,
@@ -157,4 +175,27 @@ pub async fn list_agents(State(app): State<App>) -> axum::Json<Vec<AgentView>> {
             })
             .collect(),
     )
+}
+
+/// The linked tasks: each with what it needs and, once started, when and
+/// how (`RUNNING`, `QUEUED`, or why it could not be).
+#[utoipa::path(get, path = "/api/v1/links",
+    responses((status = 200, description = "`[{id, workflow, description, needs, created_at, started}]`", body = Vec<Object>)))]
+pub async fn list_links(State(app): State<App>) -> Result<axum::Json<Vec<Value>>, ApiError> {
+    blocking(move || {
+        let all = app.eng.links().list(false)?;
+        Ok(axum::Json(
+            all.iter()
+                .map(|l| {
+                    let mut v = serde_json::to_value(l).expect("a link is JSON");
+                    v["created_at"] = Value::String(l.created_at.rfc3339());
+                    if let Some(s) = &l.started {
+                        v["started"]["at"] = Value::String(s.at.rfc3339());
+                    }
+                    v
+                })
+                .collect(),
+        ))
+    })
+    .await
 }

@@ -214,6 +214,13 @@ CREATE TABLE comments (
     data TEXT NOT NULL
 );
 CREATE INDEX comments_target ON comments (target, created_at);
+-- Tasks to start once the tasks they need are complete.
+CREATE TABLE task_links (
+    id TEXT PRIMARY KEY,
+    created_at BIGINT NOT NULL,
+    started BOOLEAN NOT NULL,
+    data TEXT NOT NULL
+);
 "#,
 ];
 
