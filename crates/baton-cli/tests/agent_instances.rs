@@ -1007,3 +1007,95 @@ fn the_rarer_failures_have_their_codes() {
     assert!(log.contains("\"kind\":\"cleanup_failed\""), "{log}");
     assert!(worktree(&r).exists(), "kept");
 }
+
+/// A new instance's worktree starts with the checkout's heavy ignored
+/// folders: symlinked by default (never taken for work: not in its
+/// status, its diff nor its commits), a copy-on-write clone with `share =
+/// "reflink"` where the filesystem clones (nothing where it cannot), and
+/// nothing with `share = "none"`.
+#[test]
+fn a_new_worktree_gets_the_heavy_ignored_folders() {
+    let (p, _remote) = project();
+    fs_err::write(p.root().join(".gitignore"), "node_modules/\ntarget/\n").unwrap();
+    p.git(&["add", ".gitignore"]);
+    p.git(&["commit", "-qm", "ignore builds"]);
+    fs_err::create_dir_all(p.root().join("node_modules/left-pad")).unwrap();
+    fs_err::write(
+        p.root().join("node_modules/left-pad/index.js"),
+        "module.exports = 1;\n",
+    )
+    .unwrap();
+    fs_err::create_dir_all(p.root().join("web/node_modules/react")).unwrap();
+    fs_err::write(p.root().join("web/node_modules/react/index.js"), "react\n").unwrap();
+    fs_err::create_dir_all(p.root().join("target/debug")).unwrap();
+    fs_err::write(p.root().join("target/debug/app"), "binary\n").unwrap();
+
+    ok(
+        &p,
+        &["agent", "spawn", "share", "--id", "s1", "--agent", "idle"],
+    );
+    let wt = worktree(&settled(&p, "s1"));
+    for rel in ["node_modules", "web/node_modules", "target"] {
+        let meta = fs_err::symlink_metadata(wt.join(rel)).unwrap();
+        assert!(meta.file_type().is_symlink(), "{rel} is not a symlink");
+    }
+    assert_eq!(
+        fs_err::read_to_string(wt.join("node_modules/left-pad/index.js")).unwrap(),
+        "module.exports = 1;\n"
+    );
+    let status = Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(&wt)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&status.stdout),
+        "",
+        "a shared folder shows as work"
+    );
+    let main_status = p.git(&["status", "--porcelain"]);
+    assert!(!main_status.contains("node_modules"), "{main_status}");
+
+    let cfg = p.root().join(".baton/config.toml");
+    let text = fs_err::read_to_string(&cfg).unwrap();
+    fs_err::write(&cfg, format!("{text}\n[worktrees]\nshare = \"none\"\n")).unwrap();
+    ok(
+        &p,
+        &["agent", "spawn", "none", "--id", "s2", "--agent", "idle"],
+    );
+    let wt2 = worktree(&settled(&p, "s2"));
+    assert!(
+        fs_err::symlink_metadata(wt2.join("node_modules")).is_err(),
+        "shared with share = none"
+    );
+
+    fs_err::write(
+        &cfg,
+        format!("{text}\n[worktrees]\nshare = \"reflink\"\nshared = [\"node_modules\"]\n"),
+    )
+    .unwrap();
+    ok(
+        &p,
+        &["agent", "spawn", "clone", "--id", "s3", "--agent", "idle"],
+    );
+    let wt3 = worktree(&settled(&p, "s3"));
+    // A filesystem that clones: the worktree's own copy; one that cannot
+    // (ext4 here): nothing, not even half a copy.
+    if let Ok(meta) = fs_err::symlink_metadata(wt3.join("node_modules")) {
+        assert!(meta.is_dir() && !meta.file_type().is_symlink());
+        assert!(wt3.join("node_modules/left-pad/index.js").is_file());
+    }
+    assert!(
+        fs_err::symlink_metadata(wt3.join("target")).is_err(),
+        "target is not in shared"
+    );
+
+    fs_err::write(
+        &cfg,
+        format!("{text}\n[worktrees]\nshare = \"sometimes\"\n"),
+    )
+    .unwrap();
+    let (code, _, err) = p.run(&["agent", "spawn", "bad", "--id", "s4", "--agent", "idle"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("sometimes"), "{err}");
+}

@@ -242,6 +242,11 @@ on_both_backends! {
         assert!(v["team"]["teammates"]["ana"].is_object(), "{v}");
         assert_eq!(v["team"]["tasks"].as_array().unwrap().len(), 1, "{v}");
         assert!(v["messages"].to_string().contains("the build is red"), "{v}");
+        let members = v["members"].as_array().unwrap();
+        assert_eq!(members[0]["role"], "lead", "{v}");
+        let ana = members.iter().find(|m| m["name"] == "ana").unwrap_or_else(|| panic!("{v}"));
+        assert!(ana["liveness"].is_string(), "{v}");
+        assert!(!ana["last_seen"].is_null(), "ana sent a message: {v}");
         let (status, v) = api.get("/api/v1/teams/nope");
         assert_eq!((status, v["code"].as_str()), (404, Some("TEAM_NOT_FOUND")), "{v}");
         assert_eq!(server.stop().code(), Some(0));
@@ -274,6 +279,18 @@ wait = { human = "Ship <i>it</i>?", options = ["yes", "no"] }
 fn a_person_starts_answers_and_reviews_a_task_on_the_board() {
     let p = project();
     p.workflow("after", AFTER);
+    baton_testkit::teams::ok(
+        &p,
+        0,
+        &[
+            "create",
+            "crew",
+            "--teammate",
+            "ana:engineer",
+            "--task",
+            "fix the build",
+        ],
+    );
     p.workflow("hostile", HOSTILE);
     let server = Server::start(&p, &[]);
     let b = baton_testkit::browser::Browser::start(1400, 900);
@@ -356,6 +373,13 @@ fn a_person_starts_answers_and_reviews_a_task_on_the_board() {
     accessible(&b, "the task list with a task's phases");
     b.goto(&format!("{}/board", server.url));
     b.wait_text("#live", "live", 30);
+    // The team's own page: members with their liveness, tasks, mailbox.
+    b.wait_text("#teams", "crew", 10);
+    b.click("[data-team=crew] button");
+    b.wait_text("#team-members", "ana", 10);
+    b.wait_text("#team-tasks", "fix the build", 10);
+    accessible(&b, "a team's page");
+    b.click("#team-close");
 
     // Markup a task wrote is text on the board, in its card and its diff.
     let (status, v) = Api {
@@ -730,4 +754,50 @@ on_both_backends! {
         assert_eq!(fs_err::read_to_string(p.root().join("after.txt")).unwrap(), "after\n", "started once");
         assert_eq!(server.stop().code(), Some(0));
     }
+}
+
+/// Prints slowly, with an escape sequence among its lines.
+const TALK: &str = r#"name = "talk"
+[[phase]]
+id = "speak"
+run = "printf 'esc \\033[2J here\\n'; for i in 1 2 3 4 5 6 7 8 9 10; do echo line-$i; sleep 0.5; done"
+"#;
+
+/// In headless Chromium: a running task's card page shows what its phase
+/// prints as it prints it (the output stream), escape codes shown as
+/// escapes, never obeyed.
+#[test]
+fn a_cards_page_streams_what_its_phase_prints() {
+    let p = project();
+    p.workflow("talk", TALK);
+    let server = Server::start(&p, &[]);
+    let api = Api {
+        server: &server,
+        token: None,
+    };
+    let b = baton_testkit::browser::Browser::start(1400, 900);
+    b.goto(&format!("{}/board", server.url));
+    b.wait_text("#live", "live", 30);
+    let (status, v) = api.post(
+        "/api/v1/tasks",
+        json!({"workflow": "talk", "id": "t1", "description": "talk"}),
+    );
+    assert_eq!(status, 201, "{v}");
+    b.wait_text("[data-column=running]", "talk", 30);
+    // Its card shows the last line it printed, as it runs.
+    b.wait_text(r#"[data-task="t1"] .latest"#, "line-", 10);
+    b.click(r#"[data-task="t1"]"#);
+    b.wait_text("#card-output", "line-2", 30);
+    let early = b.text("#card-output").unwrap();
+    assert!(
+        !early.contains("line-10"),
+        "the output came at the end, not as it was printed: {early}"
+    );
+    b.wait_text("#card-output", "line-10", 30);
+    b.wait_text("#card-output", "esc \\x1b[2J here", 5);
+    accessible(&b, "a running task's card page");
+    wait_for("the task to complete", || {
+        (p.state("t1")["status"] == "COMPLETE").then_some(())
+    });
+    assert_eq!(server.stop().code(), Some(0));
 }

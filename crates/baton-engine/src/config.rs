@@ -46,6 +46,37 @@ pub struct Config {
     pub sessions: SessionsConfig,
     #[serde(default)]
     pub mcp: McpConfig,
+    #[serde(default)]
+    pub worktrees: WorktreesConfig,
+}
+
+/// `[worktrees]`: what a new worktree (an agent instance's, a queued
+/// task's) gets of the checkout's heavy ignored folders, so it does not
+/// build or install from nothing.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorktreesConfig {
+    /// "symlink" (default: instant, and what the worktree writes there the
+    /// original gets), "reflink" (a copy-on-write clone, where the
+    /// filesystem makes one) or "none".
+    pub share: Option<baton_sys::git::Share>,
+    /// The folder names shared, at any depth (default: node_modules,
+    /// target, .venv, venv).
+    pub shared: Option<Vec<String>>,
+}
+
+impl WorktreesConfig {
+    pub fn share(&self) -> baton_sys::git::Share {
+        self.share.unwrap_or(baton_sys::git::Share::Symlink)
+    }
+
+    pub fn shared(&self) -> Vec<String> {
+        self.shared.clone().unwrap_or_else(|| {
+            ["node_modules", "target", ".venv", "venv"]
+                .map(String::from)
+                .to_vec()
+        })
+    }
 }
 
 /// `[mcp]`: how the agents baton starts reach its MCP tools.

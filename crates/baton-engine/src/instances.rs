@@ -579,8 +579,9 @@ impl Agents<'_> {
         let p = path.display().to_string();
         self.git
             .run(&["worktree", "add", "-q", "-b", branch, &p, start], &[])
-            .map(|_| ())
-            .map_err(|e| format!("cannot create the worktree {p} on branch {branch}: {e}"))
+            .map_err(|e| format!("cannot create the worktree {p} on branch {branch}: {e}"))?;
+        crate::workdir::share_into(&self.eng.project, &self.git, path);
+        Ok(())
     }
 
     /// Records that `id` failed with `code` (ending its reviews with it)

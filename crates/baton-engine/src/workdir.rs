@@ -167,6 +167,7 @@ impl Workdir {
             },
         )?;
         fs_err::create_dir_all(&cwd)?;
+        share_into(project, &git, &worktree);
         Ok(Workdir {
             git: crate::repo::open(&cwd),
             cwd,
@@ -327,6 +328,22 @@ fn check_out_only(
         .map_err(fail("worktree add"))?;
     }
     Ok(())
+}
+
+/// The checkout's heavy ignored folders shared into the new worktree at
+/// `into`, as `[worktrees]` says; what could not be is said and skipped.
+pub(crate) fn share_into(project: &Project, git: &Git, into: &std::path::Path) {
+    let cfg = &project.config.worktrees;
+    for (rel, done) in git.share_ignored(into, &cfg.shared(), cfg.share()) {
+        match done {
+            Ok(how) => {
+                tracing::debug!(folder = %rel, into = %into.display(), how, "shared into the worktree")
+            }
+            Err(why) => {
+                tracing::info!(folder = %rel, into = %into.display(), %why, "not shared into the worktree")
+            }
+        }
+    }
 }
 
 /// Why a phase's work did not reach the remote.

@@ -56,6 +56,7 @@ pub fn routes() -> (axum::Router<App>, utoipa::openapi::OpenApi) {
         .routes(routes!(get_task))
         .routes(routes!(task_journal))
         .routes(routes!(crate::output::task_output))
+        .routes(routes!(crate::output::task_output_stream))
         .routes(routes!(resume_task))
         .routes(routes!(cancel_task))
         .routes(routes!(answer_task))

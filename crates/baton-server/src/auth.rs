@@ -1,8 +1,8 @@
 //! Who may use the API and `/mcp`. The person's token (`[server] token`,
 //! `BATON_SERVER_TOKEN`, `.baton/server.token`): when one is set, every
 //! `/api/v1` request must carry it as `Authorization: Bearer …` (the
-//! scheme in any case), or, only for the event stream a browser opens
-//! itself, `?access_token=…`; compared in constant time (of their digests,
+//! scheme in any case), or, only for the event streams a browser opens
+//! itself (changes, a task's output), `?access_token=…`; compared in constant time (of their digests,
 //! so not even the length shows). On `/mcp` an agent shows the capability
 //! baton handed it instead: the server asks the engine what it names
 //! (a running phase attempt, a live instance) and hands the MCP tools a
@@ -22,6 +22,8 @@ use subtle::ConstantTimeEq;
 /// The path on which `?access_token=` is taken (a browser's EventSource
 /// cannot send headers).
 const STREAM: &str = "/api/v1/stream";
+/// The end of a task's output stream's path, where it is taken too.
+const OUTPUT_STREAM: &str = "/output/stream";
 
 /// The identity headers an agent may send along with its capability.
 const IDENTITY_HEADERS: [&str; 5] = [
@@ -68,7 +70,10 @@ fn unauthorized(given: bool) -> Response {
 /// on, else the refusal.
 fn person(app: &App, req: &Request) -> Option<Response> {
     let want = app.token.as_deref()?;
-    let query = (req.uri().path() == STREAM)
+    let path = req.uri().path();
+    let stream =
+        path == STREAM || (path.starts_with("/api/v1/tasks/") && path.ends_with(OUTPUT_STREAM));
+    let query = stream
         .then(|| {
             req.uri().query().and_then(|q| {
                 form_urlencoded::parse(q.as_bytes())

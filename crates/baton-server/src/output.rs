@@ -1,7 +1,8 @@
 //! `GET /api/v1/tasks/{id}/output`: what a task's running phase prints,
 //! a piece at a time after a cursor (the dashboard polls it while a task
-//! runs, as `baton log --follow` reads it). The lines are the phase's own
-//! text, as written: whoever shows them escapes them.
+//! runs, as `baton log --follow` reads it), and the same as server-sent
+//! events, `…/output/stream` (a card's page follows it). The lines are the
+//! phase's own text, as written: whoever shows them escapes them.
 
 use crate::App;
 use crate::input::Query;
@@ -65,4 +66,82 @@ pub async fn task_output(
         }))
     })
     .await
+}
+
+/// Where a stream starts, and the token a browser's EventSource passes.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct StreamAfter {
+    /// As `…/output`'s `after`.
+    pub after: Option<String>,
+    /// The API token, for a client that cannot send headers (`auth.rs`
+    /// reads it from the query before the handler runs).
+    #[allow(dead_code)]
+    pub access_token: Option<String>,
+}
+
+/// How often a stream looks for new lines.
+const LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// What the task's phases print, as it is printed: an `output` event (an
+/// [`OutputPage`]) whenever there are new lines, until the client goes or
+/// the server stops.
+#[utoipa::path(get, path = "/api/v1/tasks/{id}/output/stream", params(("id" = String, Path, description = "the task id"), StreamAfter),
+    responses((status = 200, description = "text/event-stream: `output` events, each an OutputPage"), (status = 400, body = ApiError), (status = 404, body = ApiError)))]
+pub async fn task_output_stream(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    Query(q): Query<StreamAfter>,
+) -> Result<
+    axum::response::sse::Sse<
+        impl futures_util::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>,
+    >,
+    ApiError,
+> {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    let id = task_id(&id)?;
+    let after = OutputCursor::parse(q.after.as_deref().unwrap_or("")).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "BAD_CURSOR",
+            "`after` is not a cursor this endpoint gave".into(),
+            "pass the `cursor` of an earlier page, or nothing to start",
+        )
+    })?;
+    {
+        let (app, id) = (app.clone(), id.clone());
+        blocking(move || app.eng.find(&id)?.map(|_| ()).ok_or_else(|| not_found(&id))).await?;
+    }
+    let changes = app.watched.changes.clone();
+    let events = futures_util::stream::unfold(
+        (app, id, after, changes),
+        |(app, id, mut cursor, mut changes)| async move {
+            loop {
+                let (a, i, c) = (app.clone(), id.clone(), cursor.clone());
+                let read = tokio::task::spawn_blocking(move || {
+                    let snap = a.eng.find(&i).ok()??;
+                    a.eng.phase_output(&snap, &c, &[]).ok()
+                })
+                .await
+                .ok()
+                .flatten()?;
+                cursor = read.cursor.clone();
+                if !read.lines.is_empty() {
+                    let page = OutputPage {
+                        lines: read.lines,
+                        cursor: read.cursor.to_string(),
+                        running: read.running,
+                    };
+                    let event = Event::default().event("output").json_data(&page).ok()?;
+                    return Some((Ok(event), (app, id, cursor, changes)));
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(LOOK_EVERY) => {}
+                    gone = changes.changed() => if gone.is_err() { return None },
+                }
+            }
+        },
+    );
+    Ok(Sse::new(events).keep_alive(KeepAlive::default()))
 }

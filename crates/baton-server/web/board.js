@@ -79,12 +79,14 @@ function instanceColumn(i) {
 }
 
 function taskCard(t) {
-  const latest = state.latest[t.id];
+  const live = t.status === "RUNNING" ? state.latest[t.id] || {} : {};
+  const extra = [live.agent, live.tokens ? live.tokens.toLocaleString() + " tokens" : null].filter(Boolean).join(" · ");
   return el("button", { type: "button", class: "card", "data-task": t.id, onclick: () => openCard("task", t.id) },
     el("div", { class: "title" }, visible(t.description || t.id)),
     el("div", { class: "id" }, t.id),
     el("div", { class: "meta" }, badge(t.status), " ", [t.workflow, t.phase].filter(Boolean).join(" · "), " · ", age(t.created_at)),
-    t.status === "RUNNING" && latest ? el("div", { class: "latest", title: visible(latest) }, visible(latest)) : null);
+    extra ? el("div", { class: "meta" }, visible(extra)) : null,
+    live.line ? el("div", { class: "latest", title: visible(live.line) }, visible(live.line)) : null);
 }
 
 // A task that starts by itself once the tasks it needs are complete.
@@ -142,20 +144,60 @@ function renderInbox() {
   if (!state.inbox.length) list.append(el("li", { class: "empty" }, "Nothing waits for you."));
 }
 
+async function renderTeams() {
+  const list = document.getElementById("teams");
+  try {
+    const teams = await api("/api/v1/teams");
+    list.replaceChildren(...teams.map((t) => el("li", { "data-team": t.id },
+      el("button", { type: "button", class: "card", onclick: () => openTeam(t.id) },
+        el("div", { class: "title" }, visible(t.id)),
+        el("div", { class: "meta" }, badge(t.status.toUpperCase()), " ", Object.keys(t.teammates || {}).length + " teammate(s) · " + (t.tasks || []).length + " task(s)")))));
+    if (!teams.length) list.replaceChildren(el("li", { class: "empty" }, "No teams."));
+  } catch (e) {
+    list.replaceChildren(el("li", { class: "error" }, e.message));
+  }
+}
+
+const when = (ms) => ms === null || ms === undefined ? "—" : age(new Date(ms).toISOString()) + " ago";
+
+async function openTeam(id) {
+  const dialog = document.getElementById("team");
+  document.getElementById("team-title").textContent = "Team " + id;
+  try {
+    const t = await api("/api/v1/teams/" + enc(id));
+    document.querySelector("#team-members tbody").replaceChildren(...t.members.map((m) => el("tr", { "data-member": m.name },
+      el("td", {}, visible(m.name)), el("td", {}, m.role), el("td", {}, badge(m.liveness)),
+      el("td", {}, when(m.last_seen)), el("td", {}, visible(m.current_task || "—")))));
+    document.querySelector("#team-tasks tbody").replaceChildren(...(t.team.tasks || []).map((x) => el("tr", { "data-team-task": x.id },
+      el("td", {}, visible(x.id + " " + x.title)), el("td", {}, badge(String(x.status).toUpperCase())), el("td", {}, visible(x.assigned_to || "—")))));
+    document.getElementById("team-messages").replaceChildren(...t.messages.map((m) => el("li", {},
+      el("div", { class: "where" }, visible(m.from) + " → " + visible(m.to) + " · " + m.type + " · " + when(m.ts_ms)),
+      el("div", { class: "body" }, visible((m.subject ? m.subject + ": " : "") + m.body)))));
+    if (!t.messages.length) document.getElementById("team-messages").replaceChildren(el("li", { class: "empty" }, "No messages."));
+  } catch (e) {
+    document.getElementById("team-messages").replaceChildren(el("li", { class: "error" }, e.message));
+  }
+  if (!dialog.open) dialog.showModal();
+}
+
 async function answer(id, choice) {
   try { await api("/api/v1/inbox/" + enc(id) + "/answer", "POST", { answer: choice, by: "board" }); }
   catch (e) { alert(e.message); }
   refresh();
 }
 
-// What running tasks printed last, for their cards.
+// What running tasks printed last, their agent and tokens, for their
+// cards.
 async function pollLatest() {
   const running = state.tasks.filter((t) => t.status === "RUNNING").slice(0, 12);
   for (const t of running) {
     try {
-      const r = await api("/api/v1/tasks/" + enc(t.id) + "/output");
+      const [r, doc] = await Promise.all([api("/api/v1/tasks/" + enc(t.id) + "/output"), api("/api/v1/tasks/" + enc(t.id))]);
       const last = r.lines.filter((l) => l.text.trim()).pop();
-      if (last) state.latest[t.id] = last.text;
+      const runs = (doc.phases || []).flatMap((p) => p.agent_runs || []);
+      const agent = runs.map((x) => x.session && x.session.agent).filter(Boolean).pop();
+      const tokens = (doc.phases || []).reduce((n, p) => n + ((p.tokens && (p.tokens.input || 0) + (p.tokens.output || 0)) || 0), 0);
+      state.latest[t.id] = { line: last ? last.text : (state.latest[t.id] || {}).line, agent, tokens };
     } catch (e) { /* the next look tries again */ }
   }
   if (running.length) renderBoard();
@@ -170,6 +212,7 @@ async function refresh() {
     state.links = links.filter((l) => !l.started);
     renderBoard();
     renderInbox();
+    renderTeams();
     if (open) await renderCard();
   } catch (e) {
     document.getElementById("live").textContent = e.message;
@@ -177,6 +220,7 @@ async function refresh() {
 }
 
 function openCard(kind, id) {
+  if (kind !== "task") stopFollowing();
   if (!open || open.kind !== kind || open.id !== id) {
     for (const f of ["cm-path", "cm-body", "cm-error"]) document.getElementById(f).value = "";
     document.getElementById("cm-line").value = "0";
@@ -210,6 +254,8 @@ async function renderCard() {
       const list = el("ol", { class: "timeline" });
       for (const p of doc.phases || []) list.append(el("li", { class: p.status, "data-phase": p.id }, el("div", { class: "phase-head" }, el("span", { class: "phase-name" }, p.id), badge(p.status))));
       parts.push(list);
+      // What its phases print, as they print it (kept across redraws).
+      parts.push(el("h3", {}, "Output"), outputBox(id));
       body.replaceChildren(...parts);
     } else {
       const all = await api("/api/v1/instances");
@@ -247,6 +293,33 @@ async function renderCard() {
     body.replaceChildren(el("p", { class: "error" }, e.message));
   }
   renderDiff(kind, id);
+}
+
+// The open task's output: its lines, and the event stream that brings
+// them.
+let follow = { id: null, source: null, lines: [] };
+const OUTPUT_LINES = 300;
+
+function outputBox(id) {
+  if (follow.id !== id) {
+    if (follow.source) follow.source.close();
+    follow = { id, source: null, lines: [] };
+    const src = new EventSource("/api/v1/tasks/" + enc(id) + "/output/stream" + (token ? "?access_token=" + enc(token) : ""));
+    src.addEventListener("output", (e) => {
+      const page = JSON.parse(e.data);
+      follow.lines = follow.lines.concat(page.lines.map((l) => "[" + l.phase + "] " + l.text)).slice(-OUTPUT_LINES);
+      const box = document.getElementById("card-output");
+      if (box) { box.textContent = follow.lines.map(visible).join("\n"); box.scrollTop = box.scrollHeight; }
+    });
+    follow.source = src;
+  }
+  const box = el("pre", { id: "card-output", class: "output", role: "log", tabindex: "0", "aria-label": "Output of task " + id }, follow.lines.map(visible).join("\n") || "");
+  return box;
+}
+
+function stopFollowing() {
+  if (follow.source) follow.source.close();
+  follow = { id: null, source: null, lines: [] };
 }
 
 // Where the open card's API lives.
@@ -430,9 +503,10 @@ document.getElementById("new-agent-open").addEventListener("click", newAgent);
 document.getElementById("new-agent-cancel").addEventListener("click", () => document.getElementById("new-agent").close());
 document.getElementById("new-agent-form").addEventListener("submit", startAgent);
 document.getElementById("card-diff").addEventListener("click", pickLine);
+document.getElementById("team-close").addEventListener("click", () => document.getElementById("team").close());
 document.getElementById("comment-form").addEventListener("submit", sendComment);
-document.getElementById("card-close").addEventListener("click", () => { open = null; document.getElementById("card").close(); });
-document.getElementById("card").addEventListener("close", () => { open = null; });
+document.getElementById("card-close").addEventListener("click", () => { open = null; stopFollowing(); document.getElementById("card").close(); });
+document.getElementById("card").addEventListener("close", () => { open = null; stopFollowing(); });
 refresh();
 listen();
 setInterval(pollLatest, 2000);

@@ -18,6 +18,7 @@ mod notify;
 mod refs;
 mod remote;
 mod restore;
+mod share;
 mod snapshot;
 mod stat;
 #[cfg(test)]
@@ -27,6 +28,7 @@ pub use diff::{FileChange, TreeDiff};
 pub use keep::Held;
 pub use merge::{MergeFailure, TreeMerge};
 use refs::RefWriter;
+pub use share::{Share, Shared};
 use snapshot::Snapshot;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};

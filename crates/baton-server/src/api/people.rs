@@ -106,10 +106,11 @@ pub async fn list_teams(State(app): State<App>) -> Result<axum::Json<Value>, Api
     .await
 }
 
-/// One team: its members (with when each was last heard from), its tasks
-/// and the newest 100 messages of its mailbox.
+/// One team: its members (the lead first, each with its liveness and when
+/// it was last heard from, as `baton team probe` sees them), its tasks and
+/// the newest 100 messages of its mailbox.
 #[utoipa::path(get, path = "/api/v1/teams/{name}", params(("name" = String, Path, description = "the team")),
-    responses((status = 200, description = "`{team, messages}`", body = Object), (status = 404, body = ApiError)))]
+    responses((status = 200, description = "`{team, members, tasks_by_status, messages}`", body = Object), (status = 404, body = ApiError)))]
 pub async fn get_team(
     State(app): State<App>,
     Path(name): Path<String>,
@@ -124,11 +125,16 @@ pub async fn get_team(
                 "list the teams with GET /api/v1/teams",
             ));
         }
-        let team = teams.get(&name)?;
+        let probe = teams.probe(&name)?;
         let messages = teams.messages(&name, 0, 100, true)?;
-        Ok(axum::Json(
-            serde_json::json!({"team": team, "messages": messages}),
-        ))
+        let mut members = vec![probe.lead];
+        members.extend(probe.teammates);
+        Ok(axum::Json(serde_json::json!({
+            "team": probe.team,
+            "members": members,
+            "tasks_by_status": probe.tasks_by_status,
+            "messages": messages,
+        })))
     })
     .await
 }
