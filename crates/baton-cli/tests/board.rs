@@ -253,6 +253,16 @@ on_both_backends! {
     }
 }
 
+/// The picture of a view for the docs, when `BATON_BOARD_SCREENSHOTS`
+/// names a folder (docs/ is made this way); a PNG either way.
+fn picture(b: &baton_testkit::browser::Browser, name: &str) {
+    let shot = b.screenshot();
+    assert!(shot.starts_with(b"\x89PNG"), "a PNG");
+    if let Some(dir) = std::env::var_os("BATON_BOARD_SCREENSHOTS") {
+        fs_err::write(std::path::Path::new(&dir).join(name), &shot).unwrap();
+    }
+}
+
 /// axe-core finds no serious or critical violation in the page as it is.
 fn accessible(b: &baton_testkit::browser::Browser, view: &str) {
     let found = b.serious_accessibility_violations();
@@ -303,6 +313,7 @@ fn a_person_starts_answers_and_reviews_a_task_on_the_board() {
     b.click("#nt-workflow option[value=edit]");
     b.wait_text("#nt-workflow-about", "phases: first, approve, second", 10);
     accessible(&b, "the new-task form");
+    picture(&b, "board-new-task.png");
     b.click("#nt-flag-loud");
     b.type_into("#nt-description", "tidy the docs");
     b.click("#new-task-start");
@@ -321,11 +332,7 @@ fn a_person_starts_answers_and_reviews_a_task_on_the_board() {
     b.wait_text("#card-comments", "say two, not one", 10);
     b.wait_text("#card-comments", "waiting for the agent's next step", 10);
     accessible(&b, "a card's page with its diff");
-    let shot = b.screenshot();
-    assert!(shot.starts_with(b"\x89PNG"), "a PNG");
-    if let Some(path) = std::env::var_os("BATON_BOARD_SCREENSHOT") {
-        fs_err::write(path, &shot).unwrap();
-    }
+    picture(&b, "board-card.png");
     let id = b.text("[data-column=person] [data-task]").unwrap();
     assert!(id.contains("tidy the docs"), "{id}");
     let task = b
@@ -347,6 +354,7 @@ fn a_person_starts_answers_and_reviews_a_task_on_the_board() {
     b.click("#new-task-start");
     b.wait_text("[data-column=queued]", "after the docs", 30);
     b.wait_text("[data-column=queued]", &format!("after {task}"), 10);
+    picture(&b, "board.png");
     b.click(&format!(r#"[data-task="{task}"]"#));
     b.wait_text("#card-question", "Go on?", 30);
     b.click("#card-question button[data-answer=yes]");
@@ -379,6 +387,7 @@ fn a_person_starts_answers_and_reviews_a_task_on_the_board() {
     b.wait_text("#team-members", "ana", 10);
     b.wait_text("#team-tasks", "fix the build", 10);
     accessible(&b, "a team's page");
+    picture(&b, "board-team.png");
     b.click("#team-close");
 
     // Markup a task wrote is text on the board, in its card and its diff.
