@@ -779,6 +779,9 @@ run = "printf 'esc \\033[2J here\\n'; for i in 1 2 3 4 5 6 7 8 9 10; do echo lin
 fn a_cards_page_streams_what_its_phase_prints() {
     let p = project();
     p.workflow("talk", TALK);
+    agents_that_fail_and_record(&p);
+    p.workflow("handed", HANDED);
+    assert_eq!(p.run(&["run", "handed", "x", "--id", "h1"]).0, 1);
     let server = Server::start(&p, &[]);
     let api = Api {
         server: &server,
@@ -808,5 +811,67 @@ fn a_cards_page_streams_what_its_phase_prints() {
     wait_for("the task to complete", || {
         (p.state("t1")["status"] == "COMPLETE").then_some(())
     });
+
+    // A failed task handed to another agent from its card.
+    b.click("#card-close");
+    b.wait_text("[data-column=failed]", "h1", 30);
+    b.click(r#"[data-task="h1"]"#);
+    b.wait_text("#card-handoff-to", "recorder", 10);
+    accessible(&b, "a failed task's card page");
+    b.click("#card-handoff-to option[value=recorder]");
+    b.click("#card-handoff");
+    b.wait_text("[data-column=done]", "h1", 30);
+    assert_eq!(p.state("h1")["status"], "COMPLETE");
     assert_eq!(server.stop().code(), Some(0));
+}
+
+/// Agents: `broken` fails; `recorder` keeps the prompts it is given.
+fn agents_that_fail_and_record(p: &TestProject) {
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str(RECORDING_AGENTS);
+    fs_err::write(&cfg, text).unwrap();
+}
+
+const RECORDING_AGENTS: &str = r#"
+[agents.broken]
+command = ["sh", "-c", "exit 3"]
+[agents.recorder]
+command = ["sh", "-c", "cat \"$1\" >> prompts-seen.txt", "agent", "{{prompt_file}}"]
+"#;
+
+/// An agent phase whose agent fails.
+const HANDED: &str = r#"name = "handed"
+[[phase]]
+id = "write"
+agent = "broken"
+prompt = "Write the notes."
+max_attempts = 1
+"#;
+
+on_both_backends! {
+    /// A task whose agent failed is handed to another agent from the
+    /// board's API, as `baton handoff` does: the phase goes on with it and
+    /// the task completes; an unknown agent, a task that runs on and one
+    /// that ended are refused.
+    fn a_failed_task_is_handed_to_another_agent() {
+        let p = project();
+        agents_that_fail_and_record(&p);
+        p.workflow("handed", HANDED);
+        assert_eq!(p.run(&["run", "handed", "x", "--id", "h1"]).0, 1);
+        assert_eq!(p.state("h1")["status"], "FAILED");
+        let server = Server::start(&p, &[]);
+        let api = Api { server: &server, token: None };
+        let (status, v) = api.post("/api/v1/tasks/h1/handoff", json!({"to": "nobody"}));
+        assert_eq!((status, v["code"].as_str()), (400, Some("UNKNOWN_AGENT")), "{v}");
+        assert!(v["hint"].as_str().unwrap().contains("recorder"), "{v}");
+        let (status, v) = api.post("/api/v1/tasks/h1/handoff", json!({"to": "recorder"}));
+        assert_eq!(status, 202, "{v}");
+        wait_for("the handed-off task to complete", || (p.state("h1")["status"] == "COMPLETE").then_some(()));
+        let seen = fs_err::read_to_string(p.root().join("prompts-seen.txt")).unwrap();
+        assert!(seen.contains("Write the notes."), "{seen}");
+        let (status, v) = api.post("/api/v1/tasks/h1/handoff", json!({"to": "recorder"}));
+        assert_eq!((status, v["code"].as_str()), (409, Some("NOT_RESUMABLE")), "{v}");
+        assert_eq!(server.stop().code(), Some(0));
+    }
 }

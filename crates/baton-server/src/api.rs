@@ -59,6 +59,7 @@ pub fn routes() -> (axum::Router<App>, utoipa::openapi::OpenApi) {
         .routes(routes!(crate::output::task_output_stream))
         .routes(routes!(resume_task))
         .routes(routes!(cancel_task))
+        .routes(routes!(handoff_task))
         .routes(routes!(answer_task))
         .routes(routes!(list_deliveries))
         .routes(routes!(list_instances, instances::spawn))
@@ -212,6 +213,54 @@ fn waits_for_a_person(app: &App, snap: &baton_store::TaskSnapshot) -> Option<Api
             phase.id
         ),
     ))
+}
+
+/// Hands a task that stopped (crashed, failed, waiting) to another agent,
+/// as `baton handoff ID --to AGENT` in a process of its own: its agent
+/// phases go on with that agent, a new session getting the handoff brief.
+#[utoipa::path(post, path = "/api/v1/tasks/{id}/handoff", params(("id" = String, Path, description = "the task id")),
+    request_body = crate::input::Handoff,
+    responses((status = 202, description = "`{task, to, pid}`: the handoff runs", body = Object), (status = 400, body = ApiError),
+        (status = 404, body = ApiError), (status = 409, body = ApiError)))]
+async fn handoff_task(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    Json(h): Json<crate::input::Handoff>,
+) -> Result<(StatusCode, axum::Json<Value>), ApiError> {
+    let id = task_id(&id)?;
+    blocking(move || {
+        let snap = app.eng.find(&id)?.ok_or_else(|| not_found(&id))?;
+        let agents = &app.eng.project.config.agents;
+        if !agents.contains_key(&h.to) {
+            let known: Vec<&str> = agents.keys().map(String::as_str).collect();
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "UNKNOWN_AGENT",
+                format!("no agent {:?} in .baton/config.toml", h.to),
+                &format!("its agents are: {}", known.join(", ")),
+            ));
+        }
+        let status = app.eng.status_of(&snap);
+        if !status.resumable() {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "NOT_RESUMABLE",
+                format!("task {id} is {}: only a task that stopped can be handed off", status.as_str()),
+                "cancel a running task first; a task that ended runs phases again with `baton resume ID --from PHASE --agent AGENT`",
+            ));
+        }
+        if let Some(refused) = waits_for_a_person(&app, &snap) {
+            return Err(refused);
+        }
+        let pid = app
+            .runs
+            .start_baton(&app.eng, &id, &["handoff", id.as_str(), "--to", &h.to])?;
+        Ok((
+            StatusCode::ACCEPTED,
+            axum::Json(serde_json::json!({"task": id.as_str(), "to": h.to, "pid": pid})),
+        ))
+    })
+    .await
 }
 
 /// Cancels a task: its running phase is stopped and the task is CANCELLED.

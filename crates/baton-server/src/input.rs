@@ -214,6 +214,14 @@ pub struct NewTask {
     pub needs: Vec<String>,
 }
 
+/// A task handed to another agent (`baton handoff ID --to AGENT`).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Handoff {
+    /// An agent of `.baton/config.toml` (`GET /api/v1/agents`).
+    pub to: String,
+}
+
 /// A person's comment on a line of a task's or an instance's diff.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -13,6 +13,14 @@ use std::sync::Mutex;
 
 /// `baton resume ID ARGS…` in its own process group.
 pub fn spawn_resume(eng: &Engine, id: &TaskId, args: &[&str]) -> std::io::Result<Child> {
+    let mut argv = vec!["resume", id.as_str()];
+    argv.extend_from_slice(args);
+    spawn_baton(eng, id, &argv)
+}
+
+/// `baton ARGV…` for task `id`, in its own process group, its output
+/// appended to the task's `serve.log`.
+pub fn spawn_baton(eng: &Engine, id: &TaskId, argv: &[&str]) -> std::io::Result<Child> {
     let dir = eng.project.task_dir(id);
     std::fs::create_dir_all(&dir)?;
     let log = std::fs::OpenOptions::new()
@@ -22,8 +30,7 @@ pub fn spawn_resume(eng: &Engine, id: &TaskId, args: &[&str]) -> std::io::Result
     Command::new(std::env::current_exe()?)
         .arg("--project")
         .arg(&eng.project.root)
-        .args(["resume", id.as_str()])
-        .args(args)
+        .args(argv)
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)
@@ -46,15 +53,27 @@ pub struct Runs {
 }
 
 impl Runs {
-    /// Starts `baton resume ID`; returns its pid.
+    /// Starts `baton resume ID ARGS…`; returns its pid.
     pub fn start(
         &self,
         eng: &Engine,
         id: &TaskId,
         args: &[&str],
     ) -> Result<u32, crate::views::ApiError> {
-        let child = spawn_resume(eng, id, args).map_err(|e| {
-            crate::views::ApiError::internal(format!("cannot start baton resume {id}: {e}"))
+        let mut argv = vec!["resume", id.as_str()];
+        argv.extend_from_slice(args);
+        self.start_baton(eng, id, &argv)
+    }
+
+    /// Starts `baton ARGV…` for task `id`; returns its pid.
+    pub fn start_baton(
+        &self,
+        eng: &Engine,
+        id: &TaskId,
+        argv: &[&str],
+    ) -> Result<u32, crate::views::ApiError> {
+        let child = spawn_baton(eng, id, argv).map_err(|e| {
+            crate::views::ApiError::internal(format!("cannot start baton {}: {e}", argv.join(" ")))
         })?;
         let pid = child.id();
         let mut all = self.children.lock().unwrap_or_else(|p| p.into_inner());

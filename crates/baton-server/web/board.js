@@ -243,7 +243,13 @@ async function renderCard() {
       body.dataset.drawn = "";
       actions.replaceChildren(badge(doc.status));
       const asks = doc.waiting && doc.waiting.question !== undefined;
-      if (doc.resumable && !asks) actions.append(el("button", { type: "button", id: "card-resume", onclick: () => act(id, "resume") }, "Resume"));
+      if (doc.resumable && !asks) {
+        actions.append(el("button", { type: "button", id: "card-resume", onclick: () => act(id, "resume") }, "Resume"));
+        // Or go on with another agent CLI, which gets the handoff brief.
+        const to = el("select", { id: "card-handoff-to", "aria-label": "Agent to hand the task to" });
+        api("/api/v1/agents").then((agents) => to.replaceChildren(...agents.map((a) => el("option", { value: a.name }, a.name + (a.cli ? " (" + a.cli + ")" : ""))))).catch(() => {});
+        actions.append(to, el("button", { type: "button", id: "card-handoff", onclick: () => handoff(id, to.value) }, "Hand off"));
+      }
       if (!["COMPLETE", "CANCELLED"].includes(doc.status)) actions.append(el("button", { type: "button", class: "secondary", id: "card-cancel", onclick: () => act(id, "cancel") }, "Cancel"));
       const parts = [el("p", { class: "desc" }, visible(doc.description || ""))];
       if (asks) {
@@ -382,6 +388,12 @@ async function renderDiff(kind, id) {
   } catch (e) {
     box.replaceChildren(el("div", { class: "empty" }, e.message));
   }
+}
+
+async function handoff(id, to) {
+  try { await api("/api/v1/tasks/" + enc(id) + "/handoff", "POST", { to }); }
+  catch (e) { alert(e.message); }
+  refresh();
 }
 
 async function act(id, what) {
