@@ -438,8 +438,19 @@ fn instances_project() -> (TestProject, tempfile::TempDir) {
 #[test]
 fn a_person_starts_an_agent_and_sends_review_feedback_from_the_board() {
     use common::instances::{settled, show, worktree};
+    let github = baton_testkit::github::FakeGitHub::start(0, &[]);
     let (p, _remote) = instances_project();
-    let server = Server::start(&p, &[]);
+    let cfg = p.root().join(".baton/config.toml");
+    let text = fs_err::read_to_string(&cfg).unwrap();
+    fs_err::write(
+        &cfg,
+        format!(
+            "{text}\n[github]\napi_url = \"{}\"\nrepository = \"acme/widgets\"\n",
+            github.url
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&p, &[("GITHUB_TOKEN", "test-token")]);
     let b = baton_testkit::browser::Browser::start(1400, 900);
     b.goto(&format!("{}/board", server.url));
     b.wait_text("#live", "live", 30);
@@ -484,6 +495,26 @@ fn a_person_starts_an_agent_and_sends_review_feedback_from_the_board() {
         .unwrap_or_else(|e| panic!("{e}: {c} {}", String::from_utf8_lossy(&log.stdout)));
     assert!(tests.contains("please write tests.txt"), "{tests}");
     b.wait_text(&format!(r#"[data-instance="{id}"]"#), "2 turn(s)", 30);
+
+    // Its pull request, opened from its card against a GitHub API that
+    // checks each request against GitHub's OpenAPI description.
+    b.click("#card-close");
+    b.click(&format!(r#"[data-instance="{id}"]"#));
+    b.wait_text("#card-actions", "Push and open pull request", 30);
+    b.click("#card-push");
+    b.wait_text("#card-body", "pull request #1", 30);
+    let creates: Vec<Value> = github
+        .requests()
+        .into_iter()
+        .filter(|r| r["method"] == "POST")
+        .collect();
+    assert_eq!(creates.len(), 1, "{creates:?}");
+    assert_eq!(creates[0]["body"]["head"], format!("baton/{id}"));
+    assert!(
+        creates[0]["problems"].as_array().unwrap().is_empty(),
+        "{creates:?}"
+    );
+    assert_eq!(show(&p, &id)["status"], "pr_created");
     assert_eq!(server.stop().code(), Some(0));
 }
 

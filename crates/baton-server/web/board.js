@@ -100,10 +100,16 @@ function linkCard(l) {
 function instanceCard(i) {
   const cfg = i.config || {};
   const what = cfg.instructions || (cfg.issue && cfg.issue.title) || cfg.review_prompt || i.id;
+  // What its agent's turn now running printed last, and its tokens.
+  const turn = (i.turns || [])[(i.turns || []).length - 1];
+  const running = turn && state.tasks.some((t) => t.id === turn && t.status === "RUNNING");
+  const live = running ? state.latest[turn] || {} : {};
   return el("button", { type: "button", class: "card", "data-instance": i.id, onclick: () => openCard("instance", i.id) },
     el("div", { class: "title" }, visible(what)),
     el("div", { class: "id" }, i.id + (cfg.type === "review" ? " · review" : "")),
-    el("div", { class: "meta" }, badge(i.status), " ", [cfg.agent, (i.turns || []).length + " turn(s)"].filter(Boolean).join(" · "), " · ", age(i.started_at)));
+    el("div", { class: "meta" }, badge(i.status), " ", [cfg.agent, (i.turns || []).length + " turn(s)",
+      live.tokens ? live.tokens.toLocaleString() + " tokens" : null].filter(Boolean).join(" · "), " · ", age(i.started_at)),
+    live.line ? el("div", { class: "latest", title: visible(live.line) }, visible(live.line)) : null);
 }
 
 function renderBoard() {
