@@ -368,6 +368,7 @@ fn a_person_starts_answers_and_reviews_a_task_on_the_board() {
         "{brief}"
     );
     b.wait_text("#card-comments", "reached the agent in", 30);
+    b.wait_text("#card-log", "[!user] board commented on a.txt:1", 30);
     b.click("#card-close");
     accessible(&b, "the board");
     b.goto(&server.url);
@@ -669,6 +670,9 @@ on_both_backends! {
         assert_eq!((status, v["code"].as_str()), (404, Some("TASK_NOT_FOUND")), "{v}");
         let log = fs_err::read_to_string(p.root().join(".baton/sessions/k1.md")).unwrap();
         assert!(log.contains("> [!user] ana commented on a.txt:1\n> say two, not one"), "{log}");
+        let (status, v) = api.get("/api/v1/tasks/k1/log");
+        assert_eq!(status, 200, "{v}");
+        assert!(v["markdown"].as_str().unwrap().contains("> [!user] ana commented on a.txt:1"), "{v}");
 
         let (status, v) = api.post("/api/v1/inbox/k1%2Fapprove/answer", json!({"answer": "yes"}));
         assert_eq!(status, 202, "{v}");

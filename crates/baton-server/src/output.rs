@@ -1,8 +1,9 @@
 //! `GET /api/v1/tasks/{id}/output`: what a task's running phase prints,
 //! a piece at a time after a cursor (the dashboard polls it while a task
 //! runs, as `baton log --follow` reads it), and the same as server-sent
-//! events, `…/output/stream` (a card's page follows it). The lines are the
-//! phase's own text, as written: whoever shows them escapes them.
+//! events, `…/output/stream` (a card's page follows it); and its session
+//! log, `…/log`. The lines are the phase's own text, as written: whoever
+//! shows them escapes them.
 
 use crate::App;
 use crate::input::Query;
@@ -144,4 +145,32 @@ pub async fn task_output_stream(
         },
     );
     Ok(Sse::new(events).keep_alive(KeepAlive::default()))
+}
+
+/// A task's session log.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionLogView {
+    /// The log as markdown (as `.baton/sessions/<id>.md` holds it): the
+    /// agents' messages and tool calls, summaries, callouts. Its text is
+    /// the agents' own: whoever shows it escapes it.
+    pub markdown: String,
+}
+
+/// Task `id`'s session log, rendered from the store as it stands now (the
+/// board's card page shows it, again at each change).
+#[utoipa::path(get, path = "/api/v1/tasks/{id}/log", params(("id" = String, Path, description = "the task id")),
+    responses((status = 200, body = SessionLogView), (status = 404, body = ApiError)))]
+pub async fn task_log(
+    State(app): State<App>,
+    Path(id): Path<String>,
+) -> Result<axum::Json<SessionLogView>, ApiError> {
+    let id = task_id(&id)?;
+    blocking(move || {
+        app.eng.find(&id)?.ok_or_else(|| not_found(&id))?;
+        let log = app.eng.task_log(&id)?;
+        Ok(axum::Json(SessionLogView {
+            markdown: baton_core::session_log::render(&log),
+        }))
+    })
+    .await
 }

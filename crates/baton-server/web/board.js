@@ -266,8 +266,12 @@ async function renderCard() {
       const list = el("ol", { class: "timeline" });
       for (const p of doc.phases || []) list.append(el("li", { class: p.status, "data-phase": p.id }, el("div", { class: "phase-head" }, el("span", { class: "phase-name" }, p.id), badge(p.status))));
       parts.push(list);
-      // What its phases print, as they print it (kept across redraws).
+      // What its phases print, as they print it (kept across redraws),
+      // and its session log: the agents' messages and tool calls.
       parts.push(el("h3", {}, "Output"), outputBox(id));
+      const logBox = el("pre", { id: "card-log", class: "log", role: "log", tabindex: "0", "aria-label": "Session log of task " + id }, "");
+      parts.push(el("h3", {}, "Session log"), logBox);
+      api("/api/v1/tasks/" + enc(id) + "/log").then((l) => { logBox.textContent = visible(l.markdown); }).catch((e) => { logBox.textContent = e.message; });
       body.replaceChildren(...parts);
     } else {
       const all = await api("/api/v1/instances");
