@@ -411,6 +411,19 @@ fn a_person_starts_answers_and_reviews_a_task_on_the_board() {
         json!(0),
         "markup from a task was obeyed"
     );
+
+    // Answered from the inbox beside the board.
+    b.click("#card-close");
+    b.click(r#"#inbox li[data-item="h1/approve"] button[data-answer="no"]"#);
+    wait_for("the answer to pass the wait", || {
+        (p.state("h1")["status"] == "COMPLETE").then_some(())
+    });
+    let (_, journal, _) = p.run(&["log", "h1", "--json"]);
+    assert!(
+        journal.contains("\"board\""),
+        "who answered is journaled: {journal}"
+    );
+    b.wait_text("#inbox", "Nothing waits for you.", 30);
     assert_eq!(server.stop().code(), Some(0));
 }
 
