@@ -18,7 +18,8 @@ const BOARD: &str = include_str!("../web/board.html");
 
 /// The pages' style and scripts, and the diff renderer they use
 /// (diff2html 3.4.56, MIT, `web/vendor/`), served from the binary.
-const ASSETS: [(&str, &str, &str); 6] = [
+const ASSETS: [(&str, &str, &str); 7] = [
+    ("/common.js", JS, include_str!("../web/common.js")),
     ("/dashboard.css", CSS, include_str!("../web/dashboard.css")),
     ("/dashboard.js", JS, include_str!("../web/dashboard.js")),
     ("/board.css", CSS, include_str!("../web/board.css")),

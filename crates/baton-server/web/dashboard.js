@@ -1,10 +1,4 @@
 "use strict";
-const params = new URLSearchParams(location.hash.slice(1));
-if (params.get("token")) {
-  localStorage.setItem("baton-token", params.get("token"));
-  history.replaceState(null, "", location.pathname);
-}
-const token = localStorage.getItem("baton-token") || "";
 let tasks = [];
 let selected = null;
 // What the selected task's running phase printed: its last lines, and
@@ -12,34 +6,7 @@ let selected = null;
 let output = { task: null, cursor: "", lines: [], running: null };
 const OUTPUT_LINES = 200;
 
-const el = (tag, attrs = {}, ...kids) => {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") e.className = v; else if (k.startsWith("on")) e.addEventListener(k.slice(2), v); else e.setAttribute(k, v);
-  }
-  for (const k of kids) if (k !== null && k !== undefined) e.append(k);
-  return e;
-};
-const badge = (text) => el("span", { class: "badge " + text }, text);
 
-// State changes go as JSON: a page on another site cannot send that
-// without a preflight, which this server never grants.
-async function api(path, method = "GET") {
-  const headers = token ? { Authorization: "Bearer " + token } : {};
-  if (method !== "GET") headers["Content-Type"] = "application/json";
-  const r = await fetch(path, { method, headers });
-  const body = await r.json().catch(() => ({}));
-  if (!r.ok) throw new Error((body.message || r.statusText) + (body.hint ? " (" + body.hint + ")" : ""));
-  return body;
-}
-
-function age(ts) {
-  const s = Math.max(0, (Date.now() - Date.parse(ts)) / 1000);
-  if (s < 60) return Math.floor(s) + "s";
-  if (s < 3600) return Math.floor(s / 60) + "m";
-  if (s < 86400) return Math.floor(s / 3600) + "h";
-  return Math.floor(s / 86400) + "d";
-}
 
 function renderTasks() {
   const q = document.getElementById("filter").value.trim().toLowerCase();
@@ -112,12 +79,6 @@ function renderDetail(doc) {
   body.replaceChildren(head, ...notes, list);
 }
 
-// A phase's own text, its control characters shown as escapes (as the
-// command line shows them), never obeyed.
-function visible(s) {
-  return s.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
-    (c) => c.charCodeAt(0) < 0x100 ? "\\x" + c.charCodeAt(0).toString(16).padStart(2, "0") : "\\u{" + c.charCodeAt(0).toString(16) + "}");
-}
 
 function outputBox() {
   const box = el("pre", { id: "output", class: "output" }, output.lines.map((l) => visible(l.text)).join("\n"));
@@ -163,15 +124,8 @@ function answerForm(w) {
 }
 
 async function answerWith(answer) {
-  try {
-    const r = await fetch("/api/v1/tasks/" + encodeURIComponent(selected) + "/answer", {
-      method: "POST",
-      headers: Object.assign({ "Content-Type": "application/json" }, token ? { Authorization: "Bearer " + token } : {}),
-      body: JSON.stringify({ answer, by: "dashboard" }),
-    });
-    const body = await r.json().catch(() => ({}));
-    if (!r.ok) throw new Error((body.message || r.statusText) + (body.hint ? " (" + body.hint + ")" : ""));
-  } catch (e) { alert(e.message); }
+  try { await api("/api/v1/tasks/" + encodeURIComponent(selected) + "/answer", "POST", { answer, by: "dashboard" }); }
+  catch (e) { alert(e.message); }
   refresh();
 }
 
