@@ -304,7 +304,7 @@ fn a_person_starts_answers_and_reviews_a_task_on_the_board() {
     p.workflow("hostile", HOSTILE);
     let server = Server::start(&p, &[]);
     let b = baton_testkit::browser::Browser::start(1400, 900);
-    b.goto(&format!("{}/board", server.url));
+    b.goto(&server.url);
     b.wait_text("#live", "live", 30);
     b.wait_text("[data-column=person] .count", "0", 10);
 
@@ -354,7 +354,7 @@ fn a_person_starts_answers_and_reviews_a_task_on_the_board() {
     b.click("#new-task-start");
     b.wait_text("[data-column=queued]", "after the docs", 30);
     b.wait_text("[data-column=queued]", &format!("after {task}"), 10);
-    picture(&b, "board.png");
+    picture(&b, "dashboard.png");
     b.click(&format!(r#"[data-task="{task}"]"#));
     b.wait_text("#card-question", "Go on?", 30);
     b.click("#card-question button[data-answer=yes]");
@@ -371,7 +371,7 @@ fn a_person_starts_answers_and_reviews_a_task_on_the_board() {
     b.wait_text("#card-log", "[!user] board commented on a.txt:1", 30);
     b.click("#card-close");
     accessible(&b, "the board");
-    b.goto(&server.url);
+    b.click(r#"nav a[href="/tasks"]"#);
     b.wait_text(
         &format!(r#"tr[data-task="{task}"] td.status"#),
         "COMPLETE",
@@ -380,7 +380,7 @@ fn a_person_starts_answers_and_reviews_a_task_on_the_board() {
     b.click(&format!(r#"tr[data-task="{task}"]"#));
     b.wait_text("#detail-body .title", &task, 10);
     accessible(&b, "the task list with a task's phases");
-    b.goto(&format!("{}/board", server.url));
+    b.goto(&server.url);
     b.wait_text("#live", "live", 30);
     // The team's own page: members with their liveness, tasks, mailbox.
     b.wait_text("#teams", "crew", 10);
@@ -466,7 +466,7 @@ fn a_person_starts_an_agent_and_sends_review_feedback_from_the_board() {
     .unwrap();
     let server = Server::start(&p, &[("GITHUB_TOKEN", "test-token")]);
     let b = baton_testkit::browser::Browser::start(1400, 900);
-    b.goto(&format!("{}/board", server.url));
+    b.goto(&server.url);
     b.wait_text("#live", "live", 30);
     b.click("#new-agent-open");
     b.wait_text("#na-agent", "worker", 10);
@@ -529,6 +529,43 @@ fn a_person_starts_an_agent_and_sends_review_feedback_from_the_board() {
         "{creates:?}"
     );
     assert_eq!(show(&p, &id)["status"], "pr_created");
+    assert_eq!(server.stop().code(), Some(0));
+}
+
+/// In headless Chromium: an agent instance's card shows what its running
+/// turn printed last, as it prints it.
+#[test]
+fn an_agents_card_shows_what_its_running_turn_prints() {
+    let (p, _remote) = instances_project();
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str("[agents.talker]\ncommand = [\"sh\", \"-c\", \"for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo step-$i; sleep 0.5; done\"]\n");
+    fs_err::write(&cfg, text).unwrap();
+    let server = Server::start(&p, &[]);
+    let api = Api {
+        server: &server,
+        token: None,
+    };
+    let b = baton_testkit::browser::Browser::start(1400, 900);
+    b.goto(&server.url);
+    b.wait_text("#live", "live", 30);
+    let (status, v) = api.post(
+        "/api/v1/instances",
+        json!({"instructions": "Talk", "id": "k1", "agent": "talker", "require_review": false}),
+    );
+    assert_eq!(status, 201, "{v}");
+    b.wait_text(r#"[data-instance="k1"] .latest"#, "step-", 30);
+    let first = b.text(r#"[data-instance="k1"] .latest"#).unwrap();
+    // And it moves on as the turn prints.
+    wait_for("the card's line to move on", || {
+        let now = b.text(r#"[data-instance="k1"] .latest"#)?;
+        (now.starts_with("step-") && now != first).then_some(())
+    });
+    assert!(
+        b.text(r#"[data-column=running]"#).unwrap().contains("k1"),
+        "it is among the running cards"
+    );
+    common::instances::settled(&p, "k1");
     assert_eq!(server.stop().code(), Some(0));
 }
 
@@ -836,7 +873,7 @@ fn a_cards_page_streams_what_its_phase_prints() {
         token: None,
     };
     let b = baton_testkit::browser::Browser::start(1400, 900);
-    b.goto(&format!("{}/board", server.url));
+    b.goto(&server.url);
     b.wait_text("#live", "live", 30);
     let (status, v) = api.post(
         "/api/v1/tasks",
@@ -870,6 +907,72 @@ fn a_cards_page_streams_what_its_phase_prints() {
     b.click("#card-handoff");
     b.wait_text("[data-column=done]", "h1", 30);
     assert_eq!(p.state("h1")["status"], "COMPLETE");
+    assert_eq!(server.stop().code(), Some(0));
+}
+
+/// In headless Chromium: a task whose phase runs on a built-in agent CLI
+/// (Claude Code, run for real against the scripted model server) shows
+/// on its card what the agent did last (its tool call on hello.txt, read
+/// from the journal, as its JSON output is no line to show) and its
+/// agent, while the phase runs; `/api/v1/activity` says the same.
+#[test]
+fn a_cards_live_line_shows_what_a_built_in_cli_agent_does() {
+    use baton_testkit::agents::Agent;
+    use baton_testkit::model_server::{ModelServer, Reply};
+    let p = project();
+    let home = tempfile::tempdir().unwrap();
+    let (tool, args) = Agent::Claude.write_tool(&p.root().join("hello.txt"), "hi");
+    // The write, then a model that is still thinking.
+    let model = ModelServer::start(vec![Reply::tool(tool, args), Reply::hang()]);
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str(&Agent::Claude.baton_config("cc", &model, home.path()));
+    fs_err::write(&cfg, text).unwrap();
+    p.workflow(
+        "w",
+        "name = \"w\"\n[[phase]]\nid = \"write\"\nagent = \"cc\"\nprompt = \"Write the greeting\"\n",
+    );
+    let server = Server::start(&p, &[]);
+    let api = Api {
+        server: &server,
+        token: None,
+    };
+    let b = baton_testkit::browser::Browser::start(1400, 900);
+    b.goto(&server.url);
+    b.wait_text("#live", "live", 30);
+    let (status, v) = api.post(
+        "/api/v1/tasks",
+        json!({"workflow": "w", "id": "c1", "description": "greet"}),
+    );
+    assert_eq!(status, 201, "{v}");
+    b.wait_text(r#"[data-task="c1"] .latest"#, "hello.txt", 90);
+    let card = b.text(r#"[data-task="c1"]"#).unwrap();
+    assert!(card.contains("cc"), "the card names its agent: {card}");
+    assert_eq!(p.state("c1")["status"], "RUNNING", "shown while it runs");
+    let (status, rows) = api.get("/api/v1/activity");
+    assert_eq!(status, 200, "{rows}");
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "c1")
+        .unwrap_or_else(|| panic!("{rows}"));
+    assert_eq!(
+        (row["phase"].as_str(), row["agent"].as_str()),
+        (Some("write"), Some("cc")),
+        "{row}"
+    );
+    let line = row["line"].as_str().unwrap_or_default();
+    assert!(line.contains("hello.txt"), "{row}");
+    assert!(!line.contains('{'), "a step, not the CLI's JSON: {row}");
+    accessible(&b, "a card with a live line");
+    let (status, v) = api.post("/api/v1/tasks/c1/cancel", json!({}));
+    assert_eq!(status, 200, "{v}");
+    wait_for("the task to be cancelled", || {
+        (p.state("c1")["status"] == "CANCELLED").then_some(())
+    });
+    let (_, rows) = api.get("/api/v1/activity");
+    assert_eq!(rows, json!([]), "nothing runs now");
     assert_eq!(server.stop().code(), Some(0));
 }
 

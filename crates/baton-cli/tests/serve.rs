@@ -779,8 +779,8 @@ fn a_person_answers_a_waiting_task_through_the_api() {
 /// that passed the wait; a person's click on Resume brings a failed task
 /// to COMPLETE; a page on another site open in the same browser cannot
 /// cancel or resume anything; Cancel asks before it acts; the filter hides
-/// the others; on a phone's width nothing spills sideways. The screenshot
-/// in the README is taken here.
+/// the others; on a phone's width nothing spills sideways. It is reached
+/// from the board, the front page. docs/tasks.png is taken here.
 #[test]
 fn the_dashboard_shows_tasks_live_in_a_real_browser() {
     let p = project();
@@ -824,7 +824,16 @@ fetch("{url}/api/v1/tasks/later/cancel", {{method: "POST", mode: "no-cors", head
     std::thread::sleep(std::time::Duration::from_millis(500));
     assert_eq!(p.state("later")["status"], "WAITING");
     assert_eq!(p.state("broken")["status"], "FAILED");
-    b.goto(&server.url);
+    // The front page is the board (an old link to /board leads there);
+    // the task list is a click away.
+    b.goto(&format!("{}/board", server.url));
+    b.wait_text("[data-column=failed]", "broken", 30);
+    assert_eq!(
+        b.js("return location.pathname;", serde_json::json!([])),
+        Value::String("/".into())
+    );
+    b.wait_text("[data-column=person]", "release", 30);
+    b.click(r#"nav a[href="/tasks"]"#);
     let row = |id: &str, cell: &str| format!(r#"tr[data-task="{id}"] td.{cell}"#);
     b.wait_text(&row("changes", "status"), "WAITING", 30);
     assert_eq!(b.text(&row("changes", "phase")).as_deref(), Some("wait-pr"));

@@ -156,6 +156,54 @@ pub fn summarize_args(args: &Value) -> String {
 }
 
 /// At most `max` characters, on one line, `…` where it was cut.
+impl AgentEvent {
+    /// One line saying what happened, as `baton log` and the board's
+    /// cards show it: `says: …`, `→ Tool summary`, `✓ result`, … The
+    /// text is the agent's, untrusted: whoever shows it escapes it.
+    pub fn describe(&self) -> String {
+        use AgentEvent as A;
+        match self {
+            A::SessionStarted { native_id } => format!("session {native_id}"),
+            A::AssistantText { text } => format!("says: {}", shorten(text, 200)),
+            A::ToolCall { name, summary, .. } => format!("→ {name} {summary}"),
+            A::ToolResult { ok, summary, .. } => format!(
+                "{} {}",
+                if *ok { "  ✓" } else { "  ✗" },
+                shorten(summary, 200)
+            ),
+            A::Usage {
+                input_tokens,
+                output_tokens,
+                cost_usd,
+            } => format!(
+                "tokens: {input_tokens} in, {output_tokens} out{}",
+                cost_usd.map(|c| format!(", ${c:.4}")).unwrap_or_default()
+            ),
+            A::Final { ok, text } => format!(
+                "{}: {}",
+                if *ok { "done" } else { "ended in failure" },
+                shorten(text, 200)
+            ),
+            A::Error { message } => format!("error: {}", shorten(message, 300)),
+            A::Warning { message } => format!("warning: {}", shorten(message, 300)),
+            A::Subagent { event, .. } => format!("subagent {}", event.describe()),
+        }
+    }
+
+    /// Whether it says what the agent is doing (its words, a tool call or
+    /// result, its end or an error), rather than bookkeeping (its session
+    /// id, tokens, a line baton could not read).
+    pub fn is_step(&self) -> bool {
+        match self {
+            AgentEvent::SessionStarted { .. }
+            | AgentEvent::Usage { .. }
+            | AgentEvent::Warning { .. } => false,
+            AgentEvent::Subagent { event, .. } => event.is_step(),
+            _ => true,
+        }
+    }
+}
+
 pub fn shorten(s: &str, max: usize) -> String {
     let one_line = s.split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.chars().count() <= max {

@@ -6,6 +6,7 @@
 //! goes. What the engine does lives in one module per capability, declared
 //! below, each opening with what it holds.
 
+mod activity;
 mod answer;
 mod buffer;
 mod claim;
@@ -32,6 +33,7 @@ mod role_workspaces;
 mod supervise;
 mod turn;
 
+pub use activity::Activity;
 pub use deliver::{Awaited, Decision, HandedOver, Passed, ignored, moves_instances, new_delivery};
 pub use deliveries::{Delivered, DeliveryWriter};
 pub use diff::{WorkDiff, worktree_diff};

@@ -58,6 +58,7 @@ pub fn routes() -> (axum::Router<App>, utoipa::openapi::OpenApi) {
         .routes(routes!(crate::output::task_output))
         .routes(routes!(crate::output::task_output_stream))
         .routes(routes!(crate::output::task_log))
+        .routes(routes!(crate::output::activity))
         .routes(routes!(resume_task))
         .routes(routes!(cancel_task))
         .routes(routes!(handoff_task))

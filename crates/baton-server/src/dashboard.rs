@@ -1,5 +1,5 @@
-//! The pages: the task list at `/` (`web/dashboard.html`) and the board
-//! at `/board` (`web/board.html`), each with its style and script served
+//! The pages: the board at `/` (`web/board.html`; `/board` leads there)
+//! and the task list at `/tasks` (`web/dashboard.html`), each with its style and script served
 //! beside it so that their Content Security Policy allows no inline code
 //! (the scripts read the API) and the live
 //! updates it listens to: `/api/v1/stream`, server-sent events: a
@@ -44,8 +44,12 @@ const PAGE_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'sel
 
 pub fn routes() -> axum::Router<App> {
     let mut r = axum::Router::new()
-        .route("/", axum::routing::get(|s| page(s, PAGE)))
-        .route("/board", axum::routing::get(|s| page(s, BOARD)));
+        .route("/", axum::routing::get(|s| page(s, BOARD)))
+        .route("/tasks", axum::routing::get(|s| page(s, PAGE)))
+        .route(
+            "/board",
+            axum::routing::get(|| async { axum::response::Redirect::permanent("/") }),
+        );
     for (path, kind, body) in ASSETS {
         r = r.route(
             path,

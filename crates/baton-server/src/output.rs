@@ -174,3 +174,56 @@ pub async fn task_log(
     })
     .await
 }
+
+/// What one running task is doing now.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActivityRow {
+    pub id: String,
+    /// The phase in progress.
+    pub phase: Option<String>,
+    /// The agent its latest agent run is on.
+    pub agent: Option<String>,
+    /// What the running phase said or did last: the last line a command
+    /// printed, or the last message or tool call of a built-in agent CLI
+    /// (`→ Write hello.txt`). The task's own text: escape it to show it.
+    pub line: Option<String>,
+    /// Input and output tokens over its agent runs.
+    pub tokens: u64,
+}
+
+/// At most this many running tasks are looked at, newest first.
+const ACTIVITY_TASKS: usize = 100;
+
+/// What every running task is doing now, newest first: the live line of
+/// the board's cards.
+#[utoipa::path(get, path = "/api/v1/activity",
+    responses((status = 200, body = Vec<ActivityRow>), (status = 401, body = ApiError)))]
+pub async fn activity(State(app): State<App>) -> Result<axum::Json<Vec<ActivityRow>>, ApiError> {
+    blocking(move || {
+        let mut running: Vec<_> = app
+            .eng
+            .list()?
+            .into_iter()
+            .filter(|(_, s)| *s == baton_core::lease::DisplayStatus::Running)
+            .map(|(t, _)| t)
+            .collect();
+        running.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+        let mut rows = Vec::new();
+        for t in running.into_iter().take(ACTIVITY_TASKS) {
+            // One that ended since it was listed is left out.
+            let Some(snap) = app.eng.find(&t.id)? else {
+                continue;
+            };
+            let a = app.eng.activity(&snap)?;
+            rows.push(ActivityRow {
+                id: t.id.to_string(),
+                phase: a.phase,
+                agent: a.agent,
+                line: a.line,
+                tokens: a.tokens,
+            });
+        }
+        Ok(axum::Json(rows))
+    })
+    .await
+}

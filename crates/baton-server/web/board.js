@@ -152,21 +152,17 @@ async function answer(id, choice) {
   refresh();
 }
 
-// What running tasks printed last, their agent and tokens, for their
-// cards.
+// What running tasks said or did last, their agent and tokens, for
+// their cards (one look for all of them).
 async function pollLatest() {
-  const running = state.tasks.filter((t) => t.status === "RUNNING").slice(0, 12);
-  for (const t of running) {
-    try {
-      const [r, doc] = await Promise.all([api("/api/v1/tasks/" + enc(t.id) + "/output"), api("/api/v1/tasks/" + enc(t.id))]);
-      const last = r.lines.filter((l) => l.text.trim()).pop();
-      const runs = (doc.phases || []).flatMap((p) => p.agent_runs || []);
-      const agent = runs.map((x) => x.session && x.session.agent).filter(Boolean).pop();
-      const tokens = (doc.phases || []).reduce((n, p) => n + ((p.tokens && (p.tokens.input || 0) + (p.tokens.output || 0)) || 0), 0);
-      state.latest[t.id] = { line: last ? last.text : (state.latest[t.id] || {}).line, agent, tokens };
-    } catch (e) { /* the next look tries again */ }
-  }
-  if (running.length) renderBoard();
+  if (!state.tasks.some((t) => t.status === "RUNNING")) return;
+  try {
+    const rows = await api("/api/v1/activity");
+    const latest = {};
+    for (const r of rows) latest[r.id] = { line: r.line || (state.latest[r.id] || {}).line, agent: r.agent, tokens: r.tokens };
+    state.latest = latest;
+    renderBoard();
+  } catch (e) { /* the next look tries again */ }
 }
 
 async function refresh() {

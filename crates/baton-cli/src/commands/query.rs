@@ -359,7 +359,7 @@ pub fn log(project: &Project, args: LogArgs, printer: &Arc<Printer>) -> Result<E
                         r.seq,
                         r.ts,
                         "agent",
-                        cell(&describe_agent(e))
+                        cell(&e.describe())
                     ));
                 }
             } else {
@@ -428,36 +428,6 @@ fn usage_words(u: &baton_core::state::Usage) -> String {
 }
 
 /// One thing an agent did, on one line.
-fn describe_agent(e: &baton_core::agent_stream::AgentEvent) -> String {
-    use baton_core::agent_stream::{AgentEvent as A, shorten};
-    match e {
-        A::SessionStarted { native_id } => format!("session {native_id}"),
-        A::AssistantText { text } => format!("says: {}", shorten(text, 200)),
-        A::ToolCall { name, summary, .. } => format!("→ {name} {summary}"),
-        A::ToolResult { ok, summary, .. } => format!(
-            "{} {}",
-            if *ok { "  ✓" } else { "  ✗" },
-            shorten(summary, 200)
-        ),
-        A::Usage {
-            input_tokens,
-            output_tokens,
-            cost_usd,
-        } => format!(
-            "tokens: {input_tokens} in, {output_tokens} out{}",
-            cost_usd.map(|c| format!(", ${c:.4}")).unwrap_or_default()
-        ),
-        A::Final { ok, text } => format!(
-            "{}: {}",
-            if *ok { "done" } else { "ended in failure" },
-            shorten(text, 200)
-        ),
-        A::Error { message } => format!("error: {}", shorten(message, 300)),
-        A::Warning { message } => format!("warning: {}", shorten(message, 300)),
-        A::Subagent { event, .. } => format!("subagent {}", describe_agent(event)),
-    }
-}
-
 fn describe(e: &baton_core::Event) -> String {
     use baton_core::Event::*;
     match e {

@@ -249,7 +249,7 @@ impl Engine {
 
     /// Whether `phase`'s output is streamed: a command, or an agent run
     /// through `command = [...]`.
-    fn streamed(
+    pub(super) fn streamed(
         &self,
         state: &baton_core::TaskState,
         wf: &baton_core::workflow::Workflow,
