@@ -775,6 +775,23 @@ fn a_comment_on_an_instance_diff_becomes_its_agents_next_turn() {
     );
     let (_, all) = api.get("/api/v1/instances/l1/comments");
     assert_eq!(all[0]["delivered"]["to"], "l1-t2", "{all}");
+    // It is a callout in the session log of the turn it reached, and not
+    // in the turn before.
+    let (status, v) = api.get("/api/v1/tasks/l1-t2/log");
+    assert_eq!(status, 200, "{v}");
+    let log = v["markdown"].as_str().unwrap();
+    assert!(
+        log.contains("> [!user] ana commented on prompts.txt:1\n> add a test for empty input"),
+        "{log}"
+    );
+    assert!(log.contains("reached the agent in l1-t2"), "{log}");
+    let written = fs_err::read_to_string(p.root().join(".baton/sessions/l1-t2.md")).unwrap();
+    assert!(
+        written.contains("> [!user] ana commented on prompts.txt:1"),
+        "{written}"
+    );
+    let (_, v) = api.get("/api/v1/tasks/l1/log");
+    assert!(!v["markdown"].as_str().unwrap().contains("[!user]"), "{v}");
 
     let (status, r) = api.post("/api/v1/instances/l1/review", json!({"agent": "idle"}));
     assert_eq!(status, 201, "{r}");

@@ -12,7 +12,9 @@ mod session_log;
 pub mod tokens;
 
 pub use session_index::SessionIndex;
-pub(crate) use session_log::{LogWriter, child_blocks, children_of, model_of, subagents_counted};
+pub(crate) use session_log::{
+    LogWriter, child_blocks, children_of, comments_of, model_of, subagents_counted,
+};
 
 use baton_core::document;
 use baton_core::state::{PhaseStatus, TaskState};

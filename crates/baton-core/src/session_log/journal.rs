@@ -49,8 +49,14 @@ pub fn of_task(
     let mut ended = None;
     // The inbox items in their place in time: each where its phase stood
     // when it was raised, before whatever came after it (the task's end).
-    // A person's comments on the work likewise, as `[!user]` callouts.
+    // A person's comments on the work likewise, as `[!user]` callouts:
+    // those on the task, and those an agent instance's turn brought.
     let target = crate::comment::task_target(state.task_id.as_str());
+    let brought = |c: &Comment| {
+        c.delivered
+            .as_ref()
+            .is_some_and(|d| d.to == state.task_id.as_str())
+    };
     let mut mine: Vec<Remark> = items
         .iter()
         .filter(|i| i.session.as_deref() == Some(state.task_id.as_str()))
@@ -58,7 +64,7 @@ pub fn of_task(
         .chain(
             comments
                 .iter()
-                .filter(|c| c.target == target)
+                .filter(|c| c.target == target || brought(c))
                 .map(Remark::Comment),
         )
         .collect();

@@ -145,9 +145,7 @@ impl LogWriter {
         };
         // The items its agents raised are callouts in it too.
         let items = store.inbox_items(false).unwrap_or_default();
-        let comments = store
-            .comments(&baton_core::comment::task_target(state.task_id.as_str()))
-            .unwrap_or_default();
+        let comments = comments_of(store, state).unwrap_or_default();
         let log =
             session_log::journal::of_task(state, records, Some(wf), &items, &comments, self.mode);
         let mut log = session_log::journal::with_children(
@@ -311,6 +309,29 @@ pub(crate) fn child_blocks(
 }
 
 /// The task waits in a `wait = { human }` phase (an inbox item).
+/// A person's comments that belong in the task's log: those on the task's
+/// own diff, and, for an agent instance's turn, those on the instance's
+/// diff that this turn brought to the agent.
+pub(crate) fn comments_of(
+    store: &dyn Store,
+    state: &TaskState,
+) -> baton_store::Result<Vec<baton_core::comment::Comment>> {
+    use baton_core::comment::{instance_target, task_target};
+    let mut all = store.comments(&task_target(state.task_id.as_str()))?;
+    if let Some(instance) = state.labels.get(crate::builtin::INSTANCE_LABEL) {
+        let mine = store
+            .comments(&instance_target(instance))?
+            .into_iter()
+            .filter(|c| {
+                c.delivered
+                    .as_ref()
+                    .is_some_and(|d| d.to == state.task_id.as_str())
+            });
+        all.extend(mine);
+    }
+    Ok(all)
+}
+
 fn waits_on_a_person(state: &TaskState, wf: &Workflow) -> bool {
     state.waiting_phase().is_some_and(|w| {
         matches!(

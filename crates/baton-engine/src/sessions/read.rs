@@ -213,9 +213,7 @@ impl Engine {
         let wf = self.pinned(&snap.state.definition_hash).ok();
         let records = self.store.events(id, 0, usize::MAX)?;
         let items = self.store.inbox_items(false)?;
-        let comments = self
-            .store
-            .comments(&baton_core::comment::task_target(id.as_str()))?;
+        let comments = crate::render::comments_of(self.store.as_ref(), &snap.state)?;
         let mode = self.subagent_mode();
         let log = session_log::journal::of_task(
             &snap.state,
