@@ -355,12 +355,49 @@ fn a_person_starts_answers_and_reviews_a_task_on_the_board() {
     b.wait_text("[data-column=queued]", "after the docs", 30);
     b.wait_text("[data-column=queued]", &format!("after {task}"), 10);
     picture(&b, "dashboard.png");
+    // Another linked to it, cancelled from its card (asked first): it
+    // never starts, and says who cancelled it.
+    b.click("#new-task-open");
+    b.wait_text("#nt-workflow", "after", 10);
+    b.click("#nt-workflow option[value=after]");
+    b.type_into("#nt-description", "not needed after all");
+    b.type_into("#nt-needs", &task);
+    b.click("#new-task-start");
+    b.wait_text("[data-column=queued]", "not needed after all", 30);
+    let second = b
+        .js(
+            "return [...document.querySelectorAll('[data-column=queued] [data-link]')].find((c) => c.textContent.includes('not needed')).dataset.link;",
+            json!([]),
+        )
+        .as_str()
+        .unwrap()
+        .to_string();
+    b.click(&format!(r#"[data-cancel-link="{second}"]"#));
+    assert!(
+        b.dialog_text(10)
+            .contains(&format!("Cancel linked task {second}?"))
+    );
+    b.answer_dialog(true);
+    b.wait_text(
+        &format!(r#"[data-column=done] [data-link="{second}"]"#),
+        "cancelled by board",
+        30,
+    );
     b.click(&format!(r#"[data-task="{task}"]"#));
     b.wait_text("#card-question", "Go on?", 30);
     b.click("#card-question button[data-answer=yes]");
     b.wait_text("[data-column=done]", "tidy the docs", 30);
     b.wait_text("[data-column=done]", "after the docs", 30);
     assert_eq!(p.state(&task)["status"], "COMPLETE");
+    assert_eq!(
+        fs_err::read_to_string(p.root().join("after.txt")).unwrap(),
+        "after\n",
+        "the cancelled link never ran"
+    );
+    assert!(
+        p.run(&["show", &second, "--json"]).0 != 0,
+        "{second} was started"
+    );
     let brief =
         fs_err::read_to_string(p.root().join(format!(".baton/tasks/{task}/brief.md"))).unwrap();
     assert!(
@@ -864,6 +901,92 @@ on_both_backends! {
         std::thread::sleep(std::time::Duration::from_millis(1500));
         assert_eq!(fs_err::read_to_string(p.root().join("after.txt")).unwrap(), "after\n", "started once");
         assert_eq!(server.stop().code(), Some(0));
+    }
+}
+
+on_both_backends! {
+    /// A linked task is cancelled before it starts, and never starts; one
+    /// whose needed task was cancelled is ended by itself, saying why; one
+    /// whose needed task failed waits (the task may be resumed) and the
+    /// links say how each needed task stands.
+    fn a_linked_task_is_cancelled_or_ended_when_it_can_never_start() {
+        let p = project();
+        p.workflow("after", AFTER);
+        p.workflow("fails", "name = \"fails\"\n[[phase]]\nid = \"x\"\nrun = \"exit 3\"\nmax_attempts = 1\n");
+        assert_eq!(p.run(&["run", "edit", "x", "--id", "a1"]).0, 4);
+        assert_eq!(p.run(&["run", "edit", "x", "--id", "a2"]).0, 4);
+        assert_eq!(p.run(&["run", "fails", "x", "--id", "f1"]).0, 1);
+        let server = Server::start(&p, &[]);
+        let api = Api { server: &server, token: None };
+        for (id, need) in [("c1", "a1"), ("c2", "a2"), ("c3", "f1")] {
+            let (status, v) = api.post("/api/v1/tasks", json!({"workflow": "after", "id": id, "needs": [need]}));
+            assert_eq!(status, 201, "{v}");
+        }
+        let (status, v) = api.post("/api/v1/links/c1/cancel", json!({"by": "ana"}));
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["started"]["outcome"], "cancelled by ana", "{v}");
+        let (status, v) = api.post("/api/v1/links/c1/cancel", json!({}));
+        assert_eq!((status, v["code"].as_str()), (409, Some("LINK_ENDED")), "{v}");
+        assert!(v["hint"].as_str().unwrap().contains("/cancel"), "{v}");
+        let (status, v) = api.post("/api/v1/links/nope/cancel", json!({}));
+        assert_eq!((status, v["code"].as_str()), (404, Some("LINK_NOT_FOUND")), "{v}");
+        let (status, v) = api.post_from("/api/v1/links/c2/cancel", json!({}), Some("http://evil.example"));
+        assert_eq!(status, 403, "another origin cancels nothing: {v}");
+
+        // a1 completes: the cancelled c1 does not start.
+        let (status, v) = api.post("/api/v1/inbox/a1%2Fapprove/answer", json!({"answer": "yes"}));
+        assert_eq!(status, 202, "{v}");
+        wait_for("a1 to complete", || (p.state("a1")["status"] == "COMPLETE").then_some(()));
+        // a2 is cancelled: c2 can never start, and is ended.
+        let (status, v) = api.post("/api/v1/tasks/a2/cancel", json!({}));
+        assert_eq!(status, 200, "{v}");
+        let links = wait_for("c2 to be ended", || {
+            let (_, links) = api.get("/api/v1/links");
+            let c2 = links.as_array()?.iter().find(|l| l["id"] == "c2")?.clone();
+            (!c2["started"].is_null()).then_some(links)
+        });
+        let by_id = |id: &str| links.as_array().unwrap().iter().find(|l| l["id"] == id).unwrap().clone();
+        assert_eq!(by_id("c2")["started"]["outcome"], "not started: task a2 was cancelled", "{links}");
+        assert_eq!(by_id("c2")["needs_status"], json!({"a2": "CANCELLED"}), "{links}");
+        // f1 failed: c3 waits for it to be resumed.
+        assert!(by_id("c3")["started"].is_null(), "{links}");
+        assert_eq!(by_id("c3")["needs_status"], json!({"f1": "FAILED"}), "{links}");
+        assert_eq!(by_id("c1")["started"]["outcome"], "cancelled by ana", "{links}");
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        for id in ["c1", "c2", "c3"] {
+            assert!(p.run(&["show", id, "--json"]).0 != 0, "{id} was started");
+        }
+        assert!(!p.root().join("after.txt").exists());
+        assert_eq!(server.stop().code(), Some(0));
+    }
+
+    /// A link queued for the workers is queued and run by `baton worker`
+    /// once the task it needs completes, with no server running.
+    fn a_worker_queues_and_runs_a_linked_task_once_its_need_completes() {
+        let p = project();
+        p.workflow("after", AFTER);
+        p.git(&["add", "-A"]);
+        p.git(&["commit", "-qm", "workflows"]);
+        assert_eq!(p.run(&["run", "edit", "x", "--id", "a1"]).0, 4);
+        let server = Server::start(&p, &[]);
+        let api = Api { server: &server, token: None };
+        let (status, v) = api.post("/api/v1/tasks", json!({"workflow": "after", "id": "w1", "needs": ["a1"], "queue": true}));
+        assert_eq!(status, 201, "{v}");
+        assert_eq!(server.stop().code(), Some(0));
+        let (code, out, err) = p.run(&["worker", "--until-idle"]);
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(p.run(&["show", "w1", "--json"]).0 != 0, "w1 queued before a1 completed: {err}");
+        let (code, out, err) = p.run(&["inbox", "answer", "a1/approve", "yes"]);
+        assert_eq!(code, 0, "{out}{err}");
+        wait_for("a1 to complete", || (p.state("a1")["status"] == "COMPLETE").then_some(()));
+        let (code, out, err) = p.run(&["worker", "--until-idle"]);
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(err.contains("task w1 queued: the tasks it needs are complete"), "{err}");
+        assert_eq!(p.state("w1")["status"], "COMPLETE", "{err}");
+        let (code, out, _) = p.run(&["worker", "--until-idle"]);
+        assert_eq!(code, 0, "{out}");
+        let runs = p.journal("w1").iter().filter(|e| e["kind"] == "phase_started").count();
+        assert_eq!(runs, 1, "run once");
     }
 }
 

@@ -48,6 +48,25 @@ pub fn due(link: &Link, status: impl Fn(&str) -> Option<TaskStatus>) -> bool {
             .all(|n| status(n) == Some(TaskStatus::Complete))
 }
 
+/// Why `link` can never start, when it cannot: a task it needs was
+/// cancelled (it will never complete) or is gone. A task that failed or
+/// crashed may still be resumed and complete, so it keeps the link.
+pub fn dead_end(link: &Link, status: impl Fn(&str) -> Option<TaskStatus>) -> Option<String> {
+    if link.started.is_some() {
+        return None;
+    }
+    link.needs.iter().find_map(|n| match status(n) {
+        Some(TaskStatus::Cancelled) => Some(format!("not started: task {n} was cancelled")),
+        None => Some(format!("not started: task {n} is gone")),
+        Some(_) => None,
+    })
+}
+
+/// How a link ended without its task being started by it.
+pub fn cancelled_by(by: &str) -> String {
+    format!("cancelled by {by}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,5 +102,49 @@ mod tests {
             outcome: "RUNNING".into(),
         });
         assert!(!due(&l, both), "started once");
+    }
+
+    #[test]
+    fn a_link_whose_task_was_cancelled_or_is_gone_can_never_start() {
+        let l = Link {
+            id: "b".into(),
+            workflow: "w".into(),
+            description: String::new(),
+            flags: vec![],
+            labels: vec![],
+            agent: None,
+            queue: false,
+            needs: vec!["a1".into(), "a2".into()],
+            created_at: Timestamp(0),
+            started: None,
+        };
+        let with = |a2: Option<TaskStatus>| {
+            move |s: &str| match s {
+                "a1" => Some(TaskStatus::Complete),
+                _ => a2,
+            }
+        };
+        assert_eq!(
+            dead_end(&l, with(Some(TaskStatus::Failed))),
+            None,
+            "it may be resumed"
+        );
+        assert_eq!(dead_end(&l, with(Some(TaskStatus::Running))), None);
+        assert_eq!(
+            dead_end(&l, with(Some(TaskStatus::Cancelled))).as_deref(),
+            Some("not started: task a2 was cancelled")
+        );
+        assert_eq!(
+            dead_end(&l, with(None)).as_deref(),
+            Some("not started: task a2 is gone")
+        );
+        let ended = Link {
+            started: Some(Started {
+                at: Timestamp(1),
+                outcome: cancelled_by("ana"),
+            }),
+            ..l
+        };
+        assert_eq!(dead_end(&ended, with(None)), None, "ended once");
     }
 }

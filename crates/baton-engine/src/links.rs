@@ -2,7 +2,9 @@
 //! itself once every one of them is COMPLETE, here or queued for the
 //! workers. Until then it is a link in the store (`baton_core::link`), so
 //! a restart of `baton serve` loses nothing; `baton serve`'s supervisor
-//! starts the links that are due. Its task's creation is what decides who
+//! starts the links that are due, and `baton worker`s those queued for
+//! them. A link whose task can never start is ended, saying why, and a
+//! person may cancel one before it starts. Its task's creation is what decides who
 //! starts it: the link reserves the id, and a second process's creation
 //! finds the task there.
 
@@ -118,8 +120,14 @@ impl Links<'_> {
         Ok(self.eng.store.links(pending_only)?)
     }
 
-    /// The links whose tasks are all complete, to start now.
+    /// The links whose tasks are all complete, to start now. Those that
+    /// can never start (a task they need was cancelled or is gone) are
+    /// ended here, saying why ([`link::dead_end`]).
     pub fn due(&self) -> Result<Vec<Link>> {
+        let pending = self.list(true)?;
+        if pending.is_empty() {
+            return Ok(Vec::new());
+        }
         let statuses: std::collections::HashMap<String, baton_core::state::TaskStatus> = self
             .eng
             .store
@@ -127,11 +135,48 @@ impl Links<'_> {
             .into_iter()
             .map(|t| (t.id.to_string(), t.status))
             .collect();
-        Ok(self
-            .list(true)?
-            .into_iter()
-            .filter(|l| link::due(l, |id| statuses.get(id).copied()))
-            .collect())
+        let status = |id: &str| statuses.get(id).copied();
+        let mut due = Vec::new();
+        for l in pending {
+            if link::due(&l, status) {
+                due.push(l);
+            } else if let Some(why) = link::dead_end(&l, status) {
+                self.end(&l.id, why)?;
+            }
+        }
+        Ok(due)
+    }
+
+    /// Cancels link `id` before its task starts: `false` when it has
+    /// started (or ended) already.
+    pub fn cancel(&self, id: &str, by: &str) -> Result<bool> {
+        self.end(id, link::cancelled_by(by))
+    }
+
+    /// Ends a link without starting its task; the store's compare and set
+    /// decides against a process that starts it at the same moment.
+    fn end(&self, id: &str, why: String) -> Result<bool> {
+        let started = Started {
+            at: self.eng.now(),
+            outcome: why,
+        };
+        Ok(matches!(
+            self.eng.store.start_link(id, &started)?,
+            LinkStart::Now(_)
+        ))
+    }
+
+    /// Starts the links that are due and go to the workers (`queue`), as
+    /// a worker does when it has nothing to claim: `baton serve` starts
+    /// the others, in the project folder. The ids it queued.
+    pub fn queue_due(&self) -> Result<Vec<TaskId>> {
+        let mut queued = Vec::new();
+        for l in self.due()?.into_iter().filter(|l| l.queue) {
+            if let Some((id, _)) = self.start(&l)? {
+                queued.push(id);
+            }
+        }
+        Ok(queued)
     }
 
     /// Starts `l`'s task: created (held, for the caller to run in the

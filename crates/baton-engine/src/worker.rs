@@ -6,7 +6,9 @@
 //! claims the next. With nothing to claim it sleeps until the store says
 //! work arrived (PostgreSQL `LISTEN`), or half a lease TTL passed, so a task
 //! whose worker died is picked up soon after its lease expires, and a
-//! durable timer that fell due goes on.
+//! durable timer that fell due goes on. Linked tasks queued for the
+//! workers (`POST /api/v1/tasks` with `needs` and `queue`) are queued by
+//! the first worker to see the tasks they need complete.
 
 use crate::engine::{Engine, Observer, Outcome};
 use crate::error::Result;
@@ -135,6 +137,8 @@ fn slot(eng: &Engine, sh: &Shared) {
                             Outcome::Complete => {
                                 sh.completed.fetch_add(1, Ordering::SeqCst);
                                 sh.finished.fetch_add(1, Ordering::SeqCst);
+                                // Tasks linked to it may be due now.
+                                queue_linked(eng, sh);
                             }
                             _ => {
                                 sh.finished.fetch_add(1, Ordering::SeqCst);
@@ -160,6 +164,9 @@ fn slot(eng: &Engine, sh: &Shared) {
             }
             Ok(None) => {
                 backoff = Duration::from_millis(100);
+                if queue_linked(eng, sh) {
+                    continue;
+                }
                 if sh.until_idle && !eng.queue_pending(&skip).unwrap_or(true) {
                     if !skip.is_empty() {
                         let ids: Vec<&str> = skip.iter().map(|t| t.as_str()).collect();
@@ -182,6 +189,26 @@ fn slot(eng: &Engine, sh: &Shared) {
                 std::thread::sleep(backoff);
                 backoff = (backoff * 2).min(Duration::from_secs(5));
             }
+        }
+    }
+}
+
+/// Queues the linked tasks for the workers whose tasks are all complete
+/// (the next claim takes them): whether it queued any.
+fn queue_linked(eng: &Engine, sh: &Shared) -> bool {
+    match eng.links().queue_due() {
+        Ok(ids) => {
+            for id in &ids {
+                sh.observer.info(&format!(
+                    "task {id} queued: the tasks it needs are complete"
+                ));
+            }
+            !ids.is_empty()
+        }
+        Err(e) => {
+            sh.observer
+                .info(&format!("warning: linked tasks: {}", e.message));
+            false
         }
     }
 }

@@ -42,6 +42,7 @@ pub fn routes() -> (axum::Router<App>, utoipa::openapi::OpenApi) {
         .routes(routes!(board::list_workflows))
         .routes(routes!(board::list_agents))
         .routes(routes!(board::list_links))
+        .routes(routes!(board::cancel_link))
         .routes(routes!(board::task_diff))
         .routes(routes!(comments::task_comments, comments::comment_task))
         .routes(routes!(

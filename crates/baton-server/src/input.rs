@@ -308,6 +308,14 @@ pub struct PushRequest {
     pub draft: bool,
 }
 
+/// A linked task cancelled before it starts.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelLink {
+    /// Who cancels it (kept with the link); default `api`.
+    pub by: Option<String>,
+}
+
 /// An instance ended (`baton agent kill`).
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]

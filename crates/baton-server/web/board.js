@@ -49,12 +49,30 @@ function taskCard(t) {
     live.line ? el("div", { class: "latest", title: visible(live.line) }, visible(live.line)) : null);
 }
 
-// A task that starts by itself once the tasks it needs are complete.
+// A task that starts by itself once the tasks it needs are complete
+// (each shown with how it stands), or a link that ended without starting
+// (cancelled, or a task it needs was cancelled or is gone).
 function linkCard(l) {
+  const needs = l.needs.map((n) => {
+    const s = (l.needs_status || {})[n];
+    return n + (s === "COMPLETE" ? " ✓" : " (" + (s || "gone") + ")");
+  }).join(", ");
+  const stuck = l.needs.some((n) => ["FAILED", "CRASHED"].includes((l.needs_status || {})[n]));
   return el("div", { class: "card", "data-link": l.id },
     el("div", { class: "title" }, visible(l.description || l.id)),
     el("div", { class: "id" }, l.id),
-    el("div", { class: "meta" }, badge("LINKED"), " ", l.workflow, " · after ", l.needs.join(", ")));
+    el("div", { class: "meta" }, badge(l.started ? "NOT STARTED" : "LINKED"), " ", l.workflow, " · after ", visible(needs)),
+    l.started ? el("div", { class: "latest" }, visible(l.started.outcome)) : null,
+    stuck && !l.started ? el("div", { class: "latest" }, "A task it needs stopped: resume it, or cancel this.") : null,
+    l.started ? null : el("button", { type: "button", class: "secondary", "data-cancel-link": l.id,
+      "aria-label": "Cancel linked task " + l.id, onclick: () => cancelLink(l.id) }, "Cancel"));
+}
+
+async function cancelLink(id) {
+  if (!confirm("Cancel linked task " + id + "? It will not start.")) return;
+  try { await api("/api/v1/links/" + enc(id) + "/cancel", "POST", { by: "board" }); }
+  catch (e) { alert(e.message); }
+  refresh();
 }
 
 function instanceCard(i) {
@@ -77,7 +95,7 @@ function renderBoard() {
   const cards = Object.fromEntries(COLUMNS.map(([k]) => [k, []]));
   for (const t of state.tasks) if (t.workflow !== "agent-turn") cards[taskColumn(t, asks)].push(() => taskCard(t));
   for (const i of state.instances) cards[instanceColumn(i)].push(() => instanceCard(i));
-  for (const l of state.links) cards.queued.push(() => linkCard(l));
+  for (const l of state.links) cards[l.started ? "done" : "queued"].push(() => linkCard(l));
   const board = document.getElementById("board");
   board.replaceChildren(...COLUMNS.map(([key, title]) => {
     const list = el("ol", {});
@@ -171,7 +189,8 @@ async function refresh() {
     const [tasks, instances, inbox, links] = await Promise.all([api("/api/v1/tasks"), api("/api/v1/instances").catch(() => []),
       api("/api/v1/inbox"), api("/api/v1/links")]);
     state.tasks = tasks; state.instances = instances; state.inbox = inbox;
-    state.links = links.filter((l) => !l.started);
+    // A link that started its task is that task's card now.
+    state.links = links.filter((l) => !l.started || !["RUNNING", "QUEUED"].includes(l.started.outcome));
     renderBoard();
     renderInbox();
     renderTeams();

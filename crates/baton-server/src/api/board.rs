@@ -3,7 +3,7 @@
 //! or an agent instance's work changed against its base.
 
 use crate::App;
-use crate::input::{Json, NewTask};
+use crate::input::{CancelLink, Json, NewTask};
 use crate::views::{ApiError, blocking, not_found, task_id};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -177,13 +177,24 @@ pub async fn list_agents(State(app): State<App>) -> axum::Json<Vec<AgentView>> {
     )
 }
 
-/// The linked tasks: each with what it needs and, once started, when and
-/// how (`RUNNING`, `QUEUED`, or why it could not be).
+/// The linked tasks: each with what it needs and how each of those
+/// stands now (`needs_status`: `{id: STATUS}`, `null` for one that is
+/// gone) and, once started or ended, when and how (`RUNNING`, `QUEUED`,
+/// why it could not be, or who cancelled it).
 #[utoipa::path(get, path = "/api/v1/links",
-    responses((status = 200, description = "`[{id, workflow, description, needs, created_at, started}]`", body = Vec<Object>)))]
+    responses((status = 200, description = "`[{id, workflow, description, needs, needs_status, created_at, started}]`", body = Vec<Object>)))]
 pub async fn list_links(State(app): State<App>) -> Result<axum::Json<Vec<Value>>, ApiError> {
     blocking(move || {
         let all = app.eng.links().list(false)?;
+        let statuses: std::collections::HashMap<String, String> = if all.is_empty() {
+            Default::default()
+        } else {
+            app.eng
+                .list()?
+                .into_iter()
+                .map(|(t, s)| (t.id.to_string(), s.as_str().to_string()))
+                .collect()
+        };
         Ok(axum::Json(
             all.iter()
                 .map(|l| {
@@ -192,10 +203,63 @@ pub async fn list_links(State(app): State<App>) -> Result<axum::Json<Vec<Value>>
                     if let Some(s) = &l.started {
                         v["started"]["at"] = Value::String(s.at.rfc3339());
                     }
+                    v["needs_status"] = l
+                        .needs
+                        .iter()
+                        .map(|n| (n.clone(), statuses.get(n).cloned().into()))
+                        .collect::<serde_json::Map<_, _>>()
+                        .into();
                     v
                 })
                 .collect(),
         ))
+    })
+    .await
+}
+
+/// Cancels a linked task before it starts: it never starts, and the
+/// link says who cancelled it.
+#[utoipa::path(post, path = "/api/v1/links/{id}/cancel", params(("id" = String, Path, description = "the linked task's id")),
+    request_body = CancelLink,
+    responses((status = 200, description = "the link, ended", body = Object), (status = 404, body = ApiError), (status = 409, body = ApiError)))]
+pub async fn cancel_link(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    Json(c): Json<CancelLink>,
+) -> Result<axum::Json<Value>, ApiError> {
+    blocking(move || {
+        let links = app.eng.links();
+        let find = |id: &str| -> Result<Option<baton_core::link::Link>, ApiError> {
+            Ok(links.list(false)?.into_iter().find(|l| l.id == id))
+        };
+        let Some(l) = find(&id)? else {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "LINK_NOT_FOUND",
+                format!("no linked task {id}"),
+                "GET /api/v1/links lists them",
+            ));
+        };
+        let by = c.by.unwrap_or_else(|| "api".into());
+        if l.started.is_some() || !links.cancel(&id, &by)? {
+            let now = find(&id)?.and_then(|l| l.started).map(|s| s.outcome);
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "LINK_ENDED",
+                format!(
+                    "linked task {id} has started or ended already ({})",
+                    now.unwrap_or_default()
+                ),
+                "cancel the task itself: POST /api/v1/tasks/{id}/cancel",
+            ));
+        }
+        let ended = find(&id)?.expect("a link is never removed");
+        let mut v = serde_json::to_value(&ended).expect("a link is JSON");
+        v["created_at"] = Value::String(ended.created_at.rfc3339());
+        if let Some(s) = &ended.started {
+            v["started"]["at"] = Value::String(s.at.rfc3339());
+        }
+        Ok(axum::Json(v))
     })
     .await
 }
