@@ -207,7 +207,7 @@ pub async fn activity(State(app): State<App>) -> Result<axum::Json<Vec<ActivityR
             .filter(|(_, s)| *s == baton_core::lease::DisplayStatus::Running)
             .map(|(t, _)| t)
             .collect();
-        running.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+        running.sort_by_key(|t| std::cmp::Reverse(t.created_at));
         let mut rows = Vec::new();
         for t in running.into_iter().take(ACTIVITY_TASKS) {
             // One that ended since it was listed is left out.
