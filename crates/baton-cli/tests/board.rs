@@ -1116,6 +1116,103 @@ fn a_cards_live_line_shows_what_a_built_in_cli_agent_does() {
     assert_eq!(server.stop().code(), Some(0));
 }
 
+/// In headless Chromium: a person works the board from the keyboard, as
+/// on a Kanban board: `?` shows the keys, j/k and h/l move between cards
+/// and columns (the focus kept when the board redraws), Enter opens a
+/// card, Escape closes it, n starts a new task, i goes to the inbox.
+#[test]
+fn a_person_works_the_board_from_the_keyboard() {
+    use baton_testkit::browser::Browser;
+    let p = project();
+    p.workflow(
+        "fails",
+        "name = \"fails\"\n[[phase]]\nid = \"x\"\nrun = \"exit 3\"\nmax_attempts = 1\n",
+    );
+    assert_eq!(p.run(&["run", "edit", "first", "--id", "e1"]).0, 4);
+    assert_eq!(p.run(&["run", "edit", "second", "--id", "e2"]).0, 4);
+    assert_eq!(p.run(&["run", "fails", "broken", "--id", "f1"]).0, 1);
+    let server = Server::start(&p, &[]);
+    let b = Browser::start(1400, 900);
+    b.goto(&server.url);
+    b.wait_text("#live", "live", 30);
+    b.wait_text("[data-column=failed]", "broken", 30);
+    let focused = || {
+        b.js(
+            "const c = document.activeElement.closest('.card'); return c ? c.dataset.task : document.activeElement.id || document.activeElement.tagName;",
+            json!([]),
+        )
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+    };
+    let open = |id: &str| {
+        b.js(
+            &format!("return document.getElementById('{id}').open;"),
+            json!([]),
+        ) == Value::Bool(true)
+    };
+
+    b.press("?");
+    b.wait_text("#keys", "Next or previous card", 10);
+    assert!(open("keys"));
+    accessible(&b, "the keyboard's help");
+    b.press(Browser::ESCAPE);
+    assert!(!open("keys"));
+
+    b.press("j");
+    let first = focused();
+    assert!(
+        ["e1", "e2"].contains(&first.as_str()),
+        "the first card of the first column: {first}"
+    );
+    b.press("j");
+    let second = focused();
+    assert!(
+        ["e1", "e2"].contains(&second.as_str()) && second != first,
+        "{first} then {second}"
+    );
+    b.press("k");
+    assert_eq!(focused(), first);
+    b.press("l");
+    assert_eq!(focused(), "f1", "the next column's first card");
+    // The board redraws as the store changes: the focus stays.
+    assert_eq!(p.run(&["run", "edit", "third", "--id", "e3"]).0, 4);
+    b.wait_text("[data-column=person]", "third", 30);
+    assert_eq!(focused(), "f1", "kept through the redraw");
+    b.press("h");
+    assert!(["e1", "e2", "e3"].contains(&focused().as_str()));
+    b.press("l");
+    b.press(Browser::ENTER);
+    b.wait_text("#card-title", "Task f1", 10);
+    b.press(Browser::ESCAPE);
+    assert!(!open("card"));
+
+    b.press("n");
+    b.wait_text("#nt-workflow", "edit", 10);
+    assert!(open("new-task"));
+    // Keys typed into a field are the field's.
+    b.click("#nt-description");
+    b.press("nja");
+    assert_eq!(
+        b.js(
+            "return document.getElementById('nt-description').value;",
+            json!([])
+        ),
+        json!("nja")
+    );
+    assert!(!open("new-agent"));
+    b.press(Browser::ESCAPE);
+    assert!(!open("new-task"));
+
+    b.press("i");
+    assert_eq!(
+        b.js("return document.activeElement.closest('#inbox') !== null && document.activeElement.tagName;", json!([])),
+        json!("BUTTON"),
+        "the inbox's first answer"
+    );
+    assert_eq!(server.stop().code(), Some(0));
+}
+
 /// Agents: `broken` fails; `recorder` keeps the prompts it is given.
 fn agents_that_fail_and_record(p: &TestProject) {
     let cfg = p.root().join(".baton/config.toml");

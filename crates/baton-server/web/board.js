@@ -97,6 +97,8 @@ function renderBoard() {
   for (const i of state.instances) cards[instanceColumn(i)].push(() => instanceCard(i));
   for (const l of state.links) cards[l.started ? "done" : "queued"].push(() => linkCard(l));
   const board = document.getElementById("board");
+  // The card that has the focus keeps it through the redraw.
+  const focused = cardKey(document.activeElement);
   board.replaceChildren(...COLUMNS.map(([key, title]) => {
     const list = el("ol", {});
     for (const make of cards[key].slice(0, PER_COLUMN)) list.append(el("li", {}, make()));
@@ -106,6 +108,58 @@ function renderBoard() {
       list,
       more > 0 ? el("div", { class: "more" }, more + " more (the Tasks view filters them all)") : null);
   }));
+  if (focused) {
+    const again = board.querySelector(focused);
+    if (again) again.focus();
+  }
+}
+
+// A selector that finds the card `e` is (or is in) again after a redraw.
+function cardKey(e) {
+  const card = e && e.closest && e.closest("#board .card");
+  if (!card) return null;
+  for (const k of ["task", "instance", "link"]) {
+    if (card.dataset[k]) return ".card[data-" + k + '="' + CSS.escape(card.dataset[k]) + '"]';
+  }
+  return null;
+}
+
+// The keyboard, as on a Kanban board: n a new task, a a new agent, j/k
+// (or the arrows) the next or previous card of a column, h/l the column
+// before or after, i the inbox, ? these keys. Enter opens a card; Escape
+// closes what is open. Keys typed into a field are the field's.
+const CARDS = "li > .card";
+
+function moveFocus(dx, dy) {
+  const columns = [...document.querySelectorAll("#board .column")].filter((c) => c.querySelector(CARDS));
+  if (!columns.length) return;
+  const card = document.activeElement && document.activeElement.closest && document.activeElement.closest("#board .card");
+  let col = card ? columns.indexOf(card.closest(".column")) : -1;
+  let row = card ? [...columns[col].querySelectorAll(CARDS)].indexOf(card) : -1;
+  if (col < 0) { col = 0; row = -1; dy = 1; dx = 0; }
+  if (dx) { col = Math.min(columns.length - 1, Math.max(0, col + dx)); row = 0; }
+  const cards = [...columns[col].querySelectorAll(CARDS)];
+  row = dx ? 0 : Math.min(cards.length - 1, Math.max(0, row + dy));
+  cards[row].focus();
+  cards[row].scrollIntoView({ block: "nearest" });
+}
+
+function onKey(e) {
+  if (e.ctrlKey || e.metaKey || e.altKey || e.defaultPrevented) return;
+  if (document.querySelector("dialog[open]")) return;
+  const t = e.target;
+  if (t && (["INPUT", "TEXTAREA", "SELECT"].includes(t.tagName) || t.isContentEditable)) return;
+  const onCard = t && t.closest && t.closest("#board .card");
+  const keys = {
+    n: newTask, a: newAgent, "?": () => document.getElementById("keys").showModal(),
+    j: () => moveFocus(0, 1), k: () => moveFocus(0, -1), h: () => moveFocus(-1, 0), l: () => moveFocus(1, 0),
+    i: () => { const b = document.querySelector("#inbox button, #inbox input"); if (b) b.focus(); },
+  };
+  if (onCard) Object.assign(keys, { ArrowDown: keys.j, ArrowUp: keys.k, ArrowLeft: keys.h, ArrowRight: keys.l });
+  const act = keys[e.key];
+  if (!act) return;
+  e.preventDefault();
+  act();
 }
 
 function renderInbox() {
@@ -221,6 +275,7 @@ async function renderCard() {
   try {
     if (kind === "task") {
       const doc = await api("/api/v1/tasks/" + enc(id));
+      open.ended = ["COMPLETE", "CANCELLED"].includes(doc.status);
       body.dataset.drawn = "";
       actions.replaceChildren(badge(doc.status));
       const asks = doc.waiting && doc.waiting.question !== undefined;
@@ -323,7 +378,9 @@ async function renderComments(kind, id) {
     list.replaceChildren(...all.map((c) => el("li", { "data-comment": c.id },
       el("div", { class: "where" }, visible(c.path) + (c.line ? ":" + c.line : "") + " · " + visible(c.by)),
       el("div", { class: "body" }, visible(c.body)),
-      el("div", { class: "state" }, c.delivered ? "reached the agent in " + visible(c.delivered.to) : "waiting for the agent's next step"))));
+      el("div", { class: "state" }, c.delivered ? "reached the agent in " + visible(c.delivered.to)
+        : open && open.ended ? "kept for the agent: the task has ended, and gets it if it runs a phase again (baton resume " + id + " --from PHASE)"
+        : "waiting for the agent's next step"))));
     if (!all.length) list.replaceChildren(el("li", { class: "empty" }, "No comments yet."));
   } catch (e) {
     list.replaceChildren(el("li", { class: "error" }, e.message));
@@ -493,6 +550,9 @@ function listen() {
   src.addEventListener("error", () => { live.className = ""; live.textContent = "reconnecting…"; });
 }
 
+document.addEventListener("keydown", onKey);
+document.getElementById("keys-open").addEventListener("click", () => document.getElementById("keys").showModal());
+document.getElementById("keys-close").addEventListener("click", () => document.getElementById("keys").close());
 document.getElementById("new-task-open").addEventListener("click", newTask);
 document.getElementById("new-task-cancel").addEventListener("click", () => document.getElementById("new-task").close());
 document.getElementById("new-task-form").addEventListener("submit", startTask);

@@ -213,6 +213,30 @@ impl Browser {
         panic!("{css} was redrawn at every attempt to type, 50 times");
     }
 
+    /// Presses each key of `keys` in turn, as a person at the keyboard
+    /// would, on whatever has the focus (WebDriver's actions: trusted key
+    /// events). WebDriver's codes name the other keys: [`Browser::ESCAPE`],
+    /// [`Browser::ENTER`].
+    pub fn press(&self, keys: &str) {
+        let actions: Vec<Value> = keys
+            .chars()
+            .flat_map(|k| {
+                let k = k.to_string();
+                [
+                    json!({"type": "keyDown", "value": k}),
+                    json!({"type": "keyUp", "value": k}),
+                ]
+            })
+            .collect();
+        self.call(
+            "POST",
+            &self.session("/actions"),
+            Some(json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]})),
+        );
+    }
+    pub const ESCAPE: &'static str = "\u{E00C}";
+    pub const ENTER: &'static str = "\u{E007}";
+
     /// The text of the dialog (`alert`, `confirm`) the page shows, once it
     /// shows one.
     pub fn dialog_text(&self, secs: u64) -> String {
