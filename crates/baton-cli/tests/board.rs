@@ -570,7 +570,8 @@ fn a_person_starts_an_agent_and_sends_review_feedback_from_the_board() {
 }
 
 /// In headless Chromium: an agent instance's card shows what its running
-/// turn printed last, as it prints it.
+/// turn printed last, as it prints it; its page lists its turns and
+/// streams the running turn's output, with its session log.
 #[test]
 fn an_agents_card_shows_what_its_running_turn_prints() {
     let (p, _remote) = instances_project();
@@ -602,7 +603,17 @@ fn an_agents_card_shows_what_its_running_turn_prints() {
         b.text(r#"[data-column=running]"#).unwrap().contains("k1"),
         "it is among the running cards"
     );
+    b.click(r#"[data-instance="k1"]"#);
+    b.wait_text(r#"#card-turns [data-turn="k1"]"#, "RUNNING", 10);
+    b.wait_text("#card-output", "step-", 10);
+    let early = b.text("#card-output").unwrap();
+    assert!(!early.contains("step-12"), "streamed as printed: {early}");
+    b.wait_text("#card-log", "session_id: k1", 10);
+    accessible(&b, "an agent's page while its turn runs");
     common::instances::settled(&p, "k1");
+    b.wait_text("#card-output", "step-12", 30);
+    b.wait_text(r#"#card-turns [data-turn="k1"]"#, "COMPLETE", 30);
+    b.wait_text("#card-log", "status: completed", 30);
     assert_eq!(server.stop().code(), Some(0));
 }
 

@@ -255,7 +255,6 @@ async function refresh() {
 }
 
 function openCard(kind, id) {
-  if (kind !== "task") stopFollowing();
   if (!open || open.kind !== kind || open.id !== id) {
     for (const f of ["cm-path", "cm-body", "cm-error"]) document.getElementById(f).value = "";
     document.getElementById("cm-line").value = "0";
@@ -298,18 +297,19 @@ async function renderCard() {
       parts.push(list);
       // What its phases print, as they print it (kept across redraws),
       // and its session log: the agents' messages and tool calls.
-      parts.push(el("h3", {}, "Output"), outputBox(id));
-      const logBox = el("pre", { id: "card-log", class: "log", role: "log", tabindex: "0", "aria-label": "Session log of task " + id }, "");
-      parts.push(el("h3", {}, "Session log"), logBox);
-      api("/api/v1/tasks/" + enc(id) + "/log").then((l) => { logBox.textContent = visible(l.markdown); }).catch((e) => { logBox.textContent = e.message; });
+      parts.push(el("h3", {}, "Output"), outputBox(id), el("h3", {}, "Session log"), logBox(id));
       body.replaceChildren(...parts);
     } else {
       const all = await api("/api/v1/instances");
       const i = all.find((x) => x.id === id);
       if (!i) throw new Error("no instance " + id);
+      // Its turns, each a task of its own: how each stands, and what the
+      // latest prints and its session log.
+      const turns = (i.turns || []).map((t) => ({ id: t, status: ((state.tasks.find((x) => x.id === t)) || {}).status || "" }));
+      const latest = turns.length ? turns[turns.length - 1].id : null;
       // Drawn again only when it changed, so what a person types or
       // selects there is left alone.
-      const key = JSON.stringify([id, i.status, (i.turns || []).length, i.state && i.state.pull_request]);
+      const key = JSON.stringify([id, i.status, turns, i.state && i.state.pull_request]);
       if (body.dataset.drawn !== key) {
       body.dataset.drawn = key;
       actions.replaceChildren(badge(i.status));
@@ -332,7 +332,13 @@ async function renderCard() {
       if (live) actions.append(el("button", { type: "button", class: "secondary", id: "card-kill", onclick: () => {
         if (confirm("End agent " + id + "? Its worktree is kept if it holds work.")) instanceAct(id, "kill", {});
       } }, "End agent"));
+      const list = el("ol", { class: "timeline", id: "card-turns" });
+      for (const t of turns) list.append(el("li", { "data-turn": t.id }, el("div", { class: "phase-head" }, el("span", { class: "phase-name" }, t.id), badge(t.status))));
+      parts.push(el("h3", {}, "Turns"), list);
+      if (latest) parts.push(el("h3", {}, "Output of turn " + latest), outputBox(latest), el("h3", {}, "Session log of turn " + latest), logBox(latest));
       body.replaceChildren(...parts);
+      } else if (latest) {
+        logBox(latest, document.getElementById("card-log"));
       }
     }
   } catch (e) {
@@ -360,6 +366,13 @@ function outputBox(id) {
     follow.source = src;
   }
   const box = el("pre", { id: "card-output", class: "output", role: "log", tabindex: "0", "aria-label": "Output of task " + id }, follow.lines.map(visible).join("\n") || "");
+  return box;
+}
+
+// A task's session log as it stands now, in `box` (a new one by default).
+function logBox(id, box) {
+  box = box || el("pre", { id: "card-log", class: "log", role: "log", tabindex: "0", "aria-label": "Session log of task " + id }, "");
+  api("/api/v1/tasks/" + enc(id) + "/log").then((l) => { box.textContent = visible(l.markdown); }).catch((e) => { box.textContent = e.message; });
   return box;
 }
 
