@@ -470,6 +470,67 @@ fn store_copy_moves_history_to_postgresql_and_back() {
         });
     }
     assert_eq!(p.run(&["agent", "kill", "a2"]).0, 0);
+    // What people and agents add: an agent's note and its question,
+    // answered, in the inbox; a person's comment on a task's work; a
+    // linked task waiting and another cancelled.
+    let root = p.root().display().to_string();
+    let report = baton_testkit::mcp::run(
+        baton_testkit::mcp::McpClient::PythonLegacy,
+        &baton_testkit::baton_bin(),
+        p.root(),
+        &[("BATON_PROJECT", &root)],
+        &serde_json::json!([
+            {"tool": "notify", "args": {"message": "moving house"}},
+            {"tool": "request_decision", "args": {"question": "Which store?", "options": ["sqlite", "postgres"], "wait_seconds": 1}},
+        ]),
+    );
+    let (_, out, _) = p.run(&["inbox", "--json"]);
+    let asked: Value = serde_json::from_str(&out).unwrap();
+    let decision = asked
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["kind"] == "decision")
+        .unwrap_or_else(|| panic!("{asked} {report}"))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        p.run(&["inbox", "answer", &decision, "postgres", "--by", "ana"])
+            .0,
+        0
+    );
+    {
+        let server = baton_testkit::serve::Server::start(&p, &[]);
+        let post = |path: &str, body: Value| {
+            let mut r = baton_testkit::serve::http()
+                .post(&format!("{}{path}", server.url))
+                .send_json(body)
+                .unwrap();
+            assert!(
+                r.status().is_success(),
+                "{path}: {}",
+                r.body_mut().read_to_string().unwrap()
+            );
+        };
+        post(
+            "/api/v1/tasks/one/comments",
+            serde_json::json!({"path": "a.txt", "line": 2, "body": "keep it short", "by": "ana"}),
+        );
+        post(
+            "/api/v1/tasks",
+            serde_json::json!({"workflow": "w", "id": "later", "needs": ["bad"]}),
+        );
+        post(
+            "/api/v1/tasks",
+            serde_json::json!({"workflow": "w", "id": "never", "needs": ["bad"]}),
+        );
+        post(
+            "/api/v1/links/never/cancel",
+            serde_json::json!({"by": "ana"}),
+        );
+        assert_eq!(server.stop().code(), Some(0));
+    }
     let views = |url: Option<&str>| -> Vec<String> {
         let mut out = Vec::new();
         for args in [
@@ -482,6 +543,7 @@ fn store_copy_moves_history_to_postgresql_and_back() {
             vec!["progress", "--json"],
             vec!["deliveries", "--json"],
             vec!["team", "msg", "ls", "crew", "--after", "0", "--json"],
+            vec!["inbox", "--all", "--json"],
         ] {
             let mut c = p.baton(&args);
             if let Some(u) = url {
@@ -505,6 +567,19 @@ fn store_copy_moves_history_to_postgresql_and_back() {
     assert_eq!(report["deliveries"], 1, "{report}");
     assert_eq!(report["teams"], 1, "{report}");
     assert!(report["progress"].as_u64() >= Some(1), "{report}");
+    assert_eq!(
+        (
+            &report["inbox_items"],
+            &report["comments"],
+            &report["links"]
+        ),
+        (
+            &serde_json::json!(2),
+            &serde_json::json!(1),
+            &serde_json::json!(2)
+        ),
+        "{report}"
+    );
     assert_eq!(
         views(Some(&url)),
         before,
@@ -535,6 +610,40 @@ fn store_copy_moves_history_to_postgresql_and_back() {
         let _ = std::fs::remove_file(p.root().join(format!(".baton/baton.db{ext}")));
     }
     assert_eq!(views(None), before, "the round trip lost nothing");
+    // The comment, where it is, and the links, as they stood.
+    let server = baton_testkit::serve::Server::start(&p, &[]);
+    let get = |path: &str| -> Value {
+        baton_testkit::serve::http()
+            .get(&format!("{}{path}", server.url))
+            .call()
+            .unwrap()
+            .body_mut()
+            .read_json()
+            .unwrap()
+    };
+    let comments = get("/api/v1/tasks/one/comments");
+    assert_eq!(
+        (
+            comments[0]["body"].as_str(),
+            comments[0]["line"].as_u64(),
+            comments.as_array().unwrap().len()
+        ),
+        (Some("keep it short"), Some(2), 1),
+        "{comments}"
+    );
+    let links = get("/api/v1/links");
+    let outcome = |id: &str| {
+        links
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["id"] == id)
+            .unwrap_or_else(|| panic!("{links}"))["started"]["outcome"]
+            .clone()
+    };
+    assert_eq!(outcome("later"), Value::Null, "{links}");
+    assert_eq!(outcome("never"), "cancelled by ana", "{links}");
+    assert_eq!(server.stop().code(), Some(0));
     // A target that holds a different task of the same id is refused.
     let other = TestProject::new();
     other.workflow("w", TWO_PHASES);

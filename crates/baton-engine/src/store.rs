@@ -117,6 +117,12 @@ pub struct CopyReport {
     /// Teams (their journal, mailbox and acknowledgements; a team the
     /// target has already is left as it is).
     pub teams: usize,
+    /// Inbox items with their answers, a person's comments on tasks' and
+    /// instances' work (with where they reached the agent), and linked
+    /// tasks (with how they started or ended).
+    pub inbox_items: usize,
+    pub comments: usize,
+    pub links: usize,
 }
 
 /// Copies the records kept beside the tasks: deliveries (those the target
@@ -194,6 +200,85 @@ fn copy_records(from: &dyn Store, to: &dyn Store, report: &mut CopyReport) -> Re
         )?;
         to.import_messages(&id, &messages)?;
         report.teams += 1;
+    }
+    copy_people(from, to, report)
+}
+
+/// Copies what people and agents add beside the tasks: the inbox items
+/// and their answers, the comments on tasks' and instances' work and
+/// their deliveries, and the linked tasks and their starts. What the
+/// target has already is left as it is (a copy run again), and then the
+/// target must show the same as the source.
+fn copy_people(from: &dyn Store, to: &dyn Store, report: &mut CopyReport) -> Result<()> {
+    let items = from.inbox_items(false)?;
+    for i in &items {
+        let open = baton_core::inbox::InboxItem {
+            answer: None,
+            ..i.clone()
+        };
+        to.raise_item(&open)?;
+        if let Some(a) = &i.answer {
+            to.answer_item(&i.id, a)?;
+        }
+    }
+    report.inbox_items = items.len();
+    let targets: Vec<String> = from
+        .list()?
+        .iter()
+        .map(|t| baton_core::comment::task_target(t.id.as_str()))
+        .chain(
+            from.instances()?
+                .by_id
+                .keys()
+                .map(|i| baton_core::comment::instance_target(i.as_str())),
+        )
+        .collect();
+    for target in &targets {
+        let there: std::collections::HashSet<String> =
+            to.comments(target)?.into_iter().map(|c| c.id).collect();
+        for c in from.comments(target)? {
+            report.comments += 1;
+            if there.contains(&c.id) {
+                continue;
+            }
+            to.add_comment(&baton_core::comment::Comment {
+                delivered: None,
+                ..c.clone()
+            })?;
+            if let Some(d) = &c.delivered {
+                to.deliver_comments(target, std::slice::from_ref(&c.id), d)?;
+            }
+        }
+        let json = |s: &dyn Store| serde_json::to_value(s.comments(target).ok()?).ok();
+        if json(from) != json(to) {
+            return Err(Error::bad_input(format!(
+                "the comments on {target} differ in the target after the copy"
+            ))
+            .hint("copy into an empty database"));
+        }
+    }
+    let links = from.links(false)?;
+    for l in &links {
+        to.add_link(&baton_core::link::Link {
+            started: None,
+            ..l.clone()
+        })?;
+        if let Some(s) = &l.started {
+            to.start_link(&l.id, s)?;
+        }
+    }
+    report.links = links.len();
+    let same = |a: &dyn Store, b: &dyn Store| -> Result<bool> {
+        Ok(serde_json::to_value(a.inbox_items(false)?).ok()
+            == serde_json::to_value(b.inbox_items(false)?).ok()
+            && serde_json::to_value(a.links(false)?).ok()
+                == serde_json::to_value(b.links(false)?).ok())
+    };
+    if !same(from, to)? {
+        return Err(Error::bad_input(
+            "the target's inbox or linked tasks differ from the source's after the copy: it held others before",
+        )
+        .hint("copy into an empty database"));
     }
     Ok(())
 }
@@ -274,6 +359,9 @@ pub fn copy(from: &dyn Store, to: &dyn Store) -> Result<CopyReport> {
         plays: 0,
         workspaces: 0,
         teams: 0,
+        inbox_items: 0,
+        comments: 0,
+        links: 0,
     };
     let defs = from.definitions()?;
     for d in &defs {

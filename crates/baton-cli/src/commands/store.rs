@@ -63,12 +63,15 @@ fn copy_cmd(project: &Project, args: StoreCopyArgs, printer: &Arc<Printer>) -> R
         printer.json(&serde_json::to_string_pretty(&report).expect("serializes"));
     } else {
         printer.info(&format!(
-            "copied {} task(s), {} journal event(s), {} definition(s) and {} agent instance(s) ({} journal record(s)) from {} to {}; checked: every journal and projection is identical",
+            "copied {} task(s), {} journal event(s), {} definition(s), {} agent instance(s) ({} journal record(s)), {} inbox item(s), {} comment(s) and {} linked task(s) from {} to {}; checked: every journal and projection is identical",
             report.tasks,
             report.events,
             report.definitions,
             report.instances,
             report.instance_events,
+            report.inbox_items,
+            report.comments,
+            report.links,
             from.describe(),
             to.describe()
         ));
