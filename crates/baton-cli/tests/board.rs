@@ -174,6 +174,10 @@ on_both_backends! {
         let anonymous = Api { server: &server, token: None };
         let (status, v) = anonymous.post("/api/v1/tasks", json!({"workflow": "edit", "id": "sneaky"}));
         assert_eq!((status, v["code"].as_str()), (401, Some("UNAUTHORIZED")), "{v}");
+        let (status, v) = anonymous.get("/api/v1/activity");
+        assert_eq!((status, v["code"].as_str()), (401, Some("UNAUTHORIZED")), "what runs is not told to anyone: {v}");
+        let (status, v) = anonymous.post("/api/v1/links/x/cancel", json!({}));
+        assert_eq!((status, v["code"].as_str()), (401, Some("UNAUTHORIZED")), "{v}");
         let (status, v) = api.post_from("/api/v1/tasks", json!({"workflow": "edit", "id": "forged"}), Some("http://evil.example"));
         assert_eq!(status, 403, "{v}");
         let (_, tasks) = api.get("/api/v1/tasks");
@@ -183,7 +187,7 @@ on_both_backends! {
         let (status, v) = api.post("/api/v1/inbox/d-00000000/answer", json!({"answer": "yes"}));
         assert_eq!((status, v["code"].as_str()), (404, Some("ITEM_NOT_FOUND")), "{v}");
         let (_, doc) = api.get("/api/v1/openapi.json");
-        for path in ["/api/v1/workflows", "/api/v1/tasks/{id}/diff", "/api/v1/instances/{id}/diff", "/api/v1/inbox", "/api/v1/inbox/{id}/answer", "/api/v1/teams", "/api/v1/teams/{name}"] {
+        for path in ["/api/v1/workflows", "/api/v1/tasks/{id}/diff", "/api/v1/instances/{id}/diff", "/api/v1/inbox", "/api/v1/inbox/{id}/answer", "/api/v1/teams", "/api/v1/teams/{name}", "/api/v1/activity", "/api/v1/links", "/api/v1/links/{id}/cancel"] {
             assert!(doc["paths"].get(path).is_some(), "{path} is not documented");
         }
         assert!(doc["paths"]["/api/v1/tasks"]["post"].is_object(), "POST /api/v1/tasks is not documented");
