@@ -265,7 +265,11 @@ run = '''echo 'step 1 of 3'; while [ ! -f go1 ]; do sleep 0.05; done; echo 'step
         assert_eq!(bad["code"], "BAD_CURSOR");
 
         let b = baton_testkit::browser::Browser::start(1280, 860);
+        // The token, given once to the front page (the board), serves
+        // the task list too.
         b.goto(&format!("{}/#token={TOKEN}", server.url));
+        b.wait_text("[data-column=running]", "w", 30);
+        b.click(r#"nav a[href="/tasks"]"#);
         b.wait_text(r#"tr[data-task="w"] td.status"#, "RUNNING", 30);
         b.click(r#"tr[data-task="w"]"#);
         b.wait_text(r#"li[data-phase="build"] #output"#, "step 1 of 3", 30);

@@ -582,7 +582,7 @@ on_both_backends! {
         );
 
         let b = baton_testkit::browser::Browser::start(1280, 860);
-        b.goto(&server.url);
+        b.goto(&format!("{}/tasks", server.url));
         let row = |id: &str| format!(r#"tr[data-task="{id}"]"#);
         b.wait_text(&format!("{} td.status", row("broken")), "FAILED", 30);
         b.click(&row("broken"));
