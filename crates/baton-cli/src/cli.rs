@@ -160,6 +160,22 @@ pub struct WorkerArgs {
     /// Exit once no queued task is left to run.
     #[arg(long)]
     pub until_idle: bool,
+    /// Claim one task, drive it until it completes, fails or waits, and
+    /// exit with its code (0 complete, 1 failed, 4 waiting); with nothing
+    /// to claim, exit 0 at once. For a Kubernetes Job (KEDA's ScaledJob).
+    #[arg(long, conflicts_with_all = ["until_idle", "concurrency"])]
+    pub once: bool,
+    /// On SIGTERM the worker claims nothing more and lets its running
+    /// phases finish for this long (then interrupts them and releases
+    /// their tasks), releasing each task before its next phase. Keep it
+    /// below the pod's terminationGracePeriodSeconds (30s by default).
+    #[arg(long, default_value = "25s", value_parser = duration)]
+    pub drain_timeout: std::time::Duration,
+}
+
+/// `25s`, `5m`, `1h 30m`.
+fn duration(s: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("{e}: write it as 25s, 5m or 1h"))
 }
 
 #[derive(Debug, Subcommand)]

@@ -877,6 +877,119 @@ run = "echo b"
         wait_for("the watchdog to kill the phase", || baton_testkit::process_gone(pid).then_some(()));
     }
 
+    /// SIGTERM (a pod's eviction) while a phase runs: the worker claims
+    /// nothing more, lets the phase pass, releases the task before its
+    /// next phase, and exits 0; the next worker runs the rest, once.
+    fn sigterm_lets_the_running_phase_pass_and_the_worker_exits_0() {
+        let p = TestProject::new();
+        let marker = p.root().join("phase-a-ran");
+        p.workflow(
+            "w",
+            &format!("name = \"w\"\n[[phase]]\nid = \"a\"\nrun = \"echo run >> {m}; sleep 2; echo a-done\"\n[[phase]]\nid = \"b\"\nrun = \"echo b-done\"\n", m = marker.display()),
+        );
+        p.git(&["add", "-A"]);
+        p.git(&["commit", "-qm", "workflow"]);
+        for id in ["d1", "d2"] {
+            assert_eq!(p.run(&["run", "w", "x", "--queue", "--id", id]).0, 0);
+        }
+        let mut w = worker(&p, "this-machine", &[], &["--drain-timeout", "60s"]);
+        wait_for("phase a to run", || marker.exists().then_some(()));
+        let t = std::time::Instant::now();
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(w.id() as i32), nix::sys::signal::SIGTERM).unwrap();
+        let out = w.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+        assert!(err.contains("draining"), "{err}");
+        let running = if p.journal("d1").iter().any(|e| e["kind"] == "phase_started") { "d1" } else { "d2" };
+        let other = if running == "d1" { "d2" } else { "d1" };
+        let kinds: Vec<String> = p.journal(running).iter().map(|e| e["kind"].as_str().unwrap().to_string()).collect();
+        assert!(kinds.contains(&"phase_passed".to_string()), "phase a passed: {kinds:?}");
+        assert!(!kinds.contains(&"phase_interrupted".to_string()), "{kinds:?}");
+        assert_eq!(kinds.iter().filter(|k| *k == "phase_started").count(), 1, "b was not started: {kinds:?}");
+        assert!(p.journal(other).iter().all(|e| e["kind"] != "phase_started"), "nothing more was claimed");
+        assert_eq!(status(&p, running), "QUEUED", "released for another worker");
+        // The next worker runs the rest, each phase once.
+        let (code, _, err) = p.run(&["worker", "--until-idle"]);
+        assert_eq!(code, 0, "{err}");
+        for id in ["d1", "d2"] {
+            assert_eq!(status(&p, id), "COMPLETE");
+            let passed = p.journal(id).iter().filter(|e| e["kind"] == "phase_passed").count();
+            assert_eq!(passed, 2, "{id}: each phase passed once");
+            assert_gapless(&p, id);
+        }
+        assert_eq!(fs_err::read_to_string(&marker).unwrap().lines().count(), 2, "phase a ran once per task");
+    }
+
+    /// A phase that outlasts the drain timeout is interrupted and its task
+    /// released; the worker still exits 0, and another worker finishes
+    /// the task, its phase passing once.
+    fn past_the_drain_timeout_the_phase_is_interrupted_and_another_worker_finishes() {
+        let p = TestProject::new();
+        let marker = p.root().join("slow-once");
+        p.workflow(
+            "w",
+            &format!("name = \"w\"\n[[phase]]\nid = \"a\"\nrun = \"if [ -f {m} ]; then echo quick; else touch {m}; sleep 60; fi\"\n", m = marker.display()),
+        );
+        p.git(&["add", "-A"]);
+        p.git(&["commit", "-qm", "workflow"]);
+        assert_eq!(p.run(&["run", "w", "x", "--queue", "--id", "s1"]).0, 0);
+        let mut w = worker(&p, "this-machine", &[], &["--drain-timeout", "1s"]);
+        wait_for("the slow phase to run", || marker.exists().then_some(()));
+        let t = std::time::Instant::now();
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(w.id() as i32), nix::sys::signal::SIGTERM).unwrap();
+        let out = w.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(t.elapsed() < Duration::from_secs(20), "interrupted at the timeout: {:?}", t.elapsed());
+        assert!(err.contains("drain timeout"), "{err}");
+        assert!(p.journal("s1").iter().any(|e| e["kind"] == "phase_interrupted"));
+        assert_eq!(status(&p, "s1"), "QUEUED");
+        let (code, _, err) = p.run(&["worker", "--until-idle"]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(status(&p, "s1"), "COMPLETE");
+        let passed = p.journal("s1").iter().filter(|e| e["kind"] == "phase_passed").count();
+        assert_eq!(passed, 1);
+        assert_gapless(&p, "s1");
+    }
+
+    /// `worker --once` claims one task, drives it to its end and exits
+    /// with its code; with nothing to claim it exits 0 at once.
+    fn worker_once_runs_one_task_and_exits_with_its_code() {
+        let p = TestProject::new();
+        p.workflow("w", TWO_PHASES);
+        p.workflow("f", "name = \"f\"\n[[phase]]\nid = \"x\"\nrun = \"exit 3\"\nmax_attempts = 1\n");
+        p.workflow("h", "name = \"h\"\n[[phase]]\nid = \"ask\"\nwait = { human = \"Go?\", options = [\"yes\"] }\n");
+        p.git(&["add", "-A"]);
+        p.git(&["commit", "-qm", "workflows"]);
+        let t = std::time::Instant::now();
+        let (code, _, err) = p.run(&["worker", "--once"]);
+        assert_eq!(code, 0, "nothing to claim: {err}");
+        assert!(err.contains("no queued task"), "{err}");
+        assert!(t.elapsed() < Duration::from_secs(10), "at once: {:?}", t.elapsed());
+        for (wf, id) in [("w", "o1"), ("w", "o2"), ("f", "o3"), ("h", "o4")] {
+            assert_eq!(p.run(&["run", wf, "x", "--queue", "--id", id]).0, 0);
+        }
+        let (code, _, err) = p.run(&["worker", "--once"]);
+        assert_eq!(code, 0, "{err}");
+        let done: Vec<String> = ["o1", "o2", "o3", "o4"].iter().filter(|id| status(&p, id) != "QUEUED").map(|s| s.to_string()).collect();
+        assert_eq!(done.len(), 1, "one task: {done:?}");
+        assert_eq!(status(&p, &done[0]), "COMPLETE");
+        let mut codes = Vec::new();
+        for _ in 0..3 {
+            let (code, _, err) = p.run(&["worker", "--once"]);
+            codes.push((code, err));
+        }
+        let mut seen: Vec<i32> = codes.iter().map(|(c, _)| *c).collect();
+        seen.sort();
+        assert_eq!(seen, vec![0, 1, 4], "complete, failed, waiting: {codes:?}");
+        for id in ["o1", "o2", "o3", "o4"] {
+            assert_ne!(status(&p, id), "QUEUED");
+        }
+        let (code, _, _) = p.run(&["worker", "--once", "--until-idle"]);
+        assert_eq!(code, 2, "--once runs one task; --until-idle many");
+    }
+
     /// A queued task that cannot run here (its branch was deleted) does not
     /// block the others: the worker warns, rests it, and runs the rest.
     fn one_unrunnable_task_never_blocks_the_queue() {

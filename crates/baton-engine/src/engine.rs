@@ -188,6 +188,9 @@ pub struct Engine {
     crash_at: Option<String>,
     /// Set by the CLI's signal handlers (SIGINT, SIGTERM, SIGHUP).
     interrupt: Arc<AtomicBool>,
+    /// Set when a worker drains (SIGTERM): the running phase goes on,
+    /// and the task is released before the next one.
+    drain: Arc<AtomicBool>,
     /// A worker's: where the running phases' process groups are listed
     /// for its watchdog.
     phase_groups: Option<Arc<process::PhaseGroups>>,
@@ -260,6 +263,7 @@ impl Engine {
             git,
             crash_at: std::env::var("BATON_TEST_CRASH_AT").ok(),
             interrupt: Arc::new(AtomicBool::new(false)),
+            drain: Arc::new(AtomicBool::new(false)),
             phase_groups: None,
             background: None,
             command: "baton".into(),
@@ -272,6 +276,14 @@ impl Engine {
     /// phase (killing its process group), record the interruption and return.
     pub fn with_interrupt(mut self, flag: Arc<AtomicBool>) -> Self {
         self.interrupt = flag;
+        self
+    }
+
+    /// Shares a flag that, once set, makes the engine let the running
+    /// phase finish and release the task before the next one (a worker
+    /// that drains).
+    pub fn with_drain(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.drain = flag;
         self
     }
 

@@ -24,6 +24,13 @@ pub struct WorkerOptions {
     pub concurrency: usize,
     /// Return once no queued task is left to run (held or not).
     pub until_idle: bool,
+    /// Claim one task, drive it until it completes, fails or waits, and
+    /// return (at once when there is none): one task per process, as a
+    /// Kubernetes Job runs it.
+    pub once: bool,
+    /// Once draining: how long the running phases may go on before they
+    /// are interrupted and their tasks released.
+    pub drain_timeout: Duration,
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -31,13 +38,35 @@ pub struct WorkerReport {
     /// Tasks this worker drove to an end (complete, failed, waiting, cancelled).
     pub finished: usize,
     pub completed: usize,
+    /// With `once`: how the task it ran ended (`None`: there was none to
+    /// claim).
+    pub outcome: Option<Outcome>,
+}
+
+/// How a worker is told to stop.
+#[derive(Debug, Clone, Default)]
+pub struct Stop {
+    /// Stop claiming; the running phases go on (for up to the drain
+    /// timeout) and their tasks are released before their next phase.
+    pub drain: Arc<AtomicBool>,
+    /// Interrupt the running phases now, journaled, and release their
+    /// tasks.
+    pub now: Arc<AtomicBool>,
+}
+
+impl Stop {
+    fn any(&self) -> bool {
+        self.drain.load(Ordering::SeqCst) || self.now.load(Ordering::SeqCst)
+    }
 }
 
 /// What the slots of one worker share.
 struct Shared {
     observer: Arc<dyn Observer>,
-    stop: Arc<AtomicBool>,
+    stop: Stop,
     until_idle: bool,
+    once: bool,
+    outcome: Mutex<Option<Outcome>>,
     idle_wait: Duration,
     finished: AtomicUsize,
     completed: AtomicUsize,
@@ -47,28 +76,39 @@ struct Shared {
     running: Mutex<HashSet<TaskId>>,
 }
 
-/// Runs the worker until `stop` is set (or, with `until_idle`, the queue is
-/// empty). A signal sets `stop`: the phases running are interrupted and
-/// journaled, and their tasks released for another worker.
+/// Runs the worker until `stop` says so (or, with `until_idle`, the queue
+/// is empty; with `once`, its one task stopped). `stop.now`: the phases
+/// running are interrupted and journaled, and their tasks released for
+/// another worker. `stop.drain`: no more claims, the running phases go on
+/// for up to `drain_timeout` (then as `stop.now`), and their tasks are
+/// released before their next phase.
 pub fn run(
     project: &Project,
     opts: &WorkerOptions,
     observer: Arc<dyn Observer>,
-    stop: Arc<AtomicBool>,
+    stop: Stop,
 ) -> Result<WorkerReport> {
     let groups = Arc::new(baton_sys::process::PhaseGroups::start()?);
     let mut engines = Vec::new();
-    for _ in 0..opts.concurrency.max(1) {
+    let slots = if opts.once {
+        1
+    } else {
+        opts.concurrency.max(1)
+    };
+    for _ in 0..slots {
         engines.push(
             Engine::open(project.clone(), observer.clone())?
-                .with_interrupt(stop.clone())
+                .with_interrupt(stop.now.clone())
+                .with_drain(stop.drain.clone())
                 .with_phase_groups(groups.clone()),
         );
     }
     let shared = Arc::new(Shared {
         observer,
-        stop,
+        stop: stop.clone(),
         until_idle: opts.until_idle,
+        once: opts.once,
+        outcome: Mutex::new(None),
         idle_wait: Duration::from_millis(
             (project.config.lease_ttl_ms()? / 2).clamp(100, 5000) as u64
         ),
@@ -83,13 +123,46 @@ pub fn run(
             std::thread::spawn(move || slot(&eng, &shared))
         })
         .collect();
+    let done = Arc::new(AtomicBool::new(false));
+    let timer = {
+        let (stop, done, observer) = (stop.clone(), done.clone(), shared.observer.clone());
+        let limit = opts.drain_timeout;
+        std::thread::spawn(move || drain_timer(&stop, &done, limit, &*observer))
+    };
     for h in handles {
         let _ = h.join();
     }
+    done.store(true, Ordering::SeqCst);
+    let _ = timer.join();
     Ok(WorkerReport {
         finished: shared.finished.load(Ordering::SeqCst),
         completed: shared.completed.load(Ordering::SeqCst),
+        outcome: shared
+            .outcome
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take(),
     })
+}
+
+/// Once the worker drains, interrupts what still runs after `limit`.
+fn drain_timer(stop: &Stop, done: &AtomicBool, limit: Duration, observer: &dyn Observer) {
+    let mut since: Option<Instant> = None;
+    while !done.load(Ordering::SeqCst) && !stop.now.load(Ordering::SeqCst) {
+        if since.is_none() && stop.drain.load(Ordering::SeqCst) {
+            observer.info(&format!(
+                "worker draining: no more claims; the running phases have {}s to finish",
+                limit.as_secs()
+            ));
+            since = Some(Instant::now());
+        }
+        if since.is_some_and(|t| t.elapsed() >= limit) {
+            observer.info("worker drain timeout: interrupting the phases still running");
+            stop.now.store(true, Ordering::SeqCst);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 fn slot(eng: &Engine, sh: &Shared) {
@@ -98,7 +171,7 @@ fn slot(eng: &Engine, sh: &Shared) {
     // unreachable from this machine, …): left out of claims for a while, so
     // one of them never blocks the rest of the queue.
     let mut resting: HashMap<TaskId, (Instant, Duration)> = HashMap::new();
-    while !sh.stop.load(Ordering::SeqCst) {
+    while !sh.stop.any() {
         let now = Instant::now();
         let skip: Vec<TaskId> = resting
             .iter()
@@ -124,6 +197,17 @@ fn slot(eng: &Engine, sh: &Shared) {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .remove(&id);
+                if sh.once {
+                    match &outcome {
+                        Ok(o) => {
+                            *sh.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(o.clone())
+                        }
+                        Err(e) => {
+                            *sh.outcome.lock().unwrap_or_else(|p| p.into_inner()) =
+                                Some(Outcome::Failed(e.message.clone()))
+                        }
+                    }
+                }
                 match outcome {
                     Ok(outcome) => {
                         resting.remove(&id);
@@ -161,11 +245,17 @@ fn slot(eng: &Engine, sh: &Shared) {
                         resting.insert(id, (Instant::now() + pause, pause));
                     }
                 }
+                if sh.once {
+                    return;
+                }
             }
             Ok(None) => {
                 backoff = Duration::from_millis(100);
                 if queue_linked(eng, sh) {
                     continue;
+                }
+                if sh.once {
+                    return;
                 }
                 if sh.until_idle && !eng.queue_pending(&skip).unwrap_or(true) {
                     if !skip.is_empty() {

@@ -137,6 +137,18 @@ impl Engine {
                 held.state.task_id
             ))));
         }
+        if self.drain.load(Ordering::SeqCst) {
+            self.decide_commit(
+                held,
+                Input::Note {
+                    phase: None,
+                    text: "released between phases: the worker drains".into(),
+                },
+            )?;
+            return Ok(Some(Outcome::Interrupted(
+                "released between phases, as its worker drains; another worker goes on".into(),
+            )));
+        }
         Ok(None)
     }
 }
