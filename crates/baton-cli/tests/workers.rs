@@ -892,7 +892,7 @@ run = "echo b"
         for id in ["d1", "d2"] {
             assert_eq!(p.run(&["run", "w", "x", "--queue", "--id", id]).0, 0);
         }
-        let mut w = worker(&p, "this-machine", &[], &["--drain-timeout", "60s"]);
+        let w = worker(&p, "this-machine", &[], &["--drain-timeout", "60s"]);
         wait_for("phase a to run", || marker.exists().then_some(()));
         let t = std::time::Instant::now();
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(w.id() as i32), nix::sys::signal::SIGTERM).unwrap();
@@ -934,7 +934,7 @@ run = "echo b"
         p.git(&["add", "-A"]);
         p.git(&["commit", "-qm", "workflow"]);
         assert_eq!(p.run(&["run", "w", "x", "--queue", "--id", "s1"]).0, 0);
-        let mut w = worker(&p, "this-machine", &[], &["--drain-timeout", "1s"]);
+        let w = worker(&p, "this-machine", &[], &["--drain-timeout", "1s"]);
         wait_for("the slow phase to run", || marker.exists().then_some(()));
         let t = std::time::Instant::now();
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(w.id() as i32), nix::sys::signal::SIGTERM).unwrap();
