@@ -39,6 +39,17 @@ pub struct Cli {
     /// Print more detail (and debug logs).
     #[arg(long, short, global = true)]
     pub verbose: bool,
+    /// How messages and progress are written to stderr: `text` for people,
+    /// `json` one object per line (task, phase, attempt, worker) for a log
+    /// pipeline. Data on stdout is unchanged.
+    #[arg(
+        long,
+        global = true,
+        env = "BATON_LOG_FORMAT",
+        value_enum,
+        default_value = "text"
+    )]
+    pub log_format: crate::json_log::LogFormat,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -171,6 +182,11 @@ pub struct WorkerArgs {
     /// below the pod's terminationGracePeriodSeconds (30s by default).
     #[arg(long, default_value = "25s", value_parser = duration)]
     pub drain_timeout: std::time::Duration,
+    /// Answer /healthz (alive), /readyz (the store answers and the worker
+    /// claims work) and /metrics (Prometheus) on this address, such as
+    /// 0.0.0.0:9090 in a pod. They only read.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 /// `25s`, `5m`, `1h 30m`.

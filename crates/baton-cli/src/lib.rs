@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod json_log;
 pub mod printer;
 
 use baton_core::Exit;
@@ -31,8 +32,13 @@ pub fn run() -> ExitCode {
             return ExitCode::from(finish(&printer, Exit::Done).code());
         }
     };
-    let printer = std::sync::Arc::new(printer::Printer::new(cli.quiet, cli.verbose));
-    init_tracing(cli.verbose);
+    let json = cli.log_format == json_log::LogFormat::Json;
+    let mut printer = printer::Printer::new(cli.quiet, cli.verbose);
+    if json {
+        printer = printer.with_json();
+    }
+    let printer = std::sync::Arc::new(printer);
+    init_tracing(cli.verbose, json);
     let code = match commands::dispatch(cli, &printer) {
         Ok(exit) => exit,
         Err(e) => {
@@ -60,7 +66,7 @@ fn finish(printer: &printer::Printer, code: Exit) -> Exit {
     }
 }
 
-fn init_tracing(verbose: bool) {
+fn init_tracing(verbose: bool, json: bool) {
     let filter = std::env::var("BATON_LOG").unwrap_or_else(|_| {
         if verbose {
             "debug".into()
@@ -68,6 +74,9 @@ fn init_tracing(verbose: bool) {
             "warn".into()
         }
     });
+    if json {
+        return json_log::init(&filter);
+    }
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
         .with_writer(std::io::stderr)

@@ -110,6 +110,8 @@ pub struct Printer {
     /// Without a spinner: when each running task's line was last printed
     /// (or its phase started).
     progress_told: Mutex<HashMap<TaskId, Instant>>,
+    /// `--log-format json`: everything for stderr as JSON lines instead.
+    json: Option<crate::json_log::JsonLog>,
 }
 
 /// `BATON_PROGRESS_INTERVAL`: a duration (`30s`, `2m`); `0` prints none.
@@ -137,7 +139,15 @@ impl Printer {
             stdout: Mutex::new(Stdout::Open),
             progress_every: progress_every(),
             progress_told: Mutex::new(HashMap::new()),
+            json: None,
         }
+    }
+
+    /// Writes what goes to stderr as JSON lines (`--log-format json`).
+    pub fn with_json(mut self) -> Self {
+        self.json = Some(crate::json_log::JsonLog::default());
+        self.tty = false;
+        self
     }
 
     /// Progress of several tasks at once: lines name their task.
@@ -255,12 +265,19 @@ impl Printer {
 
     /// A `hint:` line on stderr, even with --quiet.
     pub fn hint(&self, s: &str) {
+        if self.json.is_some() {
+            return self.line(&format!("hint: {s}"));
+        }
         self.line(&format!("{} {s}", self.paint("1;36", "hint:")));
     }
 
     /// A line on stderr; anything in it that could drive a terminal is
     /// escaped (baton's own colour is kept).
     fn line(&self, s: &str) {
+        if let Some(j) = &self.json {
+            j.message(s);
+            return;
+        }
         let s = if self.color {
             text::escape_keeping_sgr(s)
         } else {
@@ -276,6 +293,10 @@ impl Printer {
     /// An error and its hints, which may quote untrusted text (a blocker,
     /// a payload's field): escaped, and whole (there is no `--json` of it).
     pub fn error(&self, e: &Error) {
+        if let Some(j) = &self.json {
+            j.error(&e.message, &e.hints);
+            return;
+        }
         let (message, error, hint) = (
             text::escape(&e.message),
             self.paint("1;31", "error:"),
@@ -310,10 +331,16 @@ impl Printer {
 
 impl Observer for Printer {
     fn task_started(&self, task: &TaskId, workflow: &str) {
+        if let Some(j) = &self.json {
+            return j.task_started(task, workflow);
+        }
         self.info(&format!("task {task} (workflow {workflow})"));
     }
 
     fn phase_started(&self, task: &TaskId, phase: &str, attempt: u32, kind: &str) {
+        if let Some(j) = &self.json {
+            return j.phase_started(task, phase, attempt, kind);
+        }
         if self.quiet {
             return;
         }
@@ -345,6 +372,9 @@ impl Observer for Printer {
     }
 
     fn phase_progress(&self, task: &TaskId, phase: &str, elapsed_ms: i64, last_line: &str) {
+        if let Some(j) = &self.json {
+            return j.phase_progress(task, phase, elapsed_ms, last_line);
+        }
         if self.quiet {
             return;
         }
@@ -390,6 +420,9 @@ impl Observer for Printer {
         elapsed_ms: i64,
         detail: &str,
     ) {
+        if let Some(j) = &self.json {
+            return j.phase_finished(task, phase, status, elapsed_ms, detail);
+        }
         if let Some(b) = self.bar.lock().unwrap_or_else(|p| p.into_inner()).take() {
             b.finish_and_clear();
         }

@@ -104,6 +104,12 @@ pub trait Observer: Send + Sync {
     /// as written (untrusted), and how long its process has run. Called
     /// when that line changes and about once a second.
     fn phase_progress(&self, _task: &TaskId, _phase: &str, _elapsed_ms: i64, _last_line: &str) {}
+    /// An agent run ended: the tokens it used, by the CLI it ran on
+    /// (`command` for an agent run through `command = [...]`).
+    fn agent_ended(&self, _task: &TaskId, _cli: &str, _usage: &baton_core::state::Usage) {}
+    /// A renewal of the task's lease failed (the store did not answer);
+    /// the heartbeat tries again.
+    fn lease_renewal_failed(&self, _task: &TaskId) {}
 }
 
 /// An observer that reports nothing.

@@ -18,6 +18,7 @@ pub mod github;
 pub mod inbox;
 pub mod instances;
 pub mod links;
+pub mod metrics;
 pub mod project;
 pub mod registry;
 pub mod render;

@@ -12,6 +12,7 @@
 
 use crate::engine::{Engine, Observer, Outcome};
 use crate::error::Result;
+use crate::metrics::{Metered, Metrics};
 use crate::project::Project;
 use baton_core::TaskId;
 use std::collections::{HashMap, HashSet};
@@ -31,6 +32,8 @@ pub struct WorkerOptions {
     /// Once draining: how long the running phases may go on before they
     /// are interrupted and their tasks released.
     pub drain_timeout: Duration,
+    /// Where it counts what it does (`/metrics`).
+    pub metrics: Arc<Metrics>,
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -67,6 +70,7 @@ struct Shared {
     until_idle: bool,
     once: bool,
     outcome: Mutex<Option<Outcome>>,
+    metrics: Arc<Metrics>,
     idle_wait: Duration,
     finished: AtomicUsize,
     completed: AtomicUsize,
@@ -89,6 +93,7 @@ pub fn run(
     stop: Stop,
 ) -> Result<WorkerReport> {
     let groups = Arc::new(baton_sys::process::PhaseGroups::start()?);
+    let observer: Arc<dyn Observer> = Arc::new(Metered::new(observer, opts.metrics.clone()));
     let mut engines = Vec::new();
     let slots = if opts.once {
         1
@@ -109,6 +114,7 @@ pub fn run(
         until_idle: opts.until_idle,
         once: opts.once,
         outcome: Mutex::new(None),
+        metrics: opts.metrics.clone(),
         idle_wait: Duration::from_millis(
             (project.config.lease_ttl_ms()? / 2).clamp(100, 5000) as u64
         ),
@@ -182,7 +188,11 @@ fn slot(eng: &Engine, sh: &Shared) {
             let mut here = sh.running.lock().unwrap_or_else(|p| p.into_inner());
             let mut left_out = skip.clone();
             left_out.extend(here.iter().cloned());
+            let began = Instant::now();
             let claimed = eng.claim(&left_out);
+            if let Ok(found) = &claimed {
+                sh.metrics.claimed(began.elapsed(), found.is_some());
+            }
             if let Ok(Some(c)) = &claimed {
                 here.insert(c.id.clone());
             }

@@ -27,6 +27,7 @@ pub mod input;
 mod listen;
 mod mcp;
 mod output;
+pub mod probe;
 mod recorder;
 mod runner;
 mod shape;
@@ -54,6 +55,8 @@ struct App {
     runs: Arc<runner::Runs>,
     /// What the store watcher keeps: changes, awaited event names.
     watched: watch::Watched,
+    /// What `/metrics` says.
+    metrics: Arc<baton_engine::metrics::Metrics>,
 }
 
 /// Serves, and supervises the tasks, until SIGTERM or SIGINT: then it stops accepting, finishes the
@@ -71,6 +74,11 @@ pub fn serve(
         let runs = runs.clone();
         Arc::new(move |child| runs.adopt(child))
     };
+    let metrics = Arc::new(baton_engine::metrics::Metrics::new());
+    let observer: Arc<dyn Observer> = Arc::new(baton_engine::metrics::Metered::new(
+        observer,
+        metrics.clone(),
+    ));
     let eng = Arc::new(
         Engine::open(project.clone(), observer.clone())?
             .with_interrupt(stop.clone())
@@ -103,6 +111,7 @@ pub fn serve(
         dispatch: dispatch.clone(),
         runs: runs.clone(),
         watched: watch::start(eng.clone(), stop.clone()),
+        metrics,
     };
     let (api, doc) = api::routes();
     let doc = Arc::new(doc.to_pretty_json().expect("the OpenAPI document is JSON"));
@@ -115,6 +124,7 @@ pub fn serve(
             }),
         )
         .route("/api/v1/stream", axum::routing::get(dashboard::stream))
+        .route("/metrics", axum::routing::get(probe::serve_metrics))
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),
             auth::require_token,

@@ -32,6 +32,24 @@ pub fn run(project: &Project, args: WorkerArgs, printer: &Arc<Printer>) -> Resul
     let store = baton_engine::store::Location::of(project)?;
     // Connect once first: a wrong URL fails before the banner.
     drop(store.open()?);
+    let metrics = Arc::new(baton_engine::metrics::Metrics::new());
+    if let Some(addr) = args.listen {
+        let at = baton_server::probe::listen(
+            addr,
+            baton_server::probe::Probe {
+                project: project.clone(),
+                metrics: metrics.clone(),
+                draining: stop.drain.clone(),
+            },
+        )
+        .map_err(|e| {
+            baton_engine::Error::op(format!("cannot listen on {addr}: {e}"))
+                .hint("pass another address with --listen, or stop what listens there")
+        })?;
+        printer.info(&format!(
+            "worker endpoints on http://{at}: /healthz, /readyz, /metrics"
+        ));
+    }
     printer.info(&format!(
         "worker {} on {}: {}, store {}",
         std::process::id(),
@@ -50,6 +68,7 @@ pub fn run(project: &Project, args: WorkerArgs, printer: &Arc<Printer>) -> Resul
             until_idle: args.until_idle,
             once: args.once,
             drain_timeout: args.drain_timeout,
+            metrics,
         },
         printer.clone(),
         stop,

@@ -32,6 +32,7 @@ impl Engine {
             self.owner.clone(),
             self.clock.clone(),
             self.ttl_ms,
+            self.observer.clone(),
         );
         let mut held = Held {
             state,
@@ -130,6 +131,7 @@ impl Heartbeat {
         owner: LeaseOwner,
         clock: Arc<dyn Clock>,
         ttl_ms: i64,
+        observer: Arc<dyn super::Observer>,
     ) -> Heartbeat {
         let stop = Arc::new(AtomicBool::new(false));
         let cancel = Arc::new(AtomicBool::new(false));
@@ -179,6 +181,7 @@ impl Heartbeat {
                     }
                     Err(e) => {
                         failures += 1;
+                        observer.lease_renewal_failed(&id);
                         tracing::debug!(
                             task = %id,
                             failures,

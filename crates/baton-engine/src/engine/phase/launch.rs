@@ -259,6 +259,15 @@ impl Engine {
                     version: version.get(),
                 },
             )?;
+            if let Some(run) = held
+                .state
+                .phase(phase.as_str())
+                .and_then(|p| p.agent_runs.last())
+            {
+                let cli = l.cli.map_or("command", |c| c.name());
+                self.observer
+                    .agent_ended(&held.state.task_id, cli, &run.usage);
+            }
         }
         Ok(Launched {
             waited: Ok(waited),
