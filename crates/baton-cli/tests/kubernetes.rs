@@ -188,6 +188,83 @@ fn readyz_fails_while_postgresql_is_down_and_recovers() {
     assert_eq!(w.wait().unwrap().code(), Some(0));
 }
 
+/// Workers work through PgBouncer (Debian's, run for real) in session
+/// mode, woken by LISTEN/NOTIFY through it; in transaction mode baton
+/// refuses at start, saying why and what to do, and writes nothing.
+#[test]
+fn workers_work_through_pgbouncer_in_session_mode_and_refuse_transaction_mode() {
+    use baton_testkit::pgbouncer::PgBouncer;
+    let cluster = PgCluster::start();
+    let direct = cluster.create_database();
+    let db = direct.rsplit('/').next().unwrap().to_string();
+    let session = PgBouncer::start(&cluster, "session");
+    let mut p = TestProject::new();
+    p.database_url = Some(session.url(&db));
+    p.workflow("w", TWO);
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-qm", "workflows"]);
+    for id in ["b1", "b2", "b3"] {
+        let (code, _, err) = p.run(&["run", "w", "x", "--queue", "--id", id]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let (code, _, err) = p.run(&["worker", "--until-idle", "-n", "2"]);
+    assert_eq!(code, 0, "{err}");
+    // A waiting worker is woken through the pooler when work comes.
+    let port = free_port();
+    let mut w = listening_worker(&p, port, &[]);
+    wait_for("the worker to be ready", || {
+        (get(&format!("http://127.0.0.1:{port}/readyz"), None).0 == 200).then_some(())
+    });
+    let queued = std::time::Instant::now();
+    assert_eq!(p.run(&["run", "w", "x", "--queue", "--id", "b4"]).0, 0);
+    wait_for("the new task to run", || {
+        (p.state("b4")["status"] == "COMPLETE").then_some(())
+    });
+    assert!(
+        queued.elapsed() < std::time::Duration::from_secs(10),
+        "woken by its NOTIFY, not its timeout: {:?}",
+        queued.elapsed()
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(w.id() as i32),
+        nix::sys::signal::SIGTERM,
+    )
+    .unwrap();
+    assert_eq!(w.wait().unwrap().code(), Some(0));
+    for id in ["b1", "b2", "b3", "b4"] {
+        assert_eq!(p.state(id)["status"], "COMPLETE");
+        assert_eq!(
+            p.journal(id)
+                .iter()
+                .filter(|e| e["kind"] == "phase_passed")
+                .count(),
+            2,
+            "{id}"
+        );
+    }
+
+    let transaction = PgBouncer::start(&cluster, "transaction");
+    p.database_url = Some(transaction.url(&db));
+    for args in [
+        vec!["worker", "--until-idle"],
+        vec!["ls"],
+        vec!["run", "w", "x", "--queue", "--id", "b5"],
+    ] {
+        let (code, _, err) = p.run(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains("pool_mode = transaction"), "{err}");
+        assert!(
+            err.contains("hint: give baton's database pool_mode = session"),
+            "{err}"
+        );
+    }
+    p.database_url = Some(direct);
+    assert!(
+        p.run(&["show", "b5", "--json"]).0 != 0,
+        "nothing was written"
+    );
+}
+
 /// A draining worker is not ready: Kubernetes stops sending it work while
 /// its phase passes.
 #[test]

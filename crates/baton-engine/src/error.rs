@@ -91,6 +91,9 @@ impl From<baton_store::Error> for Error {
                 .hint("use that newer baton (or upgrade this one); the store is fine and was not changed"),
             S::InvalidUrl { .. } => Error::bad_input(e.to_string())
                 .hint("write it as postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE; nothing was written"),
+            S::TransactionPooling { .. } => Error::bad_input(e.to_string()).hint(
+                "give baton's database pool_mode = session in pgbouncer.ini (a [databases] entry may set its own pool_mode), or connect to PostgreSQL directly; nothing was written",
+            ),
             S::Connect { .. } => Error::op(e.to_string()).hint(
                 "check the URL in BATON_DATABASE_URL or `store` in .baton/config.toml (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE) and that the server runs; nothing was written",
             ),

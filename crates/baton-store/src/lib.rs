@@ -83,6 +83,14 @@ pub enum Error {
     /// The database server cannot be reached (after retrying).
     #[error("cannot connect to PostgreSQL at {target}: {reason}")]
     Connect { target: String, reason: String },
+    /// The URL leads to a connection pooler that hands one session's
+    /// statements to several servers (PgBouncer's transaction or statement
+    /// mode), where baton's prepared statements and its LISTEN for new
+    /// work cannot work.
+    #[error(
+        "{target} pools connections per transaction (PgBouncer's pool_mode = transaction or statement): baton keeps prepared statements and LISTENs for new work on its connections, which need a session of their own"
+    )]
+    TransactionPooling { target: String },
     /// The URL itself is wrong (bad input, not an outage).
     #[error("{url} is not a valid PostgreSQL URL: {reason}")]
     InvalidUrl { url: String, reason: String },

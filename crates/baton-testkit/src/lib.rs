@@ -7,6 +7,7 @@ pub mod github;
 pub mod mcp;
 pub mod model_server;
 pub mod pg;
+pub mod pgbouncer;
 pub mod serve;
 pub mod teams;
 

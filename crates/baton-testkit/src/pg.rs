@@ -184,6 +184,11 @@ impl PgCluster {
         self.port
     }
 
+    /// The cluster's folder, writable by the server's user.
+    pub fn folder(&self) -> &Path {
+        &self.dir
+    }
+
     /// The data directory.
     pub fn data_dir(&self) -> &Path {
         &self.data
@@ -283,7 +288,13 @@ impl PgCluster {
     /// when we are root, in the cluster's folder (the user may not be
     /// allowed into our current directory).
     fn server_cmd(&self, program: &str) -> Command {
-        let path = self.bindir.join(program);
+        self.as_server(&self.bindir.join(program))
+    }
+
+    /// Any program run as the server's user, in the cluster's folder (a
+    /// pooler in front of it, which will not run as root either), and
+    /// that folder, where it may write.
+    pub fn as_server(&self, path: &Path) -> Command {
         let mut cmd = match self.run_as {
             None => Command::new(path),
             Some((uid, gid)) => {
@@ -366,6 +377,15 @@ impl Drop for PgCluster {
 }
 
 /// `setpriv` (or `runuser`) switching to `uid:gid` before running what follows.
+/// Hands `file` to the server's user (when we are root), so a program run
+/// as that user may read it.
+pub(crate) fn give_to_server(cluster: &PgCluster, file: &Path) {
+    if let Some((uid, gid)) = cluster.run_as {
+        std::os::unix::fs::chown(file, Some(uid), Some(gid))
+            .unwrap_or_else(|e| panic!("cannot chown {}: {e}", file.display()));
+    }
+}
+
 fn as_user_prefix(uid: u32, gid: u32) -> Command {
     if find_in_path("setpriv").is_some() {
         let mut c = Command::new("setpriv");

@@ -91,6 +91,7 @@ impl PgStore {
                 }
             }
         };
+        store.refuse_transaction_pooling(&mut conn)?;
         match store.migrate(&mut conn) {
             Ok(()) => {}
             Err(Fail::Store(e)) => return Err(e),
@@ -100,6 +101,37 @@ impl PgStore {
         }
         *store.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(conn);
         Ok(store)
+    }
+
+    /// Refuses a pooler that gives a session's statements to several
+    /// server connections. `conn`'s server connection, once its statement
+    /// is done, is free again under such a pooler, and handed (most
+    /// recently used first, PgBouncer's default) to the next client that
+    /// asks: a second connection then finds the same server process, or
+    /// `conn` finds another. With a session of its own, neither happens.
+    fn refuse_transaction_pooling(&self, conn: &mut Conn) -> Result<()> {
+        let pid = |c: &mut postgres::Client| -> Result<Option<i32>, postgres::Error> {
+            Ok(c.simple_query("SELECT pg_backend_pid()")?
+                .into_iter()
+                .find_map(|m| match m {
+                    postgres::SimpleQueryMessage::Row(r) => r.get(0).and_then(|v| v.parse().ok()),
+                    _ => None,
+                }))
+        };
+        let mut check = || -> Result<bool, postgres::Error> {
+            let mine = pid(&mut conn.client)?;
+            let mut other = self.open(Some(Duration::from_secs(10)))?;
+            let theirs = pid(&mut other.client)?;
+            let again = pid(&mut conn.client)?;
+            Ok(mine.is_some() && (theirs == mine || again != mine))
+        };
+        match check() {
+            Ok(false) => Ok(()),
+            Ok(true) => Err(Error::TransactionPooling {
+                target: self.target.clone(),
+            }),
+            Err(e) => Err(self.pg_error(&e)),
+        }
     }
 
     fn open(&self, timeout: Option<Duration>) -> Result<Conn, postgres::Error> {
