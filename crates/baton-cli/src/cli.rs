@@ -172,8 +172,9 @@ pub struct WorkerArgs {
     #[arg(long)]
     pub until_idle: bool,
     /// Claim one task, drive it until it completes, fails or waits, and
-    /// exit with its code (0 complete, 1 failed, 4 waiting); with nothing
-    /// to claim, exit 0 at once. For a Kubernetes Job (KEDA's ScaledJob).
+    /// exit as a Kubernetes Job understands it (KEDA's ScaledJob): 0 when
+    /// it completed or waits for its event (durably; a worker goes on
+    /// then), 1 when it failed; with nothing to claim, 0 at once.
     #[arg(long, conflicts_with_all = ["until_idle", "concurrency"])]
     pub once: bool,
     /// On SIGTERM the worker claims nothing more and lets its running

@@ -81,7 +81,13 @@ pub fn run(project: &Project, args: WorkerArgs, printer: &Arc<Printer>) -> Resul
             }
             Some(o) => {
                 printer.info(&format!("worker: its task ended {}", describe(&o)));
-                o.exit()
+                // A Job's success is its task in a durable state: done,
+                // or parked until its event comes (another worker goes
+                // on then).
+                match o {
+                    baton_engine::Outcome::Waiting(_) => Exit::Done,
+                    o => o.exit(),
+                }
             }
         });
     }
