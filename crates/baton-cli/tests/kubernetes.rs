@@ -313,6 +313,16 @@ fn serves_metrics_are_behind_its_token() {
     for id in ["q1", "q2"] {
         assert_eq!(p.run(&["run", "w", "x", "--queue", "--id", id]).0, 0);
     }
+    // A delivery no task waits for.
+    let payload = baton_testkit::github_fixture("issues/opened.payload.json");
+    let (code, _, err) = p.run(&[
+        "deliver",
+        "issues",
+        payload.to_str().unwrap(),
+        "--delivery",
+        "d-1",
+    ]);
+    assert_eq!(code, 0, "{err}");
     let server = Server::start(&p, &[("BATON_SERVER_TOKEN", TOKEN)]);
     let url = format!("{}/metrics", server.url);
     assert_eq!(get(&url, None).0, 401);
@@ -322,7 +332,58 @@ fn serves_metrics_are_behind_its_token() {
     assert_eq!(m[r#"baton_tasks{status="COMPLETE"}"#], 1.0, "{m:?}");
     assert_eq!(m[r#"baton_tasks{status="QUEUED"}"#], 2.0, "{m:?}");
     assert_eq!(m["baton_queue_depth"], 2.0, "{m:?}");
+    assert_eq!(m[r#"baton_deliveries{decision="ignored"}"#], 1.0, "{m:?}");
     assert_eq!(server.stop().code(), Some(0));
+}
+
+/// A worker's `/metrics` count the tokens its agents used, by CLI: a
+/// queued task whose phase runs Claude Code for real (against the
+/// scripted model server) adds what the task's state says it used.
+#[test]
+fn a_workers_metrics_count_its_agents_tokens_by_cli() {
+    use baton_testkit::agents::Agent;
+    use baton_testkit::model_server::{ModelServer, Reply};
+    let p = TestProject::new();
+    let home = tempfile::tempdir().unwrap();
+    let model = ModelServer::start(vec![Reply::text("all written")]);
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str(&Agent::Claude.baton_config("cc", &model, home.path()));
+    fs_err::write(&cfg, text).unwrap();
+    p.workflow(
+        "w",
+        "name = \"w\"\n[[phase]]\nid = \"write\"\nagent = \"cc\"\nmax_attempts = 1\nprompt = \"Say hello\"\n",
+    );
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-qm", "workflows"]);
+    assert_eq!(p.run(&["run", "w", "x", "--queue", "--id", "a1"]).0, 0);
+    let port = free_port();
+    let mut w = listening_worker(&p, port, &[]);
+    wait_for("the agent's task to complete", || {
+        (p.state("a1")["status"] == "COMPLETE").then_some(())
+    });
+    let tokens = &p.state("a1")["tokens"];
+    let (input, output) = (
+        tokens["input"].as_f64().unwrap(),
+        tokens["output"].as_f64().unwrap(),
+    );
+    assert!(input > 0.0 && output > 0.0, "{tokens}");
+    let (_, text) = get(&format!("http://127.0.0.1:{port}/metrics"), None);
+    let m = parse_metrics(&text);
+    assert_eq!(
+        m[r#"baton_agent_tokens_total{cli="claude",kind="input"}"#], input,
+        "{m:?}"
+    );
+    assert_eq!(
+        m[r#"baton_agent_tokens_total{cli="claude",kind="output"}"#], output,
+        "{m:?}"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(w.id() as i32),
+        nix::sys::signal::SIGTERM,
+    )
+    .unwrap();
+    assert_eq!(w.wait().unwrap().code(), Some(0));
 }
 
 /// `--log-format json`: every line on stderr is one JSON object, the
