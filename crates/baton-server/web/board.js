@@ -308,8 +308,9 @@ async function renderCard() {
       const turns = (i.turns || []).map((t) => ({ id: t, status: ((state.tasks.find((x) => x.id === t)) || {}).status || "" }));
       const latest = turns.length ? turns[turns.length - 1].id : null;
       // Drawn again only when it changed, so what a person types or
-      // selects there is left alone.
-      const key = JSON.stringify([id, i.status, turns, i.state && i.state.pull_request]);
+      // selects there is left alone; the turns' statuses are redrawn
+      // on their own, below.
+      const key = JSON.stringify([id, i.status, turns.map((t) => t.id), i.state && i.state.pull_request]);
       if (body.dataset.drawn !== key) {
       body.dataset.drawn = key;
       actions.replaceChildren(badge(i.status));
@@ -332,14 +333,15 @@ async function renderCard() {
       if (live) actions.append(el("button", { type: "button", class: "secondary", id: "card-kill", onclick: () => {
         if (confirm("End agent " + id + "? Its worktree is kept if it holds work.")) instanceAct(id, "kill", {});
       } }, "End agent"));
-      const list = el("ol", { class: "timeline", id: "card-turns" });
-      for (const t of turns) list.append(el("li", { "data-turn": t.id }, el("div", { class: "phase-head" }, el("span", { class: "phase-name" }, t.id), badge(t.status))));
-      parts.push(el("h3", {}, "Turns"), list);
+      parts.push(el("h3", {}, "Turns"), el("ol", { class: "timeline", id: "card-turns" }));
       if (latest) parts.push(el("h3", {}, "Output of turn " + latest), outputBox(latest), el("h3", {}, "Session log of turn " + latest), logBox(latest));
       body.replaceChildren(...parts);
       } else if (latest) {
         logBox(latest, document.getElementById("card-log"));
       }
+      const list = document.getElementById("card-turns");
+      if (list) list.replaceChildren(...turns.map((t) => el("li", { "data-turn": t.id },
+        el("div", { class: "phase-head" }, el("span", { class: "phase-name" }, t.id), badge(t.status)))));
     }
   } catch (e) {
     body.replaceChildren(el("p", { class: "error" }, e.message));
