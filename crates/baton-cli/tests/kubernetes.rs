@@ -140,13 +140,23 @@ on_both_backends! {
 }
 
 /// `/readyz` fails while PostgreSQL is stopped, and recovers when it is
-/// back; `/healthz` says the process lives throughout.
+/// back; `/healthz` says the process lives throughout; a phase running
+/// meanwhile passes once, its task completed once the server is back
+/// (the store waits out a restart: its renewals were late, not failed).
 #[test]
 fn readyz_fails_while_postgresql_is_down_and_recovers() {
     let cluster = PgCluster::start();
     let mut p = TestProject::new();
     p.database_url = Some(cluster.create_database());
     p.workflow("w", TWO);
+    let marker = p.root().join("slow-started");
+    p.workflow(
+        "slow",
+        &format!(
+            "name = \"slow\"\n[[phase]]\nid = \"a\"\nrun = \"touch {}; sleep 8\"\n",
+            marker.display()
+        ),
+    );
     p.git(&["add", "-A"]);
     p.git(&["commit", "-qm", "workflows"]);
     let port = free_port();
@@ -155,6 +165,11 @@ fn readyz_fails_while_postgresql_is_down_and_recovers() {
     wait_for("the worker to be ready", || {
         (get(&format!("{base}/readyz"), None).0 == 200).then_some(())
     });
+    assert_eq!(
+        p.run(&["run", "slow", "x", "--queue", "--id", "during"]).0,
+        0
+    );
+    wait_for("the slow phase to run", || marker.exists().then_some(()));
     cluster.stop();
     let (status, _) = wait_for("/readyz to fail", || {
         let r = get(&format!("{base}/readyz"), None);
@@ -171,10 +186,28 @@ fn readyz_fails_while_postgresql_is_down_and_recovers() {
         503,
         "the store's figures cannot be read"
     );
+    // The heartbeat renews every second: a few renewals wait.
+    std::thread::sleep(std::time::Duration::from_secs(3));
     cluster.start_again();
     wait_for("/readyz to recover", || {
         (get(&format!("{base}/readyz"), None).0 == 200).then_some(())
     });
+    let (_, text) = get(&format!("{base}/metrics"), None);
+    let failed = parse_metrics(&text)["baton_lease_renewals_failed_total"];
+    assert_eq!(
+        failed, 0.0,
+        "the store reconnects within its window: {text}"
+    );
+    wait_for("the slow task to complete", || {
+        (p.state("during")["status"] == "COMPLETE").then_some(())
+    });
+    assert_eq!(
+        p.journal("during")
+            .iter()
+            .filter(|e| e["kind"] == "phase_passed")
+            .count(),
+        1
+    );
     // And the worker works again.
     assert_eq!(p.run(&["run", "w", "x", "--queue", "--id", "after"]).0, 0);
     wait_for("the task to run", || {
