@@ -10,6 +10,7 @@ pub mod agent_stream;
 pub mod brief;
 pub mod comment;
 pub mod condition;
+pub mod crash;
 pub mod document;
 pub mod error;
 pub mod event;

@@ -343,8 +343,20 @@ impl Engine {
         self.ttl_ms
     }
 
-    pub(crate) fn crash_point(&self, point: &str, phase: &str) {
-        if self.crash_at.as_deref() == Some(&format!("{point}:{phase}")) {
+    /// A crash point (`baton_core::crash::POINTS`): in a test build, dies
+    /// here by SIGKILL when `BATON_TEST_CRASH_AT` names it (`POINT` or
+    /// `POINT:KEY`). A release build has none.
+    pub(crate) fn crash_point(&self, point: &str, key: &str) {
+        debug_assert!(
+            baton_core::crash::known(point),
+            "crash point {point} is not in baton_core::crash::POINTS"
+        );
+        if cfg!(debug_assertions)
+            && self
+                .crash_at
+                .as_deref()
+                .is_some_and(|w| baton_core::crash::matches(w, point, key))
+        {
             let _ =
                 nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGKILL);
         }
@@ -441,6 +453,9 @@ impl Engine {
             "store commit"
         );
         committed?;
+        if let Some(last) = records.last() {
+            self.crash_point("journal-committed", last.event.kind());
+        }
         if process_only {
             return Ok(());
         }
