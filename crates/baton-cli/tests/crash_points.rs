@@ -167,8 +167,9 @@ on_both_backends! {
     }
 }
 
-/// Every crash point is crashed at by some test: its name appears in a
-/// `BATON_TEST_CRASH_AT` setting in the suite.
+/// Every crash point is crashed at by some test (its name appears in a
+/// `BATON_TEST_CRASH_AT` setting in the suite) and listed in
+/// ARCHITECTURE.md.
 #[test]
 fn every_crash_point_is_crashed_at_by_a_test() {
     let dir = std::path::Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("tests");
@@ -192,5 +193,20 @@ fn every_crash_point_is_crashed_at_by_a_test() {
     assert!(
         missing.is_empty(),
         "crash points no test crashes at: {missing:?}"
+    );
+    // And ARCHITECTURE.md lists each, with what it protects.
+    let arch = fs_err::read_to_string(
+        std::path::Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap())
+            .join("../../ARCHITECTURE.md"),
+    )
+    .unwrap();
+    let unlisted: Vec<&str> = baton_core::crash::POINTS
+        .iter()
+        .map(|p| p.name)
+        .filter(|n| !arch.contains(&format!("| `{n}` |")))
+        .collect();
+    assert!(
+        unlisted.is_empty(),
+        "crash points ARCHITECTURE.md does not list: {unlisted:?}"
     );
 }
