@@ -1099,3 +1099,48 @@ fn a_new_worktree_gets_the_heavy_ignored_folders() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("sometimes"), "{err}");
 }
+
+/// A review that merges back from its agent's own turn lets that turn
+/// end by itself: the coding agent's feedback turn, which starts at once
+/// and tidies the ended review, does not stop it while its agent says its
+/// last words (they are the turn's summary).
+#[test]
+fn a_review_that_decides_in_its_turn_ends_that_turn_itself() {
+    let (p, _remote) = project();
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str(&format!(
+        "[agents.lingering]\ncommand = [\"sh\", \"-c\", '''echo checked >> REVIEW.md; git add -A && git -c user.email=a@a -c user.name=agent commit -qm 'review fix'; {} agent merge-back --feedback \"add tests\"; sleep 2; echo reviewed-late''']\n",
+        baton_bin().display()
+    ));
+    fs_err::write(&cfg, text).unwrap();
+    ok(
+        &p,
+        &["agent", "spawn", "x", "--id", "c1", "--agent", "idle"],
+    );
+    settled(&p, "c1");
+    ok(&p, &["agent", "review", "c1", "--agent", "lingering"]);
+    let r = settled(&p, "c1-r1");
+    let turn = r["turns"][0].as_str().unwrap().to_string();
+    let doc = p.state(&turn);
+    assert_eq!(
+        doc["status"], "COMPLETE",
+        "the review's turn was stopped: {doc}"
+    );
+    assert_eq!(
+        doc["completed_phases"][0]["summary"], "reviewed-late",
+        "{doc}"
+    );
+    // The coding agent got the feedback, and the review gave back its
+    // worktree once its turn had ended.
+    let c = wait_for("the feedback turn", || {
+        let v = settled(&p, "c1");
+        (v["turns"].as_array()?.len() == 2).then_some(v)
+    });
+    assert_eq!(c["turn"]["status"], "COMPLETE", "{c}");
+    ok(&p, &["agent", "ls"]);
+    wait_for("the review's worktree to be removed", || {
+        ok(&p, &["agent", "ls"]);
+        (!p.root().join(".wt/c1-r1").exists()).then_some(())
+    });
+}

@@ -113,7 +113,14 @@ impl Agents<'_> {
                     .branch
                     .as_deref()
                     .is_some_and(|b| self.git.resolve(&format!("refs/heads/{b}")).is_some());
-            let running = self.last_turn(i).is_some_and(|(_, s)| turn_is_live(s))
+            let turn_live = self.last_turn(i).is_some_and(|(_, s)| turn_is_live(s));
+            // A review that decided (merge-back, push) did so from its
+            // agent's own turn, which is still ending: stopping it would
+            // lose its last words. The next tick cleans up after it.
+            if turn_live && i.review().is_some_and(|r| r.decision.is_some()) {
+                continue;
+            }
+            let running = turn_live
                 || i.resources
                     .session_name
                     .as_deref()
