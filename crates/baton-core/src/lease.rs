@@ -102,6 +102,17 @@ pub enum DisplayStatus {
 }
 
 impl DisplayStatus {
+    /// Every status, in the order `baton ls` documents them.
+    pub const ALL: [DisplayStatus; 7] = [
+        DisplayStatus::Running,
+        DisplayStatus::Queued,
+        DisplayStatus::Waiting,
+        DisplayStatus::Crashed,
+        DisplayStatus::Failed,
+        DisplayStatus::Complete,
+        DisplayStatus::Cancelled,
+    ];
+
     pub fn of(status: TaskStatus, liveness: &Liveness) -> Self {
         match status {
             TaskStatus::Running if liveness.is_live() => DisplayStatus::Running,

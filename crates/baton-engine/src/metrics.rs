@@ -25,17 +25,6 @@ use std::time::Duration;
 /// The content type of [`Metrics::render`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// The status names of `baton ls`, each reported even when no task has it.
-const STATUSES: [DisplayStatus; 7] = [
-    DisplayStatus::Running,
-    DisplayStatus::Queued,
-    DisplayStatus::Waiting,
-    DisplayStatus::Crashed,
-    DisplayStatus::Failed,
-    DisplayStatus::Complete,
-    DisplayStatus::Cancelled,
-];
-
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StatusLabel {
     status: String,
@@ -169,7 +158,8 @@ impl Metrics {
             *by_status.entry(status.as_str()).or_default() += 1;
         }
         let count = |s: DisplayStatus| by_status.get(s.as_str()).copied().unwrap_or(0);
-        for s in STATUSES {
+        // Each status of `baton ls`, reported even when no task has it.
+        for s in DisplayStatus::ALL {
             self.tasks
                 .get_or_create(&StatusLabel {
                     status: s.as_str().into(),

@@ -106,15 +106,7 @@ pub struct Filter {
     pub label: Option<(String, String)>,
 }
 
-const STATUSES: [DisplayStatus; 7] = [
-    DisplayStatus::Running,
-    DisplayStatus::Queued,
-    DisplayStatus::Waiting,
-    DisplayStatus::Crashed,
-    DisplayStatus::Failed,
-    DisplayStatus::Complete,
-    DisplayStatus::Cancelled,
-];
+const STATUSES: [DisplayStatus; 7] = DisplayStatus::ALL;
 
 impl TaskFilter {
     pub fn check(self) -> Result<Filter, ApiError> {
