@@ -22,7 +22,11 @@ impl DeliveryWriter {
     /// Records `batch` durably, in one transaction; whether each is new
     /// (`false`: a redelivery, by its id or its body).
     pub fn record(&self, batch: &[NewDelivery]) -> Result<Vec<bool>> {
-        Ok(self.store.record_deliveries(batch)?)
+        let fresh = self.store.record_deliveries(batch)?;
+        for d in batch {
+            crate::crash_point::at("delivery-recorded", &d.event);
+        }
+        Ok(fresh)
     }
 }
 
@@ -80,13 +84,36 @@ impl Engine {
             })
             .collect();
         self.store.settle_deliveries(&settled)?;
+        for d in batch {
+            self.crash_point("delivery-settled", &d.event);
+        }
         Ok(handed)
     }
 
     /// `baton deliver`: records `d`, hands it over and settles it, as a
     /// server does with what it receives.
     pub fn deliver(&self, d: NewDelivery, branch_pattern: &str) -> Result<Delivered> {
-        if !self.store.record_deliveries(std::slice::from_ref(&d))?[0] {
+        let fresh = self.store.record_deliveries(std::slice::from_ref(&d))?[0];
+        self.crash_point("delivery-recorded", &d.event);
+        // A redelivery of one a crash left unsettled (recorded, never
+        // handed over): handed over now, as stored, as a server's start
+        // would; the tasks' journals keep it from passing a wait twice.
+        let unsettled = if fresh {
+            None
+        } else {
+            self.store
+                .unsettled_deliveries()?
+                .into_iter()
+                .find(|u| u.id == d.id)
+        };
+        if let Some(stored) = unsettled {
+            let handed = self
+                .hand_over_batch(std::slice::from_ref(&stored), branch_pattern)?
+                .pop()
+                .expect("one result per delivery")?;
+            return Ok(Delivered::Handed(handed));
+        }
+        if !fresh {
             let before = self
                 .store
                 .deliveries(usize::MAX)?
