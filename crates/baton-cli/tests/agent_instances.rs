@@ -1144,3 +1144,166 @@ fn a_review_that_decides_in_its_turn_ends_that_turn_itself() {
         (!p.root().join(".wt/c1-r1").exists()).then_some(())
     });
 }
+
+/// `baton agent spawn` killed right after each transition it commits (the
+/// instance recorded; its worktree allocated; its first turn started),
+/// one at a time: `doctor --fix` settles what each left, `doctor`
+/// is then clean, the instance is in a true state (ended with its
+/// worktree and branch gone, or working with them there), and the next
+/// spawn works. And `agent review` killed once the review's worktree is
+/// made, before it is journaled: `doctor --fix` fails the review, removes
+/// its worktree and branch, and the coding agent goes on. Each is a crash
+/// point of the enumeration (`crash_points/main.rs` checks that every
+/// point has a test).
+#[test]
+fn an_instance_killed_after_each_transition_is_settled_by_doctor() {
+    let mut t = baton_testkit::crash::Tally::default();
+    for point in [
+        "instance-committed:spawned",
+        "instance-committed:allocated",
+        "instance-committed:turn",
+    ] {
+        let (p, _remote) = project();
+        let cfg = p.root().join(".baton/config.toml");
+        let text = fs_err::read_to_string(&cfg)
+            .unwrap()
+            .replace("ttl = \"30s\"", "ttl = \"1s\"");
+        fs_err::write(&cfg, text).unwrap();
+        t.crash(
+            p.baton(&["agent", "spawn", "x", "--id", "c1", "--agent", "idle"]),
+            point,
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let (code, fixed, _) = p.run(&["doctor", "--fix"]);
+        t.runs += 1;
+        if fixed.contains("task c1 is CRASHED") {
+            // The turn's own task crashed: resumed as doctor says.
+            t.check(fixed.contains("baton resume c1"), || {
+                format!("{point}: doctor does not say to resume c1: {fixed}")
+            });
+            let (code, _, err) = p.run(&["resume", "c1"]);
+            t.recovered(point, "resume c1", code, 0, &err);
+        } else {
+            t.check(code == 0, || {
+                format!("{point}: doctor --fix exited {code}: {fixed}")
+            });
+        }
+        let (code, out, _) = p.run(&["doctor"]);
+        t.recovered(point, "doctor", code, 0, &out);
+        let c = show(&p, "c1");
+        let status = c["status"].as_str().unwrap_or_default().to_string();
+        let wt = p.root().join(".wt/c1");
+        if ["failed", "terminated", "finished"].contains(&status.as_str()) {
+            t.check(!wt.exists(), || {
+                format!("{point}: ended, its worktree is still there: {c}")
+            });
+        } else {
+            t.check(status == "working" && wt.is_dir(), || {
+                format!("{point}: neither ended nor working in its worktree: {c}")
+            });
+        }
+        ok(
+            &p,
+            &["agent", "spawn", "y", "--id", "c2", "--agent", "idle"],
+        );
+        t.runs += 1;
+        let c2 = settled(&p, "c2");
+        t.check(c2["status"] == "working", || {
+            format!("{point}: the next spawn: {c2}")
+        });
+    }
+    // A review's start cut short: its worktree and branch made, its
+    // allocation not journaled.
+    let point = "review-forked:c1-r1";
+    let (p, _remote) = project();
+    let cfg = p.root().join(".baton/config.toml");
+    let text = fs_err::read_to_string(&cfg)
+        .unwrap()
+        .replace("ttl = \"30s\"", "ttl = \"1s\"");
+    fs_err::write(&cfg, text).unwrap();
+    ok(
+        &p,
+        &["agent", "spawn", "x", "--id", "c1", "--agent", "idle"],
+    );
+    settled(&p, "c1");
+    t.crash(
+        p.baton(&["agent", "review", "c1", "--agent", "idle"]),
+        point,
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let (_, fixed, _) = p.run(&["doctor", "--fix"]);
+    t.runs += 1;
+    let (code, out, _) = p.run(&["doctor"]);
+    t.recovered(
+        point,
+        "doctor",
+        code,
+        0,
+        &format!("{out}\n(--fix said:\n{fixed})"),
+    );
+    let r = show(&p, "c1-r1");
+    t.check(r["status"] == "failed", || {
+        format!("{point}: the review is {}", r["status"])
+    });
+    t.check(
+        !p.root().join(".wt/c1-r1").exists() && !branch_exists(&p, "baton/c1-r1"),
+        || format!("{point}: the review's worktree or branch is left over"),
+    );
+    let c = show(&p, "c1");
+    t.check(c["status"] == "working", || {
+        format!("{point}: the coding agent cannot go on: {c}")
+    });
+    t.report("instances");
+}
+
+/// Two reviews merged back while their coding agent's turn still runs:
+/// when that turn ends, their feedback comes in two turns, one after the
+/// other, never two turns of one agent at once (each review's delivery is
+/// journaled with its turn in one commit, decided on a read that saw the
+/// agent idle). The simulator (`baton-sim`) found the engine starting both
+/// at once; this is that race, through the binary.
+#[test]
+fn two_reviews_feedback_comes_in_turns_one_after_the_other() {
+    let (p, _remote) = project();
+    let b = baton_testkit::baton_bin();
+    let b = b.display();
+    let log = p.root().join("turns.log");
+    let log = log.display();
+    let commit = "git add -A && git -c user.email=a@a -c user.name=agent commit -qm";
+    let wait_working = format!(
+        "i=0; until {b} agent show $BATON_INSTANCE --json | grep -q '\"working\"'; do sleep 0.2; i=$((i+1)); [ $i -gt 300 ] && break; done"
+    );
+    let cfg = p.root().join(".baton/config.toml");
+    let mut text = fs_err::read_to_string(&cfg).unwrap();
+    text.push_str(&format!(
+        "\n[agents.twice]\ncommand = [\"sh\", \"-c\", '''prompt=$(cat \"$1\"); case \"$prompt\" in *\"reviewer's feedback\"*) echo start >> {log}; sleep 2; echo end >> {log}; echo handled;; *) echo work > work.txt; {commit} work; for n in 1 2; do {b} agent review --agent reviewer; sleep 0.5; {wait_working}; done; echo coded;; esac''', \"agent\", \"{{{{prompt_file}}}}\"]\n"
+    ));
+    fs_err::write(&cfg, text).unwrap();
+    ok(
+        &p,
+        &[
+            "agent",
+            "spawn",
+            "work twice reviewed",
+            "--id",
+            "c1",
+            "--agent",
+            "twice",
+            "--max-reviews",
+            "3",
+        ],
+    );
+    let v = wait_for("both feedback turns", || {
+        let v = settled(&p, "c1");
+        (v["turns"].as_array()?.len() == 3 && v["turn"]["status"] == "COMPLETE").then_some(v)
+    });
+    assert_eq!(v["state"]["review_count"], 2, "{v}");
+    for r in ["c1-r1", "c1-r2"] {
+        assert_eq!(show(&p, r)["state"]["feedback_delivered"], true, "{r}");
+    }
+    let turns = fs_err::read_to_string(p.root().join("turns.log")).unwrap();
+    assert_eq!(
+        turns, "start\nend\nstart\nend\n",
+        "one feedback turn at a time"
+    );
+}

@@ -193,6 +193,14 @@ pub fn task_stopped(eng: &Engine, task: &TaskId) {
     }
 }
 
+/// What a commit decided on the caller's read found.
+pub(crate) enum Committed {
+    /// Committed: the instances after it.
+    Done(Instances),
+    /// Another process committed since that read: nothing was written.
+    Changed,
+}
+
 impl Agents<'_> {
     pub fn settings(&self) -> &InstanceSettings {
         &self.settings
@@ -204,46 +212,58 @@ impl Agents<'_> {
     pub fn step(&self, input: Input) -> Result<Instances> {
         for _ in 0..STEP_TRIES {
             let all = self.eng.store.instances()?;
-            let now = self.eng.now();
-            let events = instance::decide(&all, input.clone(), now)?;
-            let mut after = all.clone();
-            let records: Vec<Record> = events
-                .into_iter()
-                .enumerate()
-                .map(|(k, event)| Record {
-                    seq: all.last_seq + 1 + k as u64,
-                    ts: now,
-                    event: self.eng.redacted(event),
-                })
-                .collect();
-            for r in &records {
-                instance::apply(&mut after, r);
-            }
-            let changed = after.changed_since(&all);
-            match self
-                .eng
-                .store
-                .commit_instances(all.last_seq, &records, &changed)
-            {
-                Ok(()) => {
-                    // An instance that ended takes its MCP capabilities along.
-                    for i in changed.iter().filter(|i| i.status.ended()) {
-                        if all.by_id.get(&i.id).is_none_or(|b| !b.status.ended()) {
-                            self.eng.revoke_instance_capabilities(&i.id);
-                        }
-                    }
-                    return Ok(after);
-                }
-                Err(baton_store::Error::InstancesChanged { .. }) => {
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                }
-                Err(e) => return Err(e.into()),
+            match self.commit_on(&all, std::slice::from_ref(&input))? {
+                Committed::Done(after) => return Ok(after),
+                Committed::Changed => std::thread::sleep(std::time::Duration::from_millis(5)),
             }
         }
         Err(Error::busy(format!(
             "the agent instances kept changing under this command ({STEP_TRIES} tries)"
         ))
         .hint("try again"))
+    }
+
+    /// Decides `inputs`, in order, against `all` (the instances as the
+    /// caller read them) and commits what they cause in one transaction,
+    /// only if nothing was committed since `all` was read (else
+    /// [`Committed::Changed`], and nothing is written).
+    pub(crate) fn commit_on(&self, all: &Instances, inputs: &[Input]) -> Result<Committed> {
+        let now = self.eng.now();
+        let mut after = all.clone();
+        let mut records: Vec<Record> = Vec::new();
+        for input in inputs {
+            for event in instance::decide(&after, input.clone(), now)? {
+                let r = Record {
+                    seq: all.last_seq + 1 + records.len() as u64,
+                    ts: now,
+                    event: self.eng.redacted(event),
+                };
+                instance::apply(&mut after, &r);
+                records.push(r);
+            }
+        }
+        let changed = after.changed_since(all);
+        match self
+            .eng
+            .store
+            .commit_instances(all.last_seq, &records, &changed)
+        {
+            Ok(()) => {
+                if let Some(last) = records.last() {
+                    self.eng
+                        .crash_point("instance-committed", last.event.kind());
+                }
+                // An instance that ended takes its MCP capabilities along.
+                for i in changed.iter().filter(|i| i.status.ended()) {
+                    if all.by_id.get(&i.id).is_none_or(|b| !b.status.ended()) {
+                        self.eng.revoke_instance_capabilities(&i.id);
+                    }
+                }
+                Ok(Committed::Done(after))
+            }
+            Err(baton_store::Error::InstancesChanged { .. }) => Ok(Committed::Changed),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Every instance, after enforcing timeouts and delivering feedback

@@ -22,6 +22,23 @@ impl Agents<'_> {
         prompt: String,
         session: Option<AgentSession>,
     ) -> Result<TaskId> {
+        let task = self.create_turn(inst, agent, prompt, session)?;
+        self.step(Input::Turn {
+            id: inst.id.clone(),
+            task: task.clone(),
+        })?;
+        self.turn_recorded(inst, &task)?;
+        Ok(task)
+    }
+
+    /// Creates the task of `inst`'s next turn, not started.
+    fn create_turn(
+        &self,
+        inst: &Instance,
+        agent: &str,
+        prompt: String,
+        session: Option<AgentSession>,
+    ) -> Result<TaskId> {
         let task = self.turn_id(inst)?;
         self.eng.run(RunOptions {
             workflow: crate::builtin::AGENT_TURN.into(),
@@ -37,16 +54,56 @@ impl Agents<'_> {
             }),
             ..Default::default()
         })?;
-        self.step(Input::Turn {
-            id: inst.id.clone(),
-            task: task.clone(),
-        })?;
+        Ok(task)
+    }
+
+    /// Once a turn is journaled: its parents' logs link to it, and it
+    /// runs in the background.
+    fn turn_recorded(&self, inst: &Instance, task: &TaskId) -> Result<()> {
         // A review's turn is a child session of its parent's turn, a
         // teammate's of its team: their logs link to it (rendered again
         // from the store now).
         self.eng.parents_of_turn_changed(inst.id.as_str());
-        self.eng.detach(&task)?;
-        Ok(task)
+        self.eng.detach(task)?;
+        Ok(())
+    }
+
+    /// Starts the turn that brings review `review`'s feedback to `p`,
+    /// found idle on the read `seen`: the turn's task is created, then
+    /// the delivery and the turn are journaled in one commit decided on
+    /// `seen`. A process whose read is older than another's turn of `p`
+    /// (for this review or another) commits nothing and removes the task
+    /// it created, so an agent never runs two turns at once; a crash
+    /// before the commit leaves the feedback undelivered, for the next
+    /// tick, never lost. Whether it started the turn.
+    fn start_feedback_turn(
+        &self,
+        seen: &Instances,
+        p: &Instance,
+        review: &baton_core::instance::InstanceId,
+        agent: &str,
+        prompt: String,
+    ) -> Result<bool> {
+        let task = self.create_turn(p, agent, prompt, self.last_session(p))?;
+        let both = [
+            Input::FeedbackDelivered {
+                review: review.clone(),
+            },
+            Input::Turn {
+                id: p.id.clone(),
+                task: task.clone(),
+            },
+        ];
+        match self.commit_on(seen, &both) {
+            Ok(super::Committed::Done(_)) => {
+                self.turn_recorded(p, &task)?;
+                Ok(true)
+            }
+            other => {
+                let _ = self.eng.remove(&task);
+                other.map(|_| false)
+            }
+        }
     }
 
     /// The first turn is the instance's own id; later ones `ID-tN`.
@@ -145,15 +202,30 @@ impl Agents<'_> {
     }
 
     /// Starts the turn that brings each merged-back review's feedback to
-    /// its coding agent, once that agent's turn before has ended. The
-    /// delivery is journaled first, so two processes never both start it.
+    /// its coding agent, once that agent's turn before has ended. Each is
+    /// judged on a fresh read and journaled with its turn in one commit
+    /// decided on it ([`Self::start_feedback_turn`]), so neither two
+    /// reviews' feedback nor two processes ever start two turns of one
+    /// agent at once (the simulator, `baton-sim`, found both).
     pub(super) fn deliver_feedback(&self, all: &Instances) -> Result<()> {
-        for r in all.by_id.values() {
+        let waiting: Vec<_> = all
+            .by_id
+            .values()
+            .filter(|r| {
+                r.review().is_some_and(|rs| {
+                    rs.decision == Some(Decision::MergeBack) && !rs.feedback_delivered
+                })
+            })
+            .map(|r| r.id.clone())
+            .collect();
+        for rid in waiting {
+            let seen = self.eng.store.instances()?;
+            let Some(r) = seen.get(&rid) else { continue };
             let Some(rs) = r.review() else { continue };
-            if rs.decision != Some(Decision::MergeBack) || rs.feedback_delivered {
-                continue;
+            if rs.feedback_delivered {
+                continue; // another process delivered it
             }
-            let Some(p) = all.get(&rs.parent_instance_id) else {
+            let Some(p) = seen.get(&rs.parent_instance_id) else {
                 continue;
             };
             if p.status.ended() {
@@ -184,22 +256,14 @@ impl Agents<'_> {
             if self.turn_busy(p) {
                 continue;
             }
-            if self
-                .step(Input::FeedbackDelivered {
-                    review: r.id.clone(),
-                })
-                .is_err()
-            {
-                continue; // another process delivered it
-            }
             let agent = match &p.config {
                 Config::Coding(c) => c.agent.clone().unwrap_or_default(),
                 Config::Review(_) => continue,
             };
             let prompt = feedback_prompt(p, r, &rs.decision_reason.clone().unwrap_or_default());
-            if let Err(e) = self.start_turn(p, &agent, prompt, self.last_session(p)) {
+            if let Err(e) = self.start_feedback_turn(&seen, p, &r.id, &agent, prompt) {
                 self.eng.observer().info(&format!(
-                    "could not start the turn of {} that brings the feedback of review {}: {} (the feedback is in `baton agent log {}`)",
+                    "could not start the turn of {} that brings the feedback of review {}: {} (it is delivered at the next tick; the feedback is in `baton agent log {}`)",
                     p.id, r.id, e.message, p.id
                 ));
             }
