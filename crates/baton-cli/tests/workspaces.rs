@@ -84,6 +84,40 @@ fn list(p: &TestProject) -> Vec<Value> {
 }
 
 on_both_backends! {
+    /// A run killed right after each kind of workspace is checked out for
+    /// it (the shared one of the task's first phase; a tester's own, which
+    /// holds the tester's memory file from the task before): `resume`
+    /// checks it out again and completes the task with each phase passed
+    /// once, the shared work whole, the memory file kept, the project
+    /// folder untouched and `doctor` clean.
+    fn a_run_killed_as_a_workspace_is_prepared_resumes_in_it() {
+        let mut t = baton_testkit::crash::Tally::default();
+        let p = setup();
+        assert_eq!(p.run(&["run", "feature", "login", "--id", "t1"]).0, 0);
+        let notes = "# Tester's notes\nRun the slow suite too.\n";
+        fs_err::write(ws(&p, "workspace-api-tester").join("CLAUDE.md"), notes).unwrap();
+        for (id, point) in [("t2", "workspace-prepared:workspace-api"), ("t3", "workspace-prepared:workspace-api-tester")] {
+            t.crash(p.baton(&["run", "feature", "more", "--id", id]), point);
+            let (code, _, err) = p.run(&["resume", id]);
+            t.recovered(point, "resume", code, 0, &err);
+            t.check(p.state(id)["status"] == "COMPLETE", || format!("{point}: not complete"));
+            let passes = p.passes(id);
+            t.check(passes.values().all(|n| *n == 1) && passes.len() == 5, || format!("{point}: passes {passes:?}"));
+            let work = p.git(&["show", &format!("baton/{id}:feature.txt")]);
+            t.check(work == "one\ntwo\n", || format!("{point}: the shared work is {work:?}"));
+            let kept = fs_err::read_to_string(ws(&p, "workspace-api-tester").join("CLAUDE.md")).unwrap_or_default();
+            t.check(kept == notes, || format!("{point}: the tester's memory is {kept:?}"));
+            t.check(!p.root().join("feature.txt").exists() && p.git(&["branch", "--show-current"]).trim() == "main", || {
+                format!("{point}: the project folder was touched")
+            });
+            let (code, out, _) = p.run(&["doctor"]);
+            t.recovered(point, "doctor", code, 0, &out);
+        }
+        t.report("workspaces");
+    }
+}
+
+on_both_backends! {
     fn agents_work_in_the_workspaces_of_their_roles() {
         let p = setup();
         let (code, _, err) = p.run(&["run", "feature", "login", "--id", "t1"]);

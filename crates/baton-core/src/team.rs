@@ -431,6 +431,16 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// Its kind as the journal names it (`task_started`, …).
+    pub fn kind(&self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v["kind"].as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+}
+
 /// A message as it is sent. `msg_id` makes sending idempotent: the same id
 /// sent again (a retry, a partition healed) is stored once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -190,8 +190,6 @@ pub struct Engine {
     local: LocalHost,
     ttl_ms: i64,
     git: Option<Git>,
-    /// Test hook (`BATON_TEST_CRASH_AT=POINT:PHASE`): SIGKILL ourselves there.
-    crash_at: Option<String>,
     /// Set by the CLI's signal handlers (SIGINT, SIGTERM, SIGHUP).
     interrupt: Arc<AtomicBool>,
     /// Set when a worker drains (SIGTERM): the running phase goes on,
@@ -267,7 +265,6 @@ impl Engine {
             local: host::local_host(),
             ttl_ms,
             git,
-            crash_at: std::env::var("BATON_TEST_CRASH_AT").ok(),
             interrupt: Arc::new(AtomicBool::new(false)),
             drain: Arc::new(AtomicBool::new(false)),
             phase_groups: None,
@@ -343,23 +340,9 @@ impl Engine {
         self.ttl_ms
     }
 
-    /// A crash point (`baton_core::crash::POINTS`): in a test build, dies
-    /// here by SIGKILL when `BATON_TEST_CRASH_AT` names it (`POINT` or
-    /// `POINT:KEY`). A release build has none.
+    /// A crash point (`baton_core::crash::POINTS`; `crate::crash_point`).
     pub(crate) fn crash_point(&self, point: &str, key: &str) {
-        debug_assert!(
-            baton_core::crash::known(point),
-            "crash point {point} is not in baton_core::crash::POINTS"
-        );
-        if cfg!(debug_assertions)
-            && self
-                .crash_at
-                .as_deref()
-                .is_some_and(|w| baton_core::crash::matches(w, point, key))
-        {
-            let _ =
-                nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGKILL);
-        }
+        crate::crash_point::at(point, key);
     }
 
     /// Test hook (`BATON_TEST_PAUSE_AT=POINT:PHASE`): at that point, the
@@ -474,6 +457,9 @@ impl Engine {
         );
         let dir = self.project.task_dir(&held.state.task_id);
         held.rendered.state_json(&dir, &doc)?;
+        if let Some(last) = records.last() {
+            self.crash_point("state-rendered", last.event.kind());
+        }
         held.log.committed(
             &records,
             self.store.as_ref(),

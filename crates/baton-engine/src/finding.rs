@@ -37,7 +37,10 @@ impl Finding {
             hint: Some(hint.into()),
         }
     }
+    /// A repair made (`doctor --fix`): each is a crash point, numbered in
+    /// the order they are made.
     pub fn fixed(m: impl Into<String>) -> Self {
+        crate::crash_point::counted("doctor-repaired");
         Finding {
             level: "fixed",
             message: m.into(),

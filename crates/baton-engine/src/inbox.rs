@@ -156,6 +156,7 @@ impl Inbox<'_> {
             let choice = inbox::check_answer(&item, choice).map_err(not_accepted)?;
             let tid = TaskId::parse(task).map_err(|e| Error::bad_input(e.to_string()))?;
             let (_, passed) = self.eng.answer(&tid, &choice, by)?;
+            self.eng.crash_point("inbox-answered", id);
             let mut item = item;
             item.answer = Some(Answer {
                 choice,
@@ -178,6 +179,7 @@ impl Inbox<'_> {
         };
         match self.eng.store.answer_item(id, &self.eng.redacted(answer))? {
             Answered::Now(item) => {
+                self.eng.crash_point("inbox-answered", id);
                 self.render(&item);
                 Ok(AnswerOutcome::Item(item))
             }

@@ -10,6 +10,7 @@ pub mod builtin;
 pub mod capabilities;
 pub mod comments;
 pub mod config;
+pub mod crash_point;
 pub mod doctor;
 pub mod engine;
 pub mod error;

@@ -151,6 +151,7 @@ fn open(
             name.as_deref().unwrap_or("?")
         ))
     })?;
+    crate::crash_point::at("workspace-prepared", name.as_deref().unwrap_or(""));
     let rel = git.project_rel();
     let cwd = if rel.as_os_str().is_empty() {
         path.to_path_buf()

@@ -415,6 +415,7 @@ pub fn copy(from: &dyn Store, to: &dyn Store) -> Result<CopyReport> {
         }
         report.tasks += 1;
         report.events += events.len() as u64;
+        crate::crash_point::at("task-copied", t.id.as_str());
     }
     copy_instances(from, to, &mut report)?;
     copy_records(from, to, &mut report)?;

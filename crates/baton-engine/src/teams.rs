@@ -174,6 +174,9 @@ impl Teams<'_> {
                 .expect("a team stays a team");
             match self.eng.store.commit_team(team.last_seq, &after, &records) {
                 Ok(()) => {
+                    if let Some(last) = records.last() {
+                        self.eng.crash_point("team-committed", &last.event.kind());
+                    }
                     self.eng.team_changed(&after);
                     return Ok((after, records));
                 }

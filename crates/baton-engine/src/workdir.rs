@@ -193,6 +193,7 @@ impl Workdir {
                     b.name
                 ))
             })?;
+        crate::crash_point::at("worktree-committed", phase);
         let head = git.head().unwrap_or_default();
         if let Some(r) = &b.remote {
             let mut published = b.published.lock().unwrap_or_else(|p| p.into_inner());
@@ -205,6 +206,7 @@ impl Workdir {
                 match git.push_task(r, id.as_str(), published.as_deref()) {
                     Ok(()) => {
                         *published = Some(head);
+                        crate::crash_point::at("branch-pushed", phase);
                         return Ok(());
                     }
                     Err(e) if e.stderr.contains("stale info") => {

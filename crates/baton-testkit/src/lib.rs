@@ -3,6 +3,7 @@
 
 pub mod agents;
 pub mod browser;
+pub mod crash;
 pub mod github;
 pub mod mcp;
 pub mod model_server;

@@ -224,6 +224,38 @@ impl PgCluster {
         self.url(&name)
     }
 
+    /// Cuts every connection to the database of `url`
+    /// (`pg_terminate_backend`), as a server-side kill or a network cut
+    /// does to its clients; how many it cut.
+    pub fn cut_connections(&self, url: &str) -> usize {
+        let db = url.rsplit('/').next().unwrap_or_default();
+        assert!(
+            db.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+            "a database name of the testkit's: {db}"
+        );
+        let out = Command::new(self.bindir.join("psql"))
+            .args(["-h", "127.0.0.1", "-U", SUPERUSER, "-w", "-d", "postgres", "-Atc"])
+            .arg(format!(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '{db}' AND pid <> pg_backend_pid()"
+            ))
+            .arg("-p")
+            .arg(self.port.to_string())
+            .env_remove("PGSERVICE")
+            .env_remove("PGOPTIONS")
+            .stdin(Stdio::null())
+            .output()
+            .expect("psql runs");
+        assert!(
+            out.status.success(),
+            "psql: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or(0)
+    }
+
     /// Stops the server (`pg_ctl stop -m fast`: open transactions are rolled
     /// back, clients are disconnected) and waits until it is down.
     pub fn stop(&self) {

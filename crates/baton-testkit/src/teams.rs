@@ -20,11 +20,7 @@ pub fn at_env(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> (i32, String, String) {
-    let mut full = vec!["team"];
-    full.extend_from_slice(args);
-    let mut c = p.baton(&full);
-    c.env("BATON_TEST_CLOCK_OFFSET_MS", (minutes * MIN).to_string())
-        .env("BATON_LEAD_SESSION", "lead-1");
+    let mut c = command(p, minutes, args);
     for (k, v) in env {
         c.env(k, v);
     }
@@ -34,6 +30,17 @@ pub fn at_env(
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// The command `baton team ARGS…` at `minutes` from now, as lead session
+/// `lead-1`, not run yet.
+pub fn command(p: &TestProject, minutes: i64, args: &[&str]) -> std::process::Command {
+    let mut full = vec!["team"];
+    full.extend_from_slice(args);
+    let mut c = p.baton(&full);
+    c.env("BATON_TEST_CLOCK_OFFSET_MS", (minutes * MIN).to_string())
+        .env("BATON_LEAD_SESSION", "lead-1");
+    c
 }
 
 /// The same, expected to succeed; its JSON output.

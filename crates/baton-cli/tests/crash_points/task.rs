@@ -1,19 +1,15 @@
-//! Every crash point (`baton_core::crash::POINTS`) crashed at through the
-//! binary, then recovered from as a user would, with the invariants
-//! checked after each. The task engine's points are enumerated here over
-//! the phases and commits a task passes; the points of deliveries, agent
-//! instances and teams are crashed at by their own journeys
-//! (`serve.rs`, `agent_instances.rs`, `teams.rs`, `journeys/teams.rs`),
-//! and a check here fails if any point is crashed at by no test at all.
-//! The enumeration prints its figures: crash points, commands × points
-//! run, invariants checked, breaks found.
+//! The task engine's points, at each key a three-phase run passes: the
+//! run dies there, the user's recovery completes the task, and every phase
+//! has passed once, the journal is whole, the rendered files match the
+//! store, and `doctor` finds nothing.
 
+use super::{Tally, campaign, gapless};
 use baton_testkit::{TestProject, on_both_backends};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Three phases, each leaving a line in runs.txt.
-const W: &str = r#"name = "w"
+pub const W: &str = r#"name = "w"
 [[phase]]
 id = "a"
 run = "echo a >> runs.txt"
@@ -26,41 +22,75 @@ run = "echo c >> runs.txt"
 "#;
 
 /// How a user recovers after a crash at each point of a task's run.
-enum Recover {
+#[derive(Clone, Copy)]
+pub enum Recover {
     /// `baton resume ID`.
     Resume,
     /// `baton doctor --fix`: the task had completed in the store.
     Doctor,
 }
 
-/// The task engine's crash points, each at the keys a three-phase run
-/// passes, with the recovery.
-const CASES: [(&str, Recover); 9] = [
-    ("journal-committed:claimed", Recover::Resume),
-    ("journal-committed:phase_started", Recover::Resume),
-    ("journal-committed:phase_passed", Recover::Resume),
-    ("before-spawn:a", Recover::Resume),
-    ("before-spawn:b", Recover::Resume),
-    ("after-spawn:b", Recover::Resume),
-    ("after-pass:b", Recover::Resume),
-    ("after-pass:c", Recover::Resume),
-    ("journal-committed:task_completed", Recover::Doctor),
+/// The sample the test script runs: every task point at least once.
+const SAMPLE: &[&str] = &[
+    "journal-committed:claimed",
+    "journal-committed:phase_started",
+    "journal-committed:phase_passed",
+    "state-rendered:phase_passed",
+    "snapshot-taken:b",
+    "before-spawn:a",
+    "before-spawn:b",
+    "after-spawn:b",
+    "after-pass:b",
+    "after-pass:c",
+    "journal-committed:task_completed",
+    "state-rendered:task_completed",
 ];
 
-/// What the enumeration checked.
-#[derive(Default)]
-struct Tally {
-    runs: usize,
-    invariants: usize,
-    breaks: Vec<String>,
+/// Every point of a task's run at every key a three-phase run passes.
+fn every_case() -> Vec<String> {
+    let mut all = Vec::new();
+    for point in ["journal-committed", "state-rendered"] {
+        for kind in [
+            "claimed",
+            "phase_started",
+            "phase_process",
+            "phase_passed",
+            "task_completed",
+        ] {
+            // A process record renders nothing: it has no state-rendered.
+            if !(point == "state-rendered" && kind == "phase_process") {
+                all.push(format!("{point}:{kind}"));
+            }
+        }
+    }
+    for point in [
+        "snapshot-taken",
+        "before-spawn",
+        "after-spawn",
+        "after-pass",
+    ] {
+        for phase in ["a", "b", "c"] {
+            all.push(format!("{point}:{phase}"));
+        }
+    }
+    all
 }
 
-impl Tally {
-    fn check(&mut self, ok: bool, what: String) {
-        self.invariants += 1;
-        if !ok {
-            self.breaks.push(what);
-        }
+/// The cases this run enumerates.
+pub fn cases() -> Vec<String> {
+    if campaign() {
+        every_case()
+    } else {
+        SAMPLE.iter().map(|s| s.to_string()).collect()
+    }
+}
+
+/// A crash at a completed task's last commit is recovered by `doctor`.
+pub fn recovery_of(point: &str) -> Recover {
+    if point.ends_with(":task_completed") {
+        Recover::Doctor
+    } else {
+        Recover::Resume
     }
 }
 
@@ -70,64 +100,41 @@ fn state_file(p: &TestProject, id: &str) -> Value {
     serde_json::from_str(&text).unwrap_or(Value::Null)
 }
 
-/// Crashes a run at `point`, recovers, and checks what must hold.
-fn enumerate(p: &TestProject, point: &str, recover: &Recover, n: usize, t: &mut Tally) {
-    let id = format!("k{n}");
-    let out = p
-        .baton(&["run", "w", "crash", "--id", &id])
-        .env("BATON_TEST_CRASH_AT", point)
-        .output()
-        .unwrap();
-    t.runs += 1;
-    t.check(
-        out.status.code().is_none(),
-        format!(
-            "{point}: baton was to die by SIGKILL, it exited {:?}",
-            out.status.code()
-        ),
-    );
-    let (code, _, err) = match recover {
-        Recover::Resume => p.run(&["resume", &id]),
-        Recover::Doctor => p.run(&["doctor", "--fix"]),
+/// Runs task `id` to its end after a crash at `point` (recovered with
+/// `recover`) and checks what must hold.
+pub fn recover_and_check(p: &TestProject, id: &str, point: &str, recover: Recover, t: &mut Tally) {
+    let (what, (code, _, err)) = match recover {
+        Recover::Resume => ("resume", p.run(&["resume", id])),
+        Recover::Doctor => ("doctor --fix", p.run(&["doctor", "--fix"])),
     };
-    t.runs += 1;
-    t.check(
-        code == 0,
-        format!("{point}: the recovery exited {code}: {err}"),
-    );
-    let doc = p.state(&id);
-    t.check(
-        doc["status"] == "COMPLETE",
-        format!("{point}: {} after the recovery", doc["status"]),
-    );
+    t.recovered(point, what, code, 0, &err);
+    check_complete(p, id, point, t);
+}
+
+/// What holds of a three-phase task once it completed.
+pub fn check_complete(p: &TestProject, id: &str, point: &str, t: &mut Tally) {
+    let doc = p.state(id);
+    t.check(doc["status"] == "COMPLETE", || {
+        format!("{point}: {} after the recovery", doc["status"])
+    });
     let want: BTreeMap<String, usize> =
         ["a", "b", "c"].iter().map(|s| (s.to_string(), 1)).collect();
-    let got = p.passes(&id);
-    t.check(
-        got == want,
-        format!("{point}: each phase passes once, got {got:?}"),
-    );
-    let seqs: Vec<u64> = p
-        .journal(&id)
-        .iter()
-        .map(|e| e["seq"].as_u64().unwrap_or(0))
-        .collect();
-    t.check(
-        seqs == (1..=seqs.len() as u64).collect::<Vec<_>>(),
-        format!("{point}: the journal has a gap or a repeat: {seqs:?}"),
-    );
-    // The rendered files match the store.
-    let file = state_file(p, &id);
+    let got = p.passes(id);
+    t.check(got == want, || {
+        format!("{point}: each phase passes once, got {got:?}")
+    });
+    t.check(gapless(p, id), || {
+        format!("{point}: the journal of {id} has a gap or a repeat")
+    });
+    let file = state_file(p, id);
     t.check(
         file["status"] == doc["status"] && file["phases"] == doc["phases"],
-        format!("{point}: state.json differs from the store: {file} against {doc}"),
+        || format!("{point}: state.json differs from the store: {file} against {doc}"),
     );
     let (code, out, _) = p.run(&["doctor"]);
-    t.check(
-        code == 0,
-        format!("{point}: doctor finds a problem after the recovery: {out}"),
-    );
-    // A phase's output is rendered once it passed.
+    t.check(code == 0, || {
+        format!("{point}: doctor finds a problem after the recovery: {out}")
+    });
     for phase in ["a", "b", "c"] {
         let any = std::fs::read_dir(p.root().join(format!(".baton/tasks/{id}")))
             .map(|d| {
@@ -137,76 +144,26 @@ fn enumerate(p: &TestProject, point: &str, recover: &Recover, n: usize, t: &mut 
                 })
             })
             .unwrap_or(false);
-        t.check(any, format!("{point}: no output file for phase {phase}"));
+        t.check(any, || format!("{point}: no output file for phase {phase}"));
     }
+    let log = fs_err::read_to_string(p.root().join(format!(".baton/sessions/{id}.md")))
+        .unwrap_or_default();
+    t.check(log.contains("the task is complete"), || {
+        format!("{point}: the session log of {id} does not show the task complete")
+    });
 }
 
 on_both_backends! {
-    /// Each of the task engine's crash points, at each key a run passes:
-    /// the run dies there, the user's recovery completes the task, and
-    /// every phase has passed once, the journal is whole, the rendered
-    /// files match the store, and `doctor` finds nothing.
+    /// Each of the task engine's crash points, at each key a run passes.
     fn every_crash_point_of_a_task_is_recovered_with_its_invariants() {
         let p = TestProject::new();
         p.workflow("w", W);
         let mut t = Tally::default();
-        for (n, (point, recover)) in CASES.iter().enumerate() {
-            enumerate(&p, point, recover, n, &mut t);
+        for (n, point) in cases().iter().enumerate() {
+            let id = format!("k{n}");
+            t.crash(p.baton(&["run", "w", "crash", "--id", &id]), point);
+            recover_and_check(&p, &id, point, recovery_of(point), &mut t);
         }
-        let names: std::collections::BTreeSet<&str> =
-            CASES.iter().map(|(p, _)| p.split(':').next().unwrap()).collect();
-        println!(
-            "crash points: {} ({} here); commands x points run: {}; invariants checked: {}; breaks found: {}",
-            baton_core::crash::POINTS.len(),
-            names.len(),
-            t.runs,
-            t.invariants,
-            t.breaks.len()
-        );
-        assert!(t.breaks.is_empty(), "breaks:\n{}", t.breaks.join("\n"));
+        t.report("task");
     }
-}
-
-/// Every crash point is crashed at by some test (its name appears in a
-/// `BATON_TEST_CRASH_AT` setting in the suite) and listed in
-/// ARCHITECTURE.md.
-#[test]
-fn every_crash_point_is_crashed_at_by_a_test() {
-    let dir = std::path::Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("tests");
-    let mut text = String::new();
-    let mut stack = vec![dir];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let path = e.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|x| x == "rs") {
-                text.push_str(&fs_err::read_to_string(&path).unwrap());
-            }
-        }
-    }
-    let missing: Vec<&str> = baton_core::crash::POINTS
-        .iter()
-        .map(|p| p.name)
-        .filter(|n| !text.contains(&format!("\"{n}:")) && !text.contains(&format!("\"{n}\"")))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "crash points no test crashes at: {missing:?}"
-    );
-    // And ARCHITECTURE.md lists each, with what it protects.
-    let arch = fs_err::read_to_string(
-        std::path::Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap())
-            .join("../../ARCHITECTURE.md"),
-    )
-    .unwrap();
-    let unlisted: Vec<&str> = baton_core::crash::POINTS
-        .iter()
-        .map(|p| p.name)
-        .filter(|n| !arch.contains(&format!("| `{n}` |")))
-        .collect();
-    assert!(
-        unlisted.is_empty(),
-        "crash points ARCHITECTURE.md does not list: {unlisted:?}"
-    );
 }

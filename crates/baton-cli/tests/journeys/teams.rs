@@ -258,6 +258,7 @@ on_both_backends! {
     /// down but before they are journaled, then after staging), `team
     /// resume` and the retry.
     fn a_lead_killed_mid_consolidation_retries_into_one_commit() {
+        let mut t = baton_testkit::crash::Tally::default();
         for point in ["consolidate-merged", "consolidate-staged", "consolidate-committed"] {
             let p = TestProject::new();
             crew(&p);
@@ -274,29 +275,31 @@ on_both_backends! {
             ok(&p, 1, &["task", "complete", "crew", "t1", "--as", "ana"]);
             ok(&p, 1, &["task", "complete", "crew", "t2", "--as", "bo"]);
             let crash = format!("{point}:crew");
-            let (code, _, err) = at_env(&p, 2, &["consolidate", "crew", "--check", "test -f schema.sql"], &[("BATON_TEST_CRASH_AT", &crash)]);
-            assert_eq!(code, -1, "{point}: killed: {err}");
-            assert_eq!(ok(&p, 3, &["probe", "crew"])["team"]["status"], "consolidating", "{point}");
+            t.crash(baton_testkit::teams::command(&p, 2, &["consolidate", "crew", "--check", "test -f schema.sql"]), &crash);
+            let status_now = ok(&p, 3, &["probe", "crew"])["team"]["status"].clone();
+            t.check(status_now == "consolidating", || format!("{point}: the team is {status_now}, not consolidating"));
             let (code, _, err) = at(&p, 3, &["resume", "crew"]);
-            assert_eq!(code, 0, "{err}");
-            assert!(err.contains("team crew was consolidating when it stopped"), "{point}: {err}");
-            let c = ok(&p, 4, &["consolidate", "crew", "--retry"]);
-            assert_eq!(c["outcome"], "committed", "{point}: {c}");
+            t.recovered(&crash, "team resume", code, 0, &err);
+            t.check(err.contains("team crew was consolidating when it stopped"), || format!("{point}: resume does not say so: {err}"));
+            let (code, out, err) = at(&p, 4, &["consolidate", "crew", "--retry", "--json"]);
+            t.recovered(&crash, "team consolidate --retry", code, 0, &err);
+            let c: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+            t.check(c["outcome"] == "committed", || format!("{point}: {c}"));
             let made: Vec<String> = p.git(&["log", "--format=%s", &format!("{base}..HEAD"), "--first-parent"]).lines().map(str::to_string).collect();
-            assert_eq!(made, ["team crew: t1 Schema; t2 API"], "{point}: one commit");
-            assert_eq!(parents(&p, "HEAD"), [base.clone(), ana_tip.clone(), bo_tip.clone()], "{point}");
-            assert_eq!(p.git(&["show", "HEAD:schema.sql"]), "create table t;\n");
-            assert_eq!(p.git(&["show", "HEAD:api.txt"]), "GET /t\n");
-            assert_eq!(status(&p), "", "{point}");
+            t.check(made == ["team crew: t1 Schema; t2 API"], || format!("{point}: not one commit: {made:?}"));
+            let got = parents(&p, "HEAD");
+            t.check(got == [base.clone(), ana_tip.clone(), bo_tip.clone()], || format!("{point}: a teammate's commit is lost: {got:?}"));
+            t.check(p.git(&["show", "HEAD:schema.sql"]) == "create table t;\n" && p.git(&["show", "HEAD:api.txt"]) == "GET /t\n", || format!("{point}: the files differ"));
+            t.check(status(&p).is_empty(), || format!("{point}: the work tree is not clean"));
             let journal = ok(&p, 4, &["review", "crew"])["journal"].clone();
             let kinds: Vec<&str> = journal.as_array().unwrap().iter().map(|r| r["event"]["kind"].as_str().unwrap()).collect();
             let merged = kinds.iter().filter(|k| **k == "consolidation_merged").count();
             let committed = kinds.iter().filter(|k| **k == "consolidation_committed").count();
-            assert_eq!(committed, 1, "{point}: {kinds:?}");
-            assert!(merged == 1, "{point}: the merges journaled once: {kinds:?}");
-            let (code, _, _) = at(&p, 5, &["consolidate", "crew", "--retry"]);
-            assert_eq!(code, 2, "{point}: nothing under way any more");
+            t.check(committed == 1 && merged == 1, || format!("{point}: journaled {merged} merges, {committed} commits: {kinds:?}"));
+            let (code, _, err) = at(&p, 5, &["consolidate", "crew", "--retry"]);
+            t.recovered(&crash, "team consolidate --retry (nothing under way)", code, 2, &err);
         }
+        t.report("consolidation");
     }
 
     /// After the lead rolls a zombie teammate's work back, the task's new owner is told to go on from the good commit, and consolidation brings in only that.

@@ -40,6 +40,7 @@ impl Teams<'_> {
         self.touch(id, &m.from)?;
         let m = self.eng.redacted(m.clone());
         let sent = self.eng.store.send_message(id, &m)?;
+        self.eng.crash_point("message-sent", id);
         self.eng.team_mail_sent(&t);
         Ok(sent)
     }
@@ -125,6 +126,8 @@ impl Teams<'_> {
                 .hint(inbox));
             }
         }
-        Ok(self.eng.store.ack_messages(id, name, &wanted)?)
+        let acked = self.eng.store.ack_messages(id, name, &wanted)?;
+        self.eng.crash_point("message-acked", id);
+        Ok(acked)
     }
 }

@@ -60,6 +60,7 @@ impl Engine {
                 }
             }
         });
+        self.crash_point("snapshot-taken", phase.as_str());
         self.decide_commit(
             held,
             Input::Start {
