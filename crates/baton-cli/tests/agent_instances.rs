@@ -1198,8 +1198,10 @@ fn an_instance_killed_after_each_transition_is_settled_by_doctor() {
                 format!("{point}: ended, its worktree is still there: {c}")
             });
         } else {
-            t.check(status == "working" && wt.is_dir(), || {
-                format!("{point}: neither ended nor working in its worktree: {c}")
+            // Working: in its worktree, with its agent's turn started.
+            let turns = c["turns"].as_array().map_or(0, Vec::len);
+            t.check(status == "working" && wt.is_dir() && turns > 0, || {
+                format!("{point}: neither ended nor working in its worktree with a turn: {c}")
             });
         }
         ok(

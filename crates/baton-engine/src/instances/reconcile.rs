@@ -1,7 +1,7 @@
 //! `baton doctor` for agent instances: every instance, worktree and branch
 //! accounted for. An instance whose worktree is gone, or whose start was
-//! cut short (a crash between its record and its worktree), is marked
-//! failed; the worktrees and branches baton recorded for instances that
+//! cut short (a crash between its record and its worktree, or between its
+//! worktree and its agent's first turn), is marked failed; the worktrees and branches baton recorded for instances that
 //! ended are removed with `--fix`, except those holding work, which are
 //! kept and said (`kept`, no problem: `--fix` never removes them, so
 //! `doctor` does not fail over them). What baton owns is known from the
@@ -165,6 +165,18 @@ impl Agents<'_> {
             // for a lease's time to live, the process making it is gone.
             return (now_ms - i.updated_at.millis() > self.eng.ttl_ms())
                 .then(|| "its start was cut short (no worktree and agent were recorded)".into());
+        }
+        if i.status == Status::Working
+            && i.turns.is_empty()
+            && i.resources.session_name.is_none()
+            && now_ms - i.updated_at.millis() > self.eng.ttl_ms()
+        {
+            // Its first turn starts within moments of its allocation: the
+            // process that was to start it is gone, and its agent would
+            // never run (the baton-sim simulator and a crash point found it).
+            return Some(
+                "its start was cut short (its worktree was made, its agent's first turn never started)".into(),
+            );
         }
         let path = i.resources.worktree_path.as_deref()?;
         if !Path::new(path).is_dir() {
