@@ -225,6 +225,11 @@ fn the_whole_loop_ends_with_a_pull_request() {
     assert_eq!(c1.coding().unwrap().pull_request, Some(pr(42)));
     assert_eq!(c1.coding().unwrap().review_count, 2);
     assert_eq!(w.all.get(&id("r2")).unwrap().review().unwrap().iteration, 2);
+    assert_eq!(
+        w.step(Input::FeedbackDelivered { review: id("r2") }),
+        Err(ErrorCode::InvalidState),
+        "a review that opened the pull request has no feedback to deliver"
+    );
     w.ok(Input::PrClosed {
         id: id("c1"),
         merged: true,

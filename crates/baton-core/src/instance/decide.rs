@@ -3,8 +3,8 @@
 //! causes. One function per kind of input.
 
 use super::{
-    CodingConfig, Config, ErrorCode, Event, Input, Instance, InstanceError, InstanceId, Instances,
-    Kind, ReviewConfig, State, Status,
+    CodingConfig, Config, Decision, ErrorCode, Event, Input, Instance, InstanceError, InstanceId,
+    Instances, Kind, ReviewConfig, State, Status,
 };
 use crate::time::Timestamp;
 
@@ -72,7 +72,8 @@ pub fn decide(all: &Instances, input: Input, now: Timestamp) -> Decided {
         Input::FeedbackDelivered { review } => {
             let i = found(all, &review)?;
             match i.review() {
-                Some(r) if r.decision.is_some() && !r.feedback_delivered => {
+                // Only a merge-back brings feedback to the coding agent.
+                Some(r) if r.decision == Some(Decision::MergeBack) && !r.feedback_delivered => {
                     Ok(vec![Event::FeedbackDelivered { review }])
                 }
                 _ => invalid(i, "deliver feedback (no merge-back awaits it)"),
