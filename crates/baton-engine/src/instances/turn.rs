@@ -68,41 +68,45 @@ impl Agents<'_> {
         Ok(())
     }
 
-    /// Starts the turn that brings review `review`'s feedback to `p`,
-    /// found idle on the read `seen`: the turn's task is created, then
-    /// the delivery and the turn are journaled in one commit decided on
-    /// `seen`. A process whose read is older than another's turn of `p`
-    /// (for this review or another) commits nothing and removes the task
-    /// it created, so an agent never runs two turns at once; a crash
-    /// before the commit leaves the feedback undelivered, for the next
-    /// tick, never lost. Whether it started the turn.
-    fn start_feedback_turn(
+    /// Journals the next turn of `p` (found idle on the read `seen`),
+    /// with `also` (a review's feedback delivered) in the same commit
+    /// decided on `seen`: the turn's task is created first, not started.
+    /// A process whose read is older than another's turn of `p` commits
+    /// nothing and removes the task it created (`None`), so an agent never
+    /// runs two turns at once; a crash before the commit leaves what the
+    /// turn was to bring undelivered, for the next tick, never lost. The
+    /// caller starts the turn ([`Self::turn_recorded`]).
+    fn commit_turn_on(
         &self,
         seen: &Instances,
         p: &Instance,
-        review: &baton_core::instance::InstanceId,
+        also: Option<Input>,
         agent: &str,
         prompt: String,
-    ) -> Result<bool> {
+    ) -> Result<Option<TaskId>> {
         let task = self.create_turn(p, agent, prompt, self.last_session(p))?;
-        let both = [
-            Input::FeedbackDelivered {
-                review: review.clone(),
-            },
-            Input::Turn {
-                id: p.id.clone(),
-                task: task.clone(),
-            },
-        ];
-        match self.commit_on(seen, &both) {
-            Ok(super::Committed::Done(_)) => {
-                self.turn_recorded(p, &task)?;
-                Ok(true)
-            }
-            other => {
+        let mut inputs: Vec<Input> = also.into_iter().collect();
+        inputs.push(Input::Turn {
+            id: p.id.clone(),
+            task: task.clone(),
+        });
+        match self.commit_on(seen, &inputs) {
+            Ok(super::Committed::Done(_)) => Ok(Some(task)),
+            Ok(super::Committed::Changed) => {
                 let _ = self.eng.remove(&task);
-                other.map(|_| false)
+                Ok(None)
             }
+            // Refused by the rules: nothing was written.
+            Err(e) if e.code.is_some() => {
+                let _ = self.eng.remove(&task);
+                Err(e)
+            }
+            // The store failed: the commit may have landed, journaling the
+            // turn, so its task stays (removing it would lose what the turn
+            // brings and let another turn start beside it; the simulator
+            // found that). Unstarted, it shows as crashed, and `baton
+            // resume` (as doctor says) runs it.
+            Err(e) => Err(e),
         }
     }
 
@@ -145,11 +149,16 @@ impl Agents<'_> {
 
     /// Starts the turn that brings a person's comments on a coding
     /// instance's work (from the board) to its agent, in its own session,
-    /// once its turn before has ended. They are marked delivered to that
-    /// turn first, so two processes never both start it.
+    /// once its turn before has ended: judged on a fresh read, the turn
+    /// journaled on it ([`Self::commit_turn_on`]), then the comments
+    /// marked delivered to it. A crash between the two brings them again
+    /// in a later turn (never lost); the turn's commit decides which
+    /// process brings them, so they never start two turns.
     pub(super) fn deliver_comments(&self, all: &Instances) -> Result<()> {
         use baton_core::comment::{self, Delivered};
-        for p in all.by_id.values() {
+        for pid in all.by_id.keys() {
+            let seen = self.eng.store.instances()?;
+            let Some(p) = seen.get(pid) else { continue };
             let Config::Coding(c) = &p.config else {
                 continue;
             };
@@ -167,21 +176,24 @@ impl Agents<'_> {
             if pending.is_empty() || self.turn_busy(p) {
                 continue;
             }
-            let next = self.turn_id(p)?;
-            let ids: Vec<String> = pending.iter().map(|c| c.id.clone()).collect();
-            let to = Delivered {
-                to: next.to_string(),
-                at: self.eng.now(),
-            };
-            if self.eng.store.deliver_comments(&target, &ids, &to)? == 0 {
-                continue; // another process delivered them
-            }
             let prompt = format!(
                 "A person reviewed your work on baton's board. Their comments:\n\n{}\nAddress them and commit.",
                 comment::section(&pending)
             );
             let agent = c.agent.clone().unwrap_or_default();
-            if let Err(e) = self.start_turn(p, &agent, prompt, self.last_session(p)) {
+            let started = self
+                .commit_turn_on(&seen, p, None, &agent, prompt)
+                .and_then(|task| {
+                    let Some(task) = task else { return Ok(()) };
+                    let ids: Vec<String> = pending.iter().map(|c| c.id.clone()).collect();
+                    let to = Delivered {
+                        to: task.to_string(),
+                        at: self.eng.now(),
+                    };
+                    self.eng.store.deliver_comments(&target, &ids, &to)?;
+                    self.turn_recorded(p, &task)
+                });
+            if let Err(e) = started {
                 self.eng.observer().info(&format!(
                     "could not start the turn of {} that brings a person's comments: {} (they are in `baton agent log {}`)",
                     p.id, e.message, p.id
@@ -261,9 +273,15 @@ impl Agents<'_> {
                 Config::Review(_) => continue,
             };
             let prompt = feedback_prompt(p, r, &rs.decision_reason.clone().unwrap_or_default());
-            if let Err(e) = self.start_feedback_turn(&seen, p, &r.id, &agent, prompt) {
+            let delivered = Input::FeedbackDelivered {
+                review: r.id.clone(),
+            };
+            let started = self
+                .commit_turn_on(&seen, p, Some(delivered), &agent, prompt)
+                .and_then(|t| t.map_or(Ok(()), |t| self.turn_recorded(p, &t)));
+            if let Err(e) = started {
                 self.eng.observer().info(&format!(
-                    "could not start the turn of {} that brings the feedback of review {}: {} (it is delivered at the next tick; the feedback is in `baton agent log {}`)",
+                    "could not start the turn of {} that brings the feedback of review {}: {} (the feedback is in `baton agent log {}`; `baton doctor` says what is left)",
                     p.id, r.id, e.message, p.id
                 ));
             }
