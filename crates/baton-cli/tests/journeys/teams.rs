@@ -10,7 +10,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use baton_testkit::teams::{at, at_env, ok};
+use baton_testkit::teams::{at, ok};
 
 /// The same, expected to fail with `code`; its stderr.
 fn refused(p: &TestProject, minutes: i64, args: &[&str], code: i32) -> String {
