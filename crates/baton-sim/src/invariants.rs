@@ -2,34 +2,14 @@
 //! without faults: after every step for what the step touched, and for
 //! everything at the end. Each check is counted; a failed one is a break.
 
+use crate::ledger::InstanceOracle;
 use crate::tasks::{terminal, tid};
 use crate::world::World;
 use baton_core::instance::Event;
-use baton_core::instance::{self, InstanceId, Instances, Status};
+use baton_core::instance::{self, InstanceId, Status};
 use baton_core::{Event as TaskEvent, machine};
 use baton_store::{InstanceStore, MessageQuery, Store, TeamStore};
-use std::collections::{BTreeMap, BTreeSet};
-
-/// What the simulator knows it was told: the facts a store must keep.
-#[derive(Debug, Default)]
-pub struct Ledger {
-    /// Every summary of a pass that landed, by task and phase.
-    passes: BTreeMap<(String, String), Vec<String>>,
-    /// Message ids the store acknowledged (must be stored once each).
-    pub sent: BTreeSet<String>,
-    /// Message ids whose send was cut (stored once or not at all, until
-    /// resent).
-    pub unsure: BTreeSet<String>,
-}
-
-impl Ledger {
-    pub fn passed(&mut self, task: &str, phase: &str, summary: &str) {
-        self.passes
-            .entry((task.to_string(), phase.to_string()))
-            .or_default()
-            .push(summary.to_string());
-    }
-}
+use std::collections::BTreeSet;
 
 /// Task `id` as stored: its journal is gapless from 1, its projection is
 /// the replay of its journal, no phase passed twice in one run of its
@@ -165,20 +145,6 @@ pub fn team(w: &mut World, id: &str) {
     w.check(stray.is_empty(), || {
         format!("team {id}: messages nobody sent: {stray:?}")
     });
-}
-
-/// What the instance oracle has folded of the instances' journal so far,
-/// so that the check after a step reads only the records it added.
-#[derive(Debug, Default)]
-pub struct InstanceOracle {
-    replayed: Instances,
-    /// Decisions (merge-back, push) journaled, by review.
-    decisions: BTreeMap<InstanceId, u32>,
-    /// Turn tasks journaled.
-    turn_tasks: BTreeSet<String>,
-    /// Reviews whose feedback was journaled delivered, by parent, each
-    /// until a turn of that parent is journaled after it (to bring it).
-    awaiting_turn: BTreeMap<InstanceId, Vec<String>>,
 }
 
 /// The instances as stored: their journal is gapless and replays to the

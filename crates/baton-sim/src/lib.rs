@@ -11,10 +11,12 @@
 //! Modules, one concern each: `rng` (the seeded generator), `world` (the
 //! store, clock, processes and trace of one run), `sched` (who does what,
 //! and the quiet period), `tasks`, `teams` and `instances` (the actors),
-//! `invariants` (the oracle).
+//! `invariants` (the oracle) and `ledger` (what it remembers between
+//! steps).
 
 pub mod instances;
 pub mod invariants;
+pub mod ledger;
 pub mod rng;
 pub mod sched;
 pub mod tasks;

@@ -6,10 +6,10 @@
 //! resumes, starts and ends phase attempts, renews and releases. Every
 //! write goes through [`commit`], which checks who held the lease.
 
-use crate::world::{LEASE_TTL_MS, World};
-use baton_core::lease::{self, LeaseOwner, Liveness, LocalHost};
+use crate::world::{Held, Judged, LEASE_TTL_MS, World};
+use baton_core::lease::{self, Liveness, LocalHost};
 use baton_core::machine::{self, Failure, Input, NewTask, Next};
-use baton_core::{EventRecord, PhaseId, TaskId, TaskState, Workflow};
+use baton_core::{EventRecord, PhaseId, TaskId, Workflow};
 use baton_store::sim::is_injected;
 use baton_store::{
     Acquire, Durability, Holder, PhaseWrites, RenewOutcome, Store, StoredDefinition,
@@ -37,19 +37,6 @@ pub fn setup(w: &World, wf: &Workflow) {
             json: serde_json::to_string(wf).expect("a workflow is JSON"),
         })
         .expect("the definition is stored");
-}
-
-/// A task a process runs: the state it decides from.
-#[derive(Debug, Clone)]
-pub struct Held {
-    pub state: TaskState,
-}
-
-/// A takeover judged but not yet attempted: the owner to replace.
-#[derive(Debug, Clone)]
-pub struct Judged {
-    pub task: String,
-    pub replace: Option<LeaseOwner>,
 }
 
 /// Process `p` creates the next task, holding it.

@@ -3,8 +3,8 @@
 //! so that every step is recorded and every write is checked.
 
 use crate::rng::Rng;
-use baton_core::Timestamp;
 use baton_core::lease::{Lease, LeaseOwner};
+use baton_core::{TaskState, Timestamp};
 use baton_store::{Faults, SimClock, SimStore, SqliteStore};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -26,9 +26,9 @@ pub struct Process {
     /// Its clock against the simulated one, in milliseconds.
     pub skew_ms: i64,
     /// The tasks it runs, with the state it decided from.
-    pub held: BTreeMap<String, crate::tasks::Held>,
+    pub held: BTreeMap<String, Held>,
     /// A takeover half done: it judged the lease and will try to acquire.
-    pub judged: Option<crate::tasks::Judged>,
+    pub judged: Option<Judged>,
     /// Its last read of the team (stale reads are what races are made of).
     pub team: Option<baton_core::team::Team>,
     /// Its last read of the agent instances (likewise).
@@ -84,6 +84,19 @@ impl Default for Config {
     }
 }
 
+/// A task a process runs: the state it decides from.
+#[derive(Debug, Clone)]
+pub struct Held {
+    pub state: TaskState,
+}
+
+/// A takeover judged but not yet attempted: the owner to replace.
+#[derive(Debug, Clone)]
+pub struct Judged {
+    pub task: String,
+    pub replace: Option<LeaseOwner>,
+}
+
 /// The world of one seed.
 pub struct World {
     pub seed: u64,
@@ -98,7 +111,7 @@ pub struct World {
     /// Tasks created so far (some creations may be unknown to their
     /// creator: a write cut after it landed).
     pub tasks_created: usize,
-    pub ledger: crate::invariants::Ledger,
+    pub ledger: crate::ledger::Ledger,
     /// Tasks a step wrote to (or tried to): the oracle checks these after
     /// the step, and everything at the end.
     pub dirty: std::collections::BTreeSet<String>,
@@ -117,7 +130,7 @@ pub struct World {
     /// Whether a step wrote to the instances.
     pub inst_dirty: bool,
     /// The instance oracle's incremental replay.
-    pub inst_oracle: crate::invariants::InstanceOracle,
+    pub inst_oracle: crate::ledger::InstanceOracle,
 }
 
 /// An agent turn: a task of the built-in turn workflow, run apart from the
