@@ -418,11 +418,7 @@ fn cleanup_keeps_every_worktree_that_holds_work() {
 #[test]
 fn a_crash_during_a_review_leaves_nothing_unaccounted() {
     let (p, _remote) = project();
-    let cfg = p.root().join(".baton/config.toml");
-    let text = fs_err::read_to_string(&cfg)
-        .unwrap()
-        .replace("ttl = \"30s\"", "ttl = \"1s\"");
-    fs_err::write(&cfg, text).unwrap();
+    p.set_ttl("1s");
     ok(
         &p,
         &["agent", "spawn", "x", "--id", "c1", "--agent", "idle"],
@@ -1164,11 +1160,7 @@ fn an_instance_killed_after_each_transition_is_settled_by_doctor() {
         "instance-committed:turn",
     ] {
         let (p, _remote) = project();
-        let cfg = p.root().join(".baton/config.toml");
-        let text = fs_err::read_to_string(&cfg)
-            .unwrap()
-            .replace("ttl = \"30s\"", "ttl = \"1s\"");
-        fs_err::write(&cfg, text).unwrap();
+        p.set_ttl("1s");
         t.crash(
             p.baton(&["agent", "spawn", "x", "--id", "c1", "--agent", "idle"]),
             point,
@@ -1218,11 +1210,7 @@ fn an_instance_killed_after_each_transition_is_settled_by_doctor() {
     // allocation not journaled.
     let point = "review-forked:c1-r1";
     let (p, _remote) = project();
-    let cfg = p.root().join(".baton/config.toml");
-    let text = fs_err::read_to_string(&cfg)
-        .unwrap()
-        .replace("ttl = \"30s\"", "ttl = \"1s\"");
-    fs_err::write(&cfg, text).unwrap();
+    p.set_ttl("1s");
     ok(
         &p,
         &["agent", "spawn", "x", "--id", "c1", "--agent", "idle"],

@@ -204,6 +204,19 @@ impl TestProject {
     }
 
     /// Writes `.baton/workflows/NAME.toml`.
+    /// Sets the lease's time to live in `.baton/config.toml` (`"1s"`), so
+    /// a crashed holder's lease expires within a test.
+    pub fn set_ttl(&self, ttl: &str) {
+        let cfg = self.root().join(".baton/config.toml");
+        let text = fs_err::read_to_string(&cfg).unwrap();
+        assert!(text.contains("ttl = \"30s\""), "the default ttl: {text}");
+        fs_err::write(
+            &cfg,
+            text.replace("ttl = \"30s\"", &format!("ttl = \"{ttl}\"")),
+        )
+        .unwrap();
+    }
+
     pub fn workflow(&self, name: &str, toml: &str) {
         fs_err::write(
             self.root().join(format!(".baton/workflows/{name}.toml")),

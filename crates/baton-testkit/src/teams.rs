@@ -51,3 +51,24 @@ pub fn ok(p: &TestProject, minutes: i64, args: &[&str]) -> Value {
     assert_eq!(code, 0, "team {args:?}: {err}");
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
 }
+
+/// Team `crew`: ana (engineer) and bo (tester), tasks t1 (Schema) and t2
+/// (API), made at minute 0 with lead session `lead-1`.
+pub fn crew(p: &TestProject) {
+    ok(
+        p,
+        0,
+        &[
+            "create",
+            "crew",
+            "--teammate",
+            "ana:engineer",
+            "--teammate",
+            "bo:tester",
+            "--task",
+            "Schema",
+            "--task",
+            "API",
+        ],
+    );
+}

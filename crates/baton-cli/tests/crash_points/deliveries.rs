@@ -7,21 +7,9 @@
 //! the same way is kept once and used once.
 
 use super::{Tally, gapless, lines};
+use baton_testkit::serve::PR_FLOW;
 use baton_testkit::{TestProject, on_both_backends};
 use serde_json::Value;
-
-const FLOW: &str = r#"name = "pr-flow"
-[[phase]]
-id = "implementation"
-run = "test -f ready"
-max_attempts = 1
-[[phase]]
-id = "wait-pr"
-wait = { event = "github.pull_request.opened", match = { "task-id" = "{{labels.task-id}}" } }
-[[phase]]
-id = "after"
-run = "echo pr {{labels.pr-number}} >> after.txt"
-"#;
 
 fn deliver(p: &TestProject, id: &str) -> std::process::Command {
     let path = baton_testkit::github_fixture("pull_request/opened.payload.json");
@@ -103,7 +91,7 @@ on_both_backends! {
             "delivery-settled:pull_request",
         ] {
             let p = TestProject::new();
-            p.workflow("pr-flow", FLOW);
+            p.workflow("pr-flow", PR_FLOW);
             fs_err::write(p.root().join("ready"), "").unwrap();
             let (code, _, err) = p.run(&["run", "pr-flow", "x", "--id", "changes"]);
             assert_eq!(code, 4, "waits at wait-pr: {err}");
@@ -121,7 +109,7 @@ on_both_backends! {
         // A delivery before its stage: kept for it, crashed right after it
         // was stored; redelivered, it is kept once and used once.
         let p = TestProject::new();
-        p.workflow("pr-flow", FLOW);
+        p.workflow("pr-flow", PR_FLOW);
         let (code, _, _) = p.run(&["run", "pr-flow", "x", "--id", "changes"]);
         assert_eq!(code, 1, "implementation fails until `ready` exists");
         let point = "delivery-recorded:pull_request (early)";

@@ -40,9 +40,7 @@ on_both_backends! {
             assert!(Command::new("git").args(["init", "-q", "--bare", "-b", "main"]).arg(remote.path()).status().unwrap().success());
             let p = TestProject::new();
             p.workflow("w", TWO);
-            let cfg = p.root().join(".baton/config.toml");
-            let text = fs_err::read_to_string(&cfg).unwrap().replace("ttl = \"30s\"", "ttl = \"2s\"");
-            fs_err::write(&cfg, text).unwrap();
+            p.set_ttl("2s");
             p.git(&["remote", "add", "origin", remote.path().to_str().unwrap()]);
             p.git(&["add", "-A"]);
             p.git(&["commit", "-qm", "baton workflows"]);

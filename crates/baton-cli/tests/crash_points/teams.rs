@@ -8,29 +8,10 @@
 //! by `teams.rs`.
 
 use super::Tally;
-use baton_testkit::teams::{MIN, at, ok};
+use baton_testkit::teams::{MIN, at, crew, ok};
 use baton_testkit::{TestProject, on_both_backends};
 use serde_json::Value;
 use std::collections::BTreeMap;
-
-fn crew(p: &TestProject) {
-    ok(
-        p,
-        0,
-        &[
-            "create",
-            "crew",
-            "--teammate",
-            "ana:engineer",
-            "--teammate",
-            "bo:tester",
-            "--task",
-            "Schema",
-            "--task",
-            "API:t1",
-        ],
-    );
-}
 
 /// The script: each command with the point it passes.
 fn script(step: usize) -> (Vec<String>, &'static str) {

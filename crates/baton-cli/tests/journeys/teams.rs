@@ -10,33 +10,13 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use baton_testkit::teams::{at, ok};
+use baton_testkit::teams::{at, crew, ok};
 
 /// The same, expected to fail with `code`; its stderr.
 fn refused(p: &TestProject, minutes: i64, args: &[&str], code: i32) -> String {
     let (got, out, err) = at(p, minutes, args);
     assert_eq!(got, code, "team {args:?}:\n{out}\n{err}");
     err
-}
-
-/// Team `crew`: ana (engineer) and bo (tester), tasks t1 and t2.
-fn crew(p: &TestProject) {
-    ok(
-        p,
-        0,
-        &[
-            "create",
-            "crew",
-            "--teammate",
-            "ana:engineer",
-            "--teammate",
-            "bo:tester",
-            "--task",
-            "Schema",
-            "--task",
-            "API",
-        ],
-    );
 }
 
 /// git in `dir` (a teammate's worktree), committing as the teammate.
