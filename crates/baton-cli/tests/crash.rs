@@ -314,6 +314,67 @@ fn crash_after_the_last_pass_completes_on_resume() {
 }
 }
 
+on_both_backends! {
+/// Issue 34, the accounting window: baton killed after the phase's process
+/// exited and before its PASS (an OOM kill while reading a huge output, a
+/// SIGKILL). The exit was journaled the moment it was known, so `resume`
+/// judges the end from the journal and the files the phase left: its
+/// summary is kept and the phase never runs a second time.
+fn a_runner_killed_between_the_exit_and_the_pass_never_reruns_the_phase() {
+    let p = TestProject::new();
+    p.workflow("four", FOUR);
+    let id = "acc";
+    let out = p
+        .baton(&["run", "four", "crash test", "--id", id])
+        .env("BATON_TEST_CRASH_AT", "journal-committed:phase_exited")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(9), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(lines(&p, "runs.log"), ["a"], "a ran, and baton died accounting for it");
+    assert!(p.passes(id).is_empty(), "no PASS was journaled yet");
+    assert_crashed(&p, id);
+    let (code, _, err) = p.run(&["resume", id]);
+    assert_eq!(code, 0, "resume failed: {err}");
+    assert!(err.contains("judging its end from what it left"), "{err}");
+    assert_complete(&p, id, &["a", "b", "c", "d"], |ph| format!("summary of {ph}"));
+    assert_eq!(lines(&p, "runs.log"), ["a", "b", "c", "d"], "a did not run again");
+    let doc = p.state(id);
+    assert_eq!(completed(&doc, "a")["attempt"], 1);
+    let journal = p.journal(id);
+    let kinds = |k: &str| journal.iter().filter(|e| e["kind"] == k && e["phase"] == "a").count();
+    assert_eq!((kinds("phase_started"), kinds("phase_exited"), kinds("phase_passed")), (1, 1, 1));
+    assert_eq!(kinds("phase_interrupted"), 0);
+    let resumed = journal.iter().find(|e| e["kind"] == "task_resumed").unwrap();
+    assert!(resumed["note"].as_str().unwrap().contains("does not run again"), "{resumed}");
+}
+}
+
+on_both_backends! {
+/// The same window for a phase that failed: its exit code is judged on
+/// resume (a retry), not a second run of the failed attempt.
+fn a_failed_exit_is_judged_on_resume_not_run_again() {
+    let p = TestProject::new();
+    p.workflow(
+        "f",
+        "name = \"f\"\n[[phase]]\nid = \"x\"\nrun = \"echo x >> runs.log; echo broken >&2; exit 7\"\nmax_attempts = 1\n",
+    );
+    let out = p
+        .baton(&["run", "f", "t", "--id", "fx"])
+        .env("BATON_TEST_CRASH_AT", "journal-committed:phase_exited")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(9));
+    let (code, _, err) = p.run(&["resume", "fx"]);
+    assert_eq!(code, 1, "the phase failed: {err}");
+    assert_eq!(runs(&p, "x"), 1, "the failed attempt did not run again");
+    let doc = p.state("fx");
+    assert_eq!(doc["status"], "FAILED");
+    let failed = p.journal("fx").into_iter().find(|e| e["kind"] == "phase_failed").unwrap();
+    assert_eq!(failed["exit_code"], 7, "{failed}");
+    assert!(failed["stderr_tail"].as_str().unwrap().contains("broken"), "{failed}");
+}
+}
+
 // ----- 2. SIGKILL of `baton run` while a phase runs -------------------------
 
 const SLOW: &str = r#"name = "slow"

@@ -107,10 +107,15 @@ fn an_opened_pull_request_is_kept_for_the_stage_it_is_for() {
             .contains("kept since it came before that stage"),
         "{all}"
     );
-    // The same event again changes nothing.
+    // The same event again changes nothing, and says why.
     let (code, v) = deliver(&p, "pull_request", "pull_request/opened.payload.json");
     assert_eq!(code, 0);
-    assert_eq!(v["tasks"], Value::Array(vec![]), "{v}");
+    assert_eq!(v["decision"], "skipped", "{v}");
+    assert_eq!(
+        v["tasks"][0]["why"],
+        "task changes has ended (COMPLETE), this event is for wait-pr"
+    );
+    assert_eq!(p.state("changes")["status"], "COMPLETE");
 }
 
 #[test]
@@ -235,4 +240,113 @@ fn the_repository_label_comes_from_the_git_remote_and_must_match_the_delivery() 
     ]);
     assert_eq!(code, 4, "{err}");
     assert_eq!(p.state("other")["labels"]["repository"], "acme/app");
+}
+
+/// A flow whose wait names its task and its repository, as the issue's.
+const PR: &str = r#"name = "pr"
+[[phase]]
+id = "wait-pr"
+wait = { event = "github.pull_request.opened", match = { "task-id" = "{{labels.task-id}}", "repository" = "{{labels.repository}}" } }
+[[phase]]
+id = "after"
+run = "echo pr {{labels.pr-number}} >> after.txt"
+"#;
+
+/// A project whose remote was typed `CODERTOCAT/hello-world` (GitHub's
+/// fixtures say `Codertocat/Hello-World`), with task t0 waiting.
+fn pr_project() -> TestProject {
+    let p = TestProject::new();
+    p.workflow("pr", PR);
+    p.git(&[
+        "remote",
+        "add",
+        "origin",
+        "https://github.com/CODERTOCAT/hello-world.git",
+    ]);
+    assert_eq!(p.run(&["run", "pr", "x", "--id", "t0"]).0, 4);
+    p
+}
+
+fn decision_of(p: &TestProject, delivery: &str) -> Value {
+    let (code, out, err) = p.run(&["deliveries", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str::<Vec<Value>>(&out)
+        .unwrap()
+        .into_iter()
+        .find(|d| d["id"] == delivery)
+        .unwrap_or_else(|| panic!("no delivery {delivery}: {out}"))
+}
+
+baton_testkit::on_both_backends! {
+    /// Issue 34: an event that comes before its task exists (the task is
+    /// started after GitHub told of its pull request) was "ignored: no
+    /// task waits", and the task waited forever. It is kept for the task,
+    /// and passes its wait when the task gets there; so after `baton rm`
+    /// and the task made again. And a remote typed in another case than
+    /// GitHub's names one repository.
+    fn an_event_before_its_task_is_kept_until_the_task_waits_for_it() {
+        let p = pr_project();
+        assert_eq!(p.state("t0")["labels"]["repository"], "CODERTOCAT/hello-world");
+        let (code, v) = deliver_as(&p, "early-1", "pull_request", "pull_request/opened.payload.json");
+        assert_eq!(code, 0, "{v}");
+        assert_eq!(v["decision"], "buffered", "{v}");
+        assert_eq!(v["tasks"][0]["task"], "changes", "{v}");
+        assert!(v["tasks"][0]["why"].as_str().unwrap().contains("no task changes exists yet"), "{v}");
+        let (code, _, err) = p.run(&["run", "pr", "x", "--id", "changes"]);
+        assert_eq!(code, 0, "the kept event passed its wait: {err}");
+        assert!(err.contains("kept since it came before this stage"), "{err}");
+        assert_eq!(fs_err::read_to_string(p.root().join("after.txt")).unwrap(), "pr 2\n");
+        let d = decision_of(&p, "early-1");
+        assert_eq!(d["decision"], "resumed", "{d}");
+        // It was used once: nothing is kept for the task any more.
+        assert!(p.state("changes").get("buffered_events").is_none());
+
+        // An ended task the event names is skipped, saying where it is.
+        let (code, v) = deliver_as(&p, "late-1", "pull_request", "pull_request/opened.payload.json");
+        assert_eq!(code, 0, "{v}");
+        assert_eq!(v["decision"], "skipped", "{v}");
+        let why = v["tasks"][0]["why"].as_str().unwrap();
+        assert!(why.contains("task changes has ended (COMPLETE)"), "{v}");
+
+        // The repository's progress record is found under any spelling.
+        let (code, out, err) = p.run(&["progress", "Codertocat/Hello-World", "--json"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains("changes"), "{out}");
+    }
+
+    /// The delete-and-recreate of the stage model: a task removed while it
+    /// waits, the event for it arriving in between, the task made again
+    /// (at its stage): the event passes its wait.
+    fn an_event_between_rm_and_the_task_made_again_passes_its_wait() {
+        let p = pr_project();
+        assert_eq!(p.run(&["run", "pr", "x", "--id", "changes"]).0, 4);
+        assert_eq!(p.run(&["rm", "changes"]).0, 0);
+        let (_, v) = deliver_as(&p, "between", "pull_request", "pull_request/opened.payload.json");
+        assert_eq!(v["decision"], "buffered", "{v}");
+        let (code, _, err) = p.run(&["run", "pr", "x", "--id", "changes"]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(fs_err::read_to_string(p.root().join("after.txt")).unwrap(), "pr 2\n");
+        assert_eq!(decision_of(&p, "between")["decision"], "resumed");
+    }
+
+    /// Issue 34: a delivery that was only ignored (nothing awaited it)
+    /// changed nothing; its redelivery, once a task waits for it, is
+    /// handed over instead of refused as handled already.
+    fn the_redelivery_of_an_ignored_delivery_is_handed_over() {
+        let p = TestProject::new();
+        let (code, v) = deliver_as(&p, "d-early", "pull_request", "pull_request/opened.payload.json");
+        assert_eq!(code, 0, "{v}");
+        assert_eq!(v["decision"], "ignored", "{v}");
+        p.workflow("pr-flow", FLOW);
+        fs_err::write(p.root().join("ready"), "").unwrap();
+        assert_eq!(p.run(&["run", "pr-flow", "x", "--id", "changes"]).0, 4);
+        let (code, v) = deliver_as(&p, "d-early", "pull_request", "pull_request/opened.payload.json");
+        assert_eq!(code, 0, "{v}");
+        assert_ne!(v["redelivery"], true, "{v}");
+        assert_eq!(v["tasks"][0]["decision"], "resumed", "{v}");
+        assert_eq!(p.state("changes")["status"], "COMPLETE");
+        // Handed over now: a further redelivery changes nothing.
+        let (_, v) = deliver_as(&p, "d-early", "pull_request", "pull_request/opened.payload.json");
+        assert_eq!(v["redelivery"], true, "{v}");
+    }
 }

@@ -119,3 +119,151 @@ fn a_store_from_a_newer_baton_is_left_alone() {
         .any(|e| e.file_name().to_string_lossy().contains("damaged"));
     assert!(!moved);
 }
+
+/// A phase that says it started, then holds until the file `go` exists in
+/// the project: a person (the test) decides when it ends, never a clock.
+const HELD: &str = "name = \"slow\"\n[[phase]]\nid = \"work\"\nrun = \"echo run >> ran.txt; while [ ! -e go ]; do sleep 0.05; done; echo done\"\n";
+
+fn runs_of(p: &TestProject) -> usize {
+    std::fs::read_to_string(p.root().join("ran.txt")).map_or(0, |t| t.lines().count())
+}
+
+baton_testkit::on_both_backends! {
+    /// Issue 34: two containers of one host (their own PID namespaces, one
+    /// project volume, one host name). The runner in the first is pid 1
+    /// there; in the second, pid 1 is another process, so a pid probe said
+    /// "pid 1 … has exited (the pid was reused)" and the phase ran twice.
+    /// Across namespaces only the lease's expiry counts.
+    fn a_runner_in_another_container_is_judged_by_its_lease_never_its_pid() {
+        let p = TestProject::new();
+        p.workflow("slow", HELD);
+        let mut a = p
+            .baton_in_container(&["run", "slow", "--id", "d1"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        baton_testkit::wait_for("the phase to start in the first container", || {
+            (runs_of(&p) == 1).then_some(())
+        });
+        let out = p
+            .baton_in_container(&["ls", "--json"])
+            .output()
+            .unwrap();
+        let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(rows[0]["status"], "RUNNING", "{rows:?}");
+        let out = p.baton_in_container(&["resume", "d1"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "busy, not taken over: {err}");
+        assert!(err.contains("pid 1 on"), "names the runner: {err}");
+        // doctor in the second container finds nothing to kill or repair.
+        let out = p.baton_in_container(&["doctor", "--fix"]).output().unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+        assert!(!said.contains("CRASHED") && !said.contains("killed"), "{said}");
+        std::fs::write(p.root().join("go"), "").unwrap();
+        let status = baton_testkit::wait_child(&mut a, "the first container's run");
+        assert!(status.success(), "the first runner kept its lease");
+        assert_eq!(runs_of(&p), 1, "the phase ran once");
+        assert_eq!(p.state("d1")["status"], "COMPLETE");
+    }
+
+    /// When the first container dies (its pid 1 killed, and with it every
+    /// process of its namespace), the second takes the task over once its
+    /// lease expires, and the phase runs again there.
+    fn a_dead_containers_task_is_taken_over_when_its_lease_expires() {
+        let p = TestProject::new();
+        p.set_ttl("2s");
+        p.workflow("slow", HELD);
+        let mut a = p
+            .baton_in_container(&["run", "slow", "--id", "d2"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        baton_testkit::wait_for("the phase to start", || (runs_of(&p) == 1).then_some(()));
+        // unshare --kill-child: its death takes the namespace with it.
+        a.kill().unwrap();
+        a.wait().unwrap();
+        std::fs::write(p.root().join("go"), "").unwrap();
+        // Busy (exit 3) until the lease expires, as a person retrying sees.
+        let out = baton_testkit::wait_for("the lease to expire", || {
+            let out = p.baton_in_container(&["resume", "d2"]).output().unwrap();
+            (out.status.code() != Some(3)).then_some(out)
+        });
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(runs_of(&p), 2);
+        assert_eq!(p.state("d2")["status"], "COMPLETE");
+    }
+}
+
+/// `faketime -f OFFSET baton ARGS…` as another host (`BATON_HOST`): a
+/// machine whose clock is off by OFFSET.
+fn on_skewed_host(
+    p: &TestProject,
+    host: &str,
+    offset: &str,
+    args: &[&str],
+) -> std::process::Command {
+    let inner = p.baton(args);
+    let mut c = std::process::Command::new("faketime");
+    c.args(["-f", offset])
+        .arg(inner.get_program())
+        .args(inner.get_args())
+        .current_dir(p.root())
+        .stdin(std::process::Stdio::null());
+    for (k, v) in inner.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    c.env("BATON_HOST", host);
+    c
+}
+
+/// Issue 34: on PostgreSQL, hosts judge leases by the server's clock. A
+/// task ran on host A (ttl 30 s); host B, its clock 45 s ahead, called it
+/// CRASHED and took it over while A's phase still ran. And a runner whose
+/// own clock is 45 s behind wrote leases that had expired when written.
+#[test]
+fn hosts_with_skewed_clocks_judge_leases_by_the_servers_clock() {
+    baton_testkit::with_backend(baton_testkit::Backend::Postgres, || {
+        let p = TestProject::new();
+        p.workflow("slow", HELD);
+        // A's clock is 45 s behind, B's 45 s ahead: 90 s apart, three ttls.
+        let mut a = on_skewed_host(&p, "host-a", "-45s", &["run", "slow", "--id", "s1"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        baton_testkit::wait_for("the phase to start on host A", || {
+            (runs_of(&p) == 1).then_some(())
+        });
+        for (host, offset) in [("host-b", "+45s"), ("host-c", "+0s")] {
+            let out = on_skewed_host(&p, host, offset, &["ls", "--json"])
+                .output()
+                .unwrap();
+            let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+            assert_eq!(
+                rows[0]["status"], "RUNNING",
+                "{host} sees it running: {rows:?}"
+            );
+            let out = on_skewed_host(&p, host, offset, &["resume", "s1"])
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(3),
+                "{host} does not take it over: {err}"
+            );
+            assert!(err.contains("on host-a"), "{err}");
+        }
+        std::fs::write(p.root().join("go"), "").unwrap();
+        let status = baton_testkit::wait_child(&mut a, "host A's run");
+        assert!(status.success());
+        assert_eq!(runs_of(&p), 1, "the phase ran once");
+        assert_eq!(p.state("s1")["status"], "COMPLETE");
+    });
+}

@@ -921,6 +921,38 @@ run = "echo b"
         assert_eq!(fs_err::read_to_string(&marker).unwrap().lines().count(), 2, "phase a ran once per task");
     }
 
+    /// Issue 34: SIGTERM while the LAST phase runs. The phase passes and
+    /// the task completes: before, it was "released between phases" and
+    /// left QUEUED with nothing to run (a pod had to start only to mark it
+    /// complete).
+    fn a_drain_during_the_last_phase_completes_the_task() {
+        let p = TestProject::new();
+        let marker = p.root().join("ran");
+        let go = p.root().join("go");
+        p.workflow(
+            "w",
+            &format!("name = \"w\"\n[[phase]]\nid = \"only\"\nrun = \"echo run >> {m}; while [ ! -e {g} ]; do sleep 0.05; done; echo only-done\"\n", m = marker.display(), g = go.display()),
+        );
+        p.git(&["add", "-A"]);
+        p.git(&["commit", "-qm", "workflow"]);
+        assert_eq!(p.run(&["run", "w", "x", "--queue", "--id", "last1"]).0, 0);
+        let w = worker(&p, "this-machine", &[], &["--drain-timeout", "30s"]);
+        wait_for("the phase to run", || marker.exists().then_some(()));
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(w.id() as i32), nix::sys::signal::SIGTERM).unwrap();
+        // The phase ends only once the worker was told to drain.
+        fs_err::write(&go, "").unwrap();
+        let out = w.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert_eq!(status(&p, "last1"), "COMPLETE", "{err}");
+        let kinds: Vec<String> = p.journal("last1").iter().map(|e| e["kind"].as_str().unwrap().to_string()).collect();
+        assert!(!kinds.iter().any(|k| k == "note"), "not released: {kinds:?}");
+        assert_eq!(fs_err::read_to_string(&marker).unwrap().lines().count(), 1);
+        let (code, out, _) = p.run(&["ls", "--json"]);
+        assert_eq!(code, 0);
+        assert!(!out.contains("QUEUED"), "{out}");
+    }
+
     /// A phase that outlasts the drain timeout is interrupted and its task
     /// released; the worker still exits 0, and another worker finishes
     /// the task, its phase passing once.

@@ -1,7 +1,7 @@
 //! Journal events: every state transition of a task, appended in order.
 
 use crate::ids::PhaseId;
-use crate::state::{Checkpoint, PhaseState, ProcessRef, TaskStatus};
+use crate::state::{Checkpoint, Exit, PhaseState, ProcessRef, TaskStatus};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -34,6 +34,13 @@ pub enum Event {
         phase: PhaseId,
         attempt: u32,
         process: ProcessRef,
+    },
+    /// The attempt's process ended; its PASS or FAILED follows once its
+    /// output, summary and work are accounted for.
+    PhaseExited {
+        phase: PhaseId,
+        attempt: u32,
+        exit: Exit,
     },
     PhasePassed {
         phase: PhaseId,
@@ -193,6 +200,7 @@ impl Event {
             Event::Claimed { .. } => "claimed",
             Event::PhaseStarted { .. } => "phase_started",
             Event::PhaseProcess { .. } => "phase_process",
+            Event::PhaseExited { .. } => "phase_exited",
             Event::PhasePassed { .. } => "phase_passed",
             Event::PhaseFailed { .. } => "phase_failed",
             Event::PhaseSkipped { .. } => "phase_skipped",
@@ -224,6 +232,7 @@ impl Event {
         match self {
             Event::PhaseStarted { phase, .. }
             | Event::PhaseProcess { phase, .. }
+            | Event::PhaseExited { phase, .. }
             | Event::AgentSession { phase, .. }
             | Event::AgentActivity { phase, .. }
             | Event::AgentEnded { phase, .. }
@@ -245,6 +254,7 @@ impl Event {
         match self {
             Event::PhaseStarted { attempt, .. }
             | Event::PhaseProcess { attempt, .. }
+            | Event::PhaseExited { attempt, .. }
             | Event::AgentSession { attempt, .. }
             | Event::AgentActivity { attempt, .. }
             | Event::AgentEnded { attempt, .. }

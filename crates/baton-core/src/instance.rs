@@ -198,6 +198,12 @@ pub struct Resources {
     pub session_name: Option<String>,
     pub branch: Option<String>,
     pub agent_session_id: Option<String>,
+    /// Where its tmux session runs (host, boot and PID namespace of the
+    /// process that made it): only there can the session be seen, judged
+    /// gone, attached to or ended. `None` for headless instances and in
+    /// records from before baton kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_host: Option<crate::lease::LocalHost>,
 }
 
 /// An opened pull request.

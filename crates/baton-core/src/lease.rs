@@ -1,8 +1,12 @@
 //! Leases: who runs a task, and whether that process is provably alive.
 //!
-//! A lease names its owner by host, boot id, pid and process start time, and
-//! expires unless renewed by heartbeat. Classifying it is pure: the caller
-//! passes the local host identity and a probe that reads a pid's start time.
+//! A lease names its owner by host, boot id, PID namespace, pid and process
+//! start time, and expires unless renewed by heartbeat. Classifying it is
+//! pure: the caller passes the local host identity and a probe that reads a
+//! pid's start time. A pid means something only in the PID namespace it was
+//! taken in (two containers on one host share the host name and the boot id,
+//! never their pids): an owner in another namespace is judged by its lease's
+//! expiry alone, like one on another host.
 
 use crate::state::TaskStatus;
 use crate::time::Timestamp;
@@ -15,6 +19,11 @@ pub struct LeaseOwner {
     pub boot_id: String,
     pub pid: u32,
     pub start_time: u64,
+    /// The PID namespace `pid` belongs to (`pid:[4026531836]`, the link
+    /// `/proc/self/ns/pid`). Empty in leases written before baton recorded
+    /// it: those are probed as they always were.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub pid_ns: String,
 }
 
 impl LeaseOwner {
@@ -48,11 +57,29 @@ impl Liveness {
     }
 }
 
-/// The identity of the host asking.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The identity of the host asking: where its pid probes mean something.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LocalHost {
     pub host: String,
     pub boot_id: String,
+    /// This process's PID namespace (see [`LeaseOwner::pid_ns`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub pid_ns: String,
+}
+
+impl LocalHost {
+    /// Whether a pid recorded by a process of `host`, `boot_id` and
+    /// `pid_ns` can be probed (and signalled) from here: same host, same
+    /// boot and same PID namespace. An empty `pid_ns` is a record from
+    /// before baton kept it, probed as it always was.
+    pub fn can_probe(&self, host: &str, boot_id: &str, pid_ns: &str) -> bool {
+        host == self.host && boot_id == self.boot_id && (pid_ns.is_empty() || pid_ns == self.pid_ns)
+    }
+
+    /// Whether `owner`'s pid can be probed from here.
+    pub fn can_probe_owner(&self, owner: &LeaseOwner) -> bool {
+        self.can_probe(&owner.host, &owner.boot_id, &owner.pid_ns)
+    }
 }
 
 /// Classifies a lease. `probe(pid)` returns that local process's start time,
@@ -67,13 +94,15 @@ pub fn classify(
         return Liveness::Free;
     };
     let o = &lease.owner;
-    if o.host == local.host {
-        if o.boot_id != local.boot_id {
-            return Liveness::Dead(format!(
-                "{} belonged to an earlier boot of this machine",
-                o.describe()
-            ));
-        }
+    if o.host == local.host && o.boot_id != local.boot_id {
+        return Liveness::Dead(format!(
+            "{} belonged to an earlier boot of this machine",
+            o.describe()
+        ));
+    }
+    // Only where the pid was taken does it name the owner: another host,
+    // or another container of this one, is judged by the lease's expiry.
+    if local.can_probe_owner(o) {
         return match probe(o.pid) {
             Some(st) if st == o.start_time => Liveness::Live,
             Some(_) => Liveness::Dead(format!("{} has exited (the pid was reused)", o.describe())),
@@ -162,6 +191,7 @@ mod tests {
                 boot_id: boot.into(),
                 pid,
                 start_time: st,
+                pid_ns: "pid:[1]".into(),
             },
             acquired_at: Timestamp(0),
             expires_at: Timestamp(exp),
@@ -173,6 +203,7 @@ mod tests {
         let local = LocalHost {
             host: "h".into(),
             boot_id: "b".into(),
+            pid_ns: "pid:[1]".into(),
         };
         let alive = |pid| if pid == 10 { Some(77) } else { None };
         let now = Timestamp(1000);
@@ -194,6 +225,39 @@ mod tests {
             classify(Some(&lease("other", "x", 10, 77, 500)), now, &local, alive),
             Liveness::Expired
         );
+    }
+
+    /// Two containers of one host share its name and boot id; a pid taken
+    /// in one names nothing in the other (issue 34: `unshare --pid` saw
+    /// "pid 1 has exited (the pid was reused)" and ran the phase twice).
+    #[test]
+    fn an_owner_in_another_pid_namespace_is_judged_by_expiry() {
+        let local = LocalHost {
+            host: "h".into(),
+            boot_id: "b".into(),
+            pid_ns: "pid:[2]".into(),
+        };
+        // Pid 10 here is another process (its start time differs).
+        let here = |pid| if pid == 10 { Some(5) } else { None };
+        let now = Timestamp(1000);
+        let fresh = lease("h", "b", 10, 77, 2000);
+        assert!(classify(Some(&fresh), now, &local, here).is_live());
+        let stale = lease("h", "b", 10, 77, 500);
+        assert_eq!(classify(Some(&stale), now, &local, here), Liveness::Expired);
+        // Another boot kills every namespace of the host.
+        assert!(matches!(
+            classify(Some(&lease("h", "old", 10, 77, 2000)), now, &local, here),
+            Liveness::Dead(_)
+        ));
+        // A lease written before namespaces were kept is probed as before.
+        let mut legacy = lease("h", "b", 10, 77, 2000);
+        legacy.owner.pid_ns.clear();
+        assert!(matches!(
+            classify(Some(&legacy), now, &local, here),
+            Liveness::Dead(m) if m.contains("reused")
+        ));
+        assert!(!local.can_probe_owner(&fresh.owner));
+        assert!(local.can_probe_owner(&legacy.owner));
     }
 
     #[test]

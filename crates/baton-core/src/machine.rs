@@ -59,6 +59,11 @@ pub enum Input {
         phase: PhaseId,
         process: ProcessRef,
     },
+    /// The attempt's (last) process ended.
+    Exited {
+        phase: PhaseId,
+        exit: crate::state::Exit,
+    },
     /// An agent phase's native session became known.
     AgentSession {
         phase: PhaseId,

@@ -78,12 +78,38 @@ pub struct Checkpoint {
     pub snapshot_ref: Option<String>,
 }
 
+/// How an attempt's process ended, journaled the moment it is known so a
+/// runner that dies before accounting for it (an OOM kill while reading
+/// its output) leaves an exit to judge, never a phase to run again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exit {
+    /// Its exit code, when it exited.
+    pub code: Option<i32>,
+    /// The signal that killed it, when one did.
+    pub signal: Option<i32>,
+}
+
+impl Exit {
+    /// The raw wait status this stands for (`WIFEXITED` or `WIFSIGNALED`).
+    pub fn wait_status(&self) -> i32 {
+        match (self.code, self.signal) {
+            (Some(c), _) => (c & 0xff) << 8,
+            (None, Some(s)) => s & 0x7f,
+            (None, None) => 0xff << 8,
+        }
+    }
+}
+
 /// The process a phase attempt started, so an orphan can be found and killed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessRef {
     pub pid: u32,
     /// Process start time (clock ticks since boot), to tell a reused pid apart.
     pub start_time: u64,
+    /// The PID namespace of `pid` (see `lease::LeaseOwner::pid_ns`); empty
+    /// in records from before baton kept it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub pid_ns: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,6 +129,10 @@ pub struct PhaseState {
     pub files_changed: Vec<String>,
     pub checkpoint: Option<Checkpoint>,
     pub process: Option<ProcessRef>,
+    /// The attempt's process has exited, and how: its end is still to be
+    /// judged and journaled (PASS or FAILED).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exited: Option<Exit>,
     pub last_error: Option<String>,
     pub waiting: Option<WaitState>,
     /// The native CLI session of the latest agent attempt.
@@ -219,6 +249,7 @@ impl PhaseState {
             files_changed: Vec::new(),
             checkpoint: None,
             process: None,
+            exited: None,
             last_error: None,
             waiting: None,
             agent_session: None,

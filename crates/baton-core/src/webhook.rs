@@ -268,6 +268,28 @@ pub enum Expect {
     Yes,
 }
 
+/// Whether a `match` key or payload path names something GitHub compares
+/// without case: a repository (`owner/name`), an owner or a login. A remote
+/// typed `github.com/Acme/App` labels tasks `Acme/App`; GitHub sends
+/// `acme/app` when the repository was made so, and a reviewer's login in
+/// any case a person typed it.
+pub fn compares_without_case(key: &str) -> bool {
+    let last = key.rsplit('.').next().unwrap_or(key);
+    matches!(
+        key,
+        "repository" | "reviewer" | "repository.name" | "repository.full_name"
+    ) || last == "login"
+}
+
+/// `got` is `want`, compared as GitHub compares what `key` names.
+fn same_value(key: &str, got: &str, want: &str) -> bool {
+    if compares_without_case(key) {
+        got.eq_ignore_ascii_case(want)
+    } else {
+        got == want
+    }
+}
+
 /// Whether the wait phase `spec` (its `match` values filled in with the
 /// task's labels) expects the delivery.
 pub fn expects(
@@ -296,8 +318,11 @@ pub fn expects(
         });
         match k.as_str() {
             "task-id" => ids.contains(&want),
-            "repository" => repository == Some(want.as_str()),
-            other => d.facts().get(other) == Some(&want),
+            "repository" => repository.is_some_and(|r| same_value(k, r, &want)),
+            other => d
+                .facts()
+                .get(other)
+                .is_some_and(|g| same_value(k, g, &want)),
         }
     });
     if !labels_agree {
@@ -305,7 +330,7 @@ pub fn expects(
     }
     for (path, want) in payload {
         let got = d.value_at(path);
-        if got.as_deref() != Some(want.as_str()) {
+        if !got.as_deref().is_some_and(|g| same_value(path, g, want)) {
             return Expect::Unmet(match got {
                 Some(g) => format!("{path} is {g:?}, not {want:?}"),
                 None => format!("it has no {path} (wanted {want:?})"),
@@ -717,6 +742,49 @@ wait = { event = "github.pull_request.closed", match = { "task-id" = "{{labels.t
             t.judge("pull_request", &merged),
             Some(Verdict::Resume { .. })
         ));
+    }
+
+    /// Issue 34: GitHub compares repository names, owners and logins
+    /// without case; a remote typed `Acme/App` and a delivery saying
+    /// `acme/app` are one repository. Other values keep their case.
+    #[test]
+    fn repositories_and_logins_compare_as_github_compares_them() {
+        let mut t = Task::new("changes");
+        t.wait_in("wait-pr");
+        let mut opened = fixture("pull_request/opened.payload.json");
+        opened["repository"]["full_name"] = "CODERTOCAT/hello-world".into();
+        assert!(matches!(
+            t.judge("pull_request", &opened),
+            Some(Verdict::Resume { .. })
+        ));
+        let d = Delivery {
+            event: "pull_request",
+            payload: &opened,
+        };
+        t.input(Input::EventArrived {
+            phase: PhaseId::parse("wait-pr").unwrap(),
+            event: d.name(),
+            delivery: "d-1".into(),
+            facts: d.facts(),
+        });
+        t.wait_in("wait-approval");
+        let mut review = fixture("pull_request_review/submitted.payload.json");
+        review["review"]["state"] = "approved".into();
+        review["review"]["user"]["login"] = "Cleo[Bot]".into();
+        assert!(matches!(
+            t.judge("pull_request_review", &review),
+            Some(Verdict::Resume { .. })
+        ));
+        // A review state is not a name: its case counts.
+        review["review"]["state"] = "APPROVED".into();
+        assert!(matches!(
+            t.judge("pull_request_review", &review),
+            Some(Verdict::Skip { .. })
+        ));
+        assert!(compares_without_case("repository"));
+        assert!(compares_without_case("pull_request.user.login"));
+        assert!(!compares_without_case("review.state"));
+        assert!(!compares_without_case("pr-branch"));
     }
 
     #[test]

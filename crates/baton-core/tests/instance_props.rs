@@ -61,6 +61,7 @@ fn resources(name: &str) -> Resources {
         session_name: Some(format!("baton-{name}")),
         branch: Some(format!("baton/{name}")),
         agent_session_id: None,
+        session_host: None,
     }
 }
 

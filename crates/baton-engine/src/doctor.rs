@@ -41,7 +41,8 @@ pub fn run(project: &Project, fix: bool, observer: Arc<dyn Observer>) -> Result<
                 ));
             }
         }
-        let eng = Engine::with_store(project.clone(), store, Arc::new(SystemClock), observer)?;
+        let clock = crate::clock::for_store(&store)?;
+        let eng = Engine::with_store(project.clone(), store, clock, observer)?;
         out.extend(check_tasks(&eng, fix, true)?);
         return Ok(out);
     }
@@ -325,8 +326,12 @@ fn check_crashed(
         ),
         format!("continue it with `baton resume {id}`"),
     ));
-    if let Some(p) = snap.state.in_progress().and_then(|p| p.process.clone()) {
-        let alive = baton_sys::host::process_start_time(p.pid).is_some_and(|st| st == p.start_time);
+    // Only a runner whose pids mean something here (this host, boot and
+    // PID namespace) can have left a process to probe or kill.
+    if let Some(p) = snap.state.in_progress().and_then(|p| p.process.clone())
+        && eng.ran_here(snap)
+    {
+        let alive = process::leader_lives(&p);
         if alive {
             if fix {
                 process::kill_orphan(&p);

@@ -246,7 +246,8 @@ impl Engine {
 
     pub fn open(project: Project, observer: Arc<dyn Observer>) -> Result<Engine> {
         let store = crate::store::Location::of(&project)?.open()?;
-        Self::with_store(project, store, Arc::new(SystemClock), observer)
+        let clock = crate::clock::for_store(&store)?;
+        Self::with_store(project, store, clock, observer)
     }
 
     pub fn with_store(
@@ -304,7 +305,9 @@ impl Engine {
         self
     }
 
-    pub(crate) fn now(&self) -> Timestamp {
+    /// The time by the engine's clock: the store server's for a shared
+    /// store (`crate::clock`), so every machine stamps and judges alike.
+    pub fn now(&self) -> Timestamp {
         self.clock.now()
     }
 
@@ -404,12 +407,17 @@ impl Engine {
                 PhaseWrites::Changed(ix)
             }
         };
-        // The process a phase runs dies with the machine: its record must
-        // survive baton's crash (to find an orphan), not a power loss. The
-        // document shows nothing of it, so it is not rendered either.
-        let process_only = records
-            .iter()
-            .all(|r| matches!(r.event, Event::PhaseProcess { .. }));
+        // The process a phase runs dies with the machine: its record (and
+        // that of its exit) must survive baton's crash (to find an orphan,
+        // to account for an exit), not a power loss, after which the phase
+        // simply runs again. The document shows nothing of either, so they
+        // are not rendered either.
+        let process_only = records.iter().all(|r| {
+            matches!(
+                r.event,
+                Event::PhaseProcess { .. } | Event::PhaseExited { .. }
+            )
+        });
         let durability = if process_only {
             Durability::Process
         } else {

@@ -485,6 +485,7 @@ impl Agents<'_> {
                 } else {
                     None
                 },
+                session_host: o.interactive.then(|| self.eng.local().clone()),
             },
         })?;
         let inst = found(&all, &id)?.clone();

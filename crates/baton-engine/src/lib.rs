@@ -8,6 +8,7 @@
 pub mod agent_reports;
 pub mod builtin;
 pub mod capabilities;
+pub mod clock;
 pub mod comments;
 pub mod config;
 pub mod crash_point;

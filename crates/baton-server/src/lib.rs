@@ -142,9 +142,13 @@ pub fn serve(
         .merge(api)
         .merge(mcp)
         .with_state(app)
-        // Innermost first: the body limit (413 on a declared length over
-        // it, before any body is read), the request timeout, the guard,
-        // the headers of every answer, and outermost the error shape.
+        // Innermost first: axum's own 2 MiB cap on extracted bodies off
+        // (it answered 413 to any body over 2 MiB, whatever max_body
+        // said), the body limit (413 on a declared length over it, before
+        // any body is read; a longer body cut there), the request
+        // timeout, the guard, the headers of every answer, and outermost
+        // the error shape.
+        .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(tower_http::limit::RequestBodyLimitLayer::new(
             settings.max_body,
         ))

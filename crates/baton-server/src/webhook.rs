@@ -127,7 +127,7 @@ async fn github(
             "this endpoint takes GitHub webhook deliveries; each carries its delivery id",
         );
     };
-    let now = baton_core::Timestamp(jiff::Timestamp::now().as_millisecond());
+    let now = app.eng.now();
     let mut d = baton_engine::new_delivery(id.clone(), event, &payload, &app.watched.paths(), now);
     // The body's digest is its verified signature: HMAC-SHA256 of the
     // body, which a replay carries unchanged and nobody without the

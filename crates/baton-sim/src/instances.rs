@@ -407,6 +407,7 @@ pub fn spawn(w: &mut World, p: usize) {
         session_name: None,
         branch: Some(format!("baton/{id}")),
         agent_session_id: None,
+        session_host: None,
     };
     let all = fresh(w);
     if step(
@@ -661,6 +662,7 @@ fn request_review(w: &mut World, p: usize, parent: &InstanceId) {
         session_name: None,
         branch: Some(format!("baton/{review}")),
         agent_session_id: None,
+        session_host: None,
     };
     let all = fresh(w);
     let input = Input::Allocated {

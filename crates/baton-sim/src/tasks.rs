@@ -87,6 +87,7 @@ pub fn judge(w: &mut World, p: usize, id: &str) {
     let local = LocalHost {
         host: name.clone(),
         boot_id: format!("boot-{}", w.procs[p].incarnation),
+        pid_ns: String::new(),
     };
     // Another host's pid cannot be probed; this host's earlier incarnation
     // is dead by its boot id.

@@ -42,6 +42,7 @@ impl Process {
             boot_id: format!("boot-{}", self.incarnation),
             pid: 100 + self.incarnation,
             start_time: u64::from(self.incarnation),
+            pid_ns: String::new(),
         }
     }
 }

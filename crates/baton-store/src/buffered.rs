@@ -7,11 +7,16 @@
 use crate::Result;
 use baton_core::{TaskId, Timestamp};
 
+/// The phase of a delivery kept for a task the store does not know yet
+/// (it names the task, which is created later): used at whichever of the
+/// task's waits first expects it.
+pub const ANY_WAIT: &str = "*";
+
 /// A delivery kept for a task's wait phase.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Buffered {
     pub task: TaskId,
-    /// The wait phase it is for.
+    /// The wait phase it is for ([`ANY_WAIT`] for a task not known yet).
     pub phase: String,
     /// `X-GitHub-Delivery` (or `baton deliver`'s id).
     pub delivery: String,
@@ -38,6 +43,9 @@ pub trait BufferStore: Send + Sync {
     /// Drops what is kept for `task` (for one phase, or all of it); how
     /// many rows went.
     fn drop_buffered(&self, task: &TaskId, phase: Option<&str>) -> Result<usize>;
+    /// Drops what is kept of `delivery` for `task` (whatever the phase);
+    /// how many rows went.
+    fn drop_buffered_delivery(&self, task: &TaskId, delivery: &str) -> Result<usize>;
     /// Drops what expired by `now`; how many rows went.
     fn expire_buffered(&self, now: Timestamp) -> Result<usize>;
 }

@@ -51,7 +51,11 @@ pub enum Error {
     #[error("a task {0} already exists")]
     AlreadyExists(TaskId),
     #[error("the lease of task {task} is no longer held by this process")]
-    LeaseLost { task: TaskId, holder: Option<Lease> },
+    LeaseLost {
+        task: TaskId,
+        /// Who holds it now (boxed: errors stay small).
+        holder: Option<Box<Lease>>,
+    },
     #[error("task {task} changed underneath: expected event {expected}, the store is at {found}")]
     SeqConflict {
         task: TaskId,
@@ -273,6 +277,13 @@ pub trait Store:
     fn import_task(&self, snap: &TaskSnapshot, events: &[EventRecord]) -> Result<()>;
     /// Where the store is, for messages: a file path or `host:port/db`.
     fn describe(&self) -> String;
+    /// The clock of a store many machines share (PostgreSQL's
+    /// `clock_timestamp()`, in ms since the epoch): leases and journal
+    /// times are judged by it, never by each machine's own. `None` for a
+    /// store on one machine (SQLite), whose processes share its clock.
+    fn server_now(&self) -> Result<Option<Timestamp>> {
+        Ok(None)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

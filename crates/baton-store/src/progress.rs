@@ -31,6 +31,13 @@ pub trait ProgressStore: Send + Sync {
     fn clear_task_stage(&self, repository: &str, task: &str) -> Result<bool>;
 }
 
+/// A repository's key in the store: GitHub's repository names have no
+/// case (`Acme/App` is `acme/app`), so records written under one spelling
+/// are found under any.
+pub(crate) fn key(repository: &str) -> String {
+    repository.to_ascii_lowercase()
+}
+
 pub(crate) fn progress_of(repository: &str, json: &str) -> Result<Progress> {
     serde_json::from_str(json)
         .map_err(|e| crate::Error::Corrupt(format!("the progress record of {repository}: {e}")))

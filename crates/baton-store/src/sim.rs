@@ -372,6 +372,11 @@ impl BufferStore for SimStore {
     fn drop_buffered(&self, task: &TaskId, phase: Option<&str>) -> Result<usize> {
         self.write("drop_buffered", || self.inner.drop_buffered(task, phase))
     }
+    fn drop_buffered_delivery(&self, task: &TaskId, delivery: &str) -> Result<usize> {
+        self.write("drop_buffered_delivery", || {
+            self.inner.drop_buffered_delivery(task, delivery)
+        })
+    }
     fn expire_buffered(&self, now: Timestamp) -> Result<usize> {
         self.write("expire_buffered", || self.inner.expire_buffered(now))
     }

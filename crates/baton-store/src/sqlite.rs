@@ -255,6 +255,24 @@ CREATE TABLE task_links (
     data TEXT NOT NULL
 );
 "#,
+    r#"
+-- Which delivery last claimed a body: a body whose delivery was only
+-- ignored (no task waited) never makes a redelivery of it a replay.
+ALTER TABLE delivery_bodies ADD COLUMN delivery_id TEXT;
+"#,
+    r#"
+-- Repository names have no case on GitHub: progress records are keyed by
+-- the name in lower case (of spellings of one name, the newest stays).
+DELETE FROM progress WHERE EXISTS (SELECT 1 FROM progress b
+    WHERE lower(b.repository) = lower(progress.repository) AND b.repository <> progress.repository
+      AND (b.updated_at > progress.updated_at OR (b.updated_at = progress.updated_at AND b.repository > progress.repository)));
+UPDATE progress SET repository = lower(repository);
+DELETE FROM task_stages WHERE EXISTS (SELECT 1 FROM task_stages b
+    WHERE lower(b.repository) = lower(task_stages.repository) AND b.task_id = task_stages.task_id
+      AND b.repository <> task_stages.repository
+      AND (b.updated_at > task_stages.updated_at OR (b.updated_at = task_stages.updated_at AND b.repository > task_stages.repository)));
+UPDATE task_stages SET repository = lower(repository);
+"#,
 ];
 
 /// SQLite's "busy" or "locked".
@@ -379,7 +397,7 @@ fn commit_in(
     if lease.as_ref().map(|l| &l.owner) != Some(owner) {
         return Err(Error::LeaseLost {
             task: id.clone(),
-            holder: lease,
+            holder: lease.map(Box::new),
         });
     }
     if let Some(first) = events.first()
@@ -773,7 +791,7 @@ impl Store for SqliteStore {
         if lease.as_ref() != seen_lease {
             return Err(Error::LeaseLost {
                 task: id.clone(),
-                holder: lease,
+                holder: lease.map(Box::new),
             });
         }
         let last: i64 = tx.query_row(

@@ -133,6 +133,7 @@ fn owner(pid: u32) -> LeaseOwner {
         boot_id: "b".into(),
         pid,
         start_time: 1,
+        pid_ns: String::new(),
     }
 }
 

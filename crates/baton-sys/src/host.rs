@@ -22,7 +22,28 @@ pub fn local_host() -> LocalHost {
             .or_else(|| std::env::var("HOSTNAME").ok())
             .unwrap_or_else(|| "localhost".into()),
         boot_id: read_trim("/proc/sys/kernel/random/boot_id").unwrap_or_else(|| "unknown".into()),
+        pid_ns: pid_namespace().to_string(),
     }
+}
+
+/// This process's PID namespace, as the link `/proc/self/ns/pid` names it
+/// (`pid:[4026531836]`): a pid probed or signalled means that process only
+/// inside this namespace (containers on one host each have their own).
+/// Empty where the link cannot be read.
+pub fn pid_namespace() -> &'static str {
+    static NS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NS.get_or_init(|| {
+        std::fs::read_link("/proc/self/ns/pid")
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    })
+}
+
+/// Whether a process recorded in PID namespace `ns` can be probed and
+/// signalled from this one (an empty `ns` is a record from before baton
+/// kept it: as before, yes).
+pub fn same_pid_namespace(ns: &str) -> bool {
+    ns.is_empty() || ns == pid_namespace()
 }
 
 /// The start time (clock ticks since boot) of a live process, `None` if
@@ -48,6 +69,7 @@ pub fn this_owner() -> LeaseOwner {
         boot_id: h.boot_id,
         pid,
         start_time: process_start_time(pid).unwrap_or(0),
+        pid_ns: h.pid_ns,
     }
 }
 
@@ -63,5 +85,8 @@ mod tests {
         let o = this_owner();
         assert_eq!(o.pid, me);
         assert_eq!(Some(o.start_time), process_start_time(me));
+        assert!(o.pid_ns.starts_with("pid:["), "{}", o.pid_ns);
+        assert!(same_pid_namespace(&o.pid_ns) && same_pid_namespace(""));
+        assert!(!same_pid_namespace("pid:[1]"));
     }
 }

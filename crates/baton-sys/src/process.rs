@@ -200,6 +200,7 @@ impl Running {
         ProcessRef {
             pid: self.pid,
             start_time: self.start_time,
+            pid_ns: crate::host::pid_namespace().to_string(),
         }
     }
 
@@ -297,11 +298,18 @@ fn group_alive(pgid: u32) -> bool {
     false
 }
 
+/// Whether `p`'s process still runs: the same pid and start time, in this
+/// PID namespace (a pid of another container names some other process).
+pub fn leader_lives(p: &ProcessRef) -> bool {
+    crate::host::same_pid_namespace(&p.pid_ns)
+        && crate::host::process_start_time(p.pid) == Some(p.start_time)
+}
+
 /// Kills the group of an earlier attempt only if its leader is provably
 /// that process (same pid and start time): for old records a group whose
 /// leader is gone may by now be someone else's.
 pub fn kill_if_leader_lives(p: &ProcessRef) -> bool {
-    let ours = crate::host::process_start_time(p.pid) == Some(p.start_time);
+    let ours = leader_lives(p);
     if ours {
         kill_group(p.pid, Duration::from_secs(2));
     }
@@ -340,6 +348,12 @@ pub fn kill_group(pgid: u32, grace: Duration) {
 /// (Linux never hands out a pid that is still a process group id). Returns
 /// whether anything was found.
 pub fn kill_orphan(p: &ProcessRef) -> bool {
+    // A pid of another PID namespace (another container) is some other
+    // process here: never signalled.
+    if !crate::host::same_pid_namespace(&p.pid_ns) {
+        tracing::debug!(pid = p.pid, pid_ns = %p.pid_ns, "orphan of another PID namespace left alone");
+        return false;
+    }
     let leader = crate::host::process_start_time(p.pid);
     let ours = match leader {
         Some(st) => st == p.start_time,

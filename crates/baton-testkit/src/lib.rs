@@ -193,6 +193,28 @@ impl TestProject {
         c
     }
 
+    /// `baton ARGS…` as [`TestProject::baton`] makes it, run in a PID
+    /// namespace of its own (`unshare --pid --fork --mount-proc`): a
+    /// container of this host sharing the project and the host name,
+    /// where baton is pid 1 and every pid means another process than
+    /// here. Killing the returned child (unshare) kills all of it.
+    pub fn baton_in_container(&self, args: &[&str]) -> Command {
+        let inner = self.baton(args);
+        let mut c = Command::new("unshare");
+        c.args(["--pid", "--fork", "--mount-proc", "--kill-child"])
+            .arg(inner.get_program())
+            .args(inner.get_args())
+            .current_dir(self.root())
+            .stdin(std::process::Stdio::null());
+        for (k, v) in inner.get_envs() {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        c
+    }
+
     /// Runs baton and returns (exit code, stdout, stderr).
     pub fn run(&self, args: &[&str]) -> (i32, String, String) {
         let out = self.baton(args).output().unwrap();

@@ -22,6 +22,7 @@ pub fn bench_owner() -> LeaseOwner {
         boot_id: "bench-boot".into(),
         pid: std::process::id(),
         start_time: 0,
+        pid_ns: String::new(),
     }
 }
 

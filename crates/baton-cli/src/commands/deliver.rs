@@ -34,7 +34,7 @@ pub fn run(project: &Project, args: DeliverArgs, printer: &Arc<Printer>) -> Resu
     let id = args
         .delivery
         .unwrap_or_else(|| format!("manual-{}", baton_engine::new_uuid()));
-    let now = baton_core::Timestamp(jiff::Timestamp::now().as_millisecond());
+    let now = eng.now();
     let d =
         baton_engine::new_delivery(id.clone(), args.event, &payload, &eng.awaited()?.paths, now);
     let handed = match eng.deliver(d, &args.branch_pattern)? {

@@ -444,6 +444,11 @@ fn describe(e: &baton_core::Event) -> String {
             ..
         } => format!("{phase} attempt {attempt} iteration {iteration}"),
         PhaseProcess { phase, process, .. } => format!("{phase} pid {}", process.pid),
+        PhaseExited { phase, exit, .. } => match (exit.code, exit.signal) {
+            (Some(c), _) => format!("{phase} exit code {c}"),
+            (None, Some(s)) => format!("{phase} killed by signal {s}"),
+            (None, None) => format!("{phase} ended"),
+        },
         AgentSession { phase, session, .. } => format!(
             "{phase} {}{} ({}{}, {}) in {}",
             session.agent,

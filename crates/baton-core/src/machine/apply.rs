@@ -125,6 +125,11 @@ pub fn apply(state: &mut TaskState, record: &EventRecord) {
             ..
         } => apply_phase_started(state, phase, ts, *attempt, checkpoint),
         Event::PhaseProcess { phase, process, .. } => apply_phase_process(state, phase, process),
+        Event::PhaseExited { phase, exit, .. } => {
+            if let Some(p) = state.phase_mut(phase.as_str()) {
+                p.exited = Some(*exit);
+            }
+        }
         Event::AgentSession {
             phase,
             attempt,
@@ -230,6 +235,7 @@ fn apply_phase_started(
         p.started_at = Some(ts);
         p.completed_at = None;
         p.process = None;
+        p.exited = None;
         p.arrived = None;
         if checkpoint.is_some() {
             p.checkpoint = checkpoint.clone();
@@ -241,6 +247,7 @@ fn apply_phase_started(
 fn apply_phase_process(state: &mut TaskState, phase: &PhaseId, process: &ProcessRef) {
     if let Some(p) = state.phase_mut(phase.as_str()) {
         p.process = Some(process.clone());
+        p.exited = None;
     }
 }
 
@@ -339,6 +346,7 @@ fn apply_phase_passed(
         p.output = Some(output.to_owned());
         p.files_changed = files_changed.to_vec();
         p.process = None;
+        p.exited = None;
         p.last_error = None;
         p.waiting = None;
     }
@@ -368,6 +376,7 @@ fn apply_phase_failed(
         };
         p.completed_at = Some(ts);
         p.process = None;
+        p.exited = None;
         p.last_error = Some(error.to_owned());
         p.files_changed = files_changed.to_vec();
     }
@@ -383,6 +392,7 @@ fn apply_phase_skipped(state: &mut TaskState, phase: &PhaseId, ts: Timestamp) {
         p.status = PhaseStatus::Skipped;
         p.completed_at = Some(ts);
         p.process = None;
+        p.exited = None;
     }
 }
 
@@ -412,6 +422,7 @@ fn apply_phase_interrupted(state: &mut TaskState, phase: &PhaseId, ts: Timestamp
         p.interrupted = true;
         p.status = PhaseStatus::Pending;
         p.process = None;
+        p.exited = None;
     }
 }
 

@@ -7,7 +7,7 @@ use crate::agent_stream::AgentEvent;
 use crate::event::Event;
 use crate::ids::PhaseId;
 use crate::state::{
-    AgentSession, Checkpoint, PhaseState, PhaseStatus, ProcessRef, TaskState, TaskStatus,
+    AgentSession, Checkpoint, Exit, PhaseState, PhaseStatus, ProcessRef, TaskState, TaskStatus,
 };
 use crate::time::Timestamp;
 use crate::workflow::{OnFailure, Phase, PhaseKind, WaitSpec, Workflow};
@@ -35,6 +35,7 @@ pub fn decide(
         }
         Input::Start { phase, checkpoint } => decide_start(state, wf, phase, checkpoint),
         Input::Process { phase, process } => decide_process(state, phase, process),
+        Input::Exited { phase, exit } => decide_exited(state, phase, exit),
         Input::AgentSession { phase, session } => decide_agent_session(state, phase, session),
         Input::AgentActivity { phase, events } => decide_agent_activity(state, phase, events),
         Input::AgentEnded {
@@ -146,6 +147,19 @@ fn decide_process(
         attempt: ps.attempt,
         phase,
         process,
+    }])
+}
+
+/// The process of an in-progress attempt ended (once per attempt's end).
+fn decide_exited(state: &TaskState, phase: PhaseId, exit: Exit) -> Result<Vec<Event>, RuleError> {
+    let ps = phase_in_progress(state, &phase)?;
+    if ps.exited.is_some() {
+        return refuse(format!("the process of phase {phase} has already exited"));
+    }
+    Ok(vec![Event::PhaseExited {
+        attempt: ps.attempt,
+        phase,
+        exit,
     }])
 }
 
@@ -558,6 +572,21 @@ fn decide_resume(state: &TaskState, wf: &Workflow, crashed: bool) -> Result<Vec<
 /// started, which attempt was cut short.
 fn crash_note(state: &TaskState, wf: &Workflow) -> String {
     let at = next_phase_name(state, wf);
+    if let Some(p) = state
+        .phase(&at)
+        .filter(|p| p.status == PhaseStatus::InProgress)
+        && let Some(exit) = p.exited
+    {
+        let how = match (exit.code, exit.signal) {
+            (Some(c), _) => format!("exit code {c}"),
+            (None, Some(s)) => format!("signal {s}"),
+            (None, None) => "an unknown status".into(),
+        };
+        return format!(
+            "Resuming {at} after a crash: the process of attempt {} had ended ({how}) before its end was recorded; its end is judged from the files it left, and it does not run again.",
+            p.attempt
+        );
+    }
     match state
         .phase(&at)
         .filter(|p| p.attempt > 0)

@@ -12,6 +12,9 @@
 //!   that wait before it lets the task go ([`Engine::use_buffered`]), and
 //!   looks once more after it did ([`Engine::release_driven`]).
 //!
+//! A delivery naming a task the store does not know yet is kept for it
+//! too ([`ANY_WAIT`]), for whichever of its waits first expects it.
+//!
 //! Each keeps before it looks, and one of them always sees the other's
 //! write. A kept delivery is judged again when it is used, against the
 //! task as it is then (its labels may have changed), and expires after
@@ -25,6 +28,7 @@ use baton_core::state::PhaseStatus;
 use baton_core::webhook::{self, Delivery, Expect};
 use baton_core::workflow::PhaseKind;
 use baton_core::{TaskId, Timestamp};
+use baton_store::buffered::ANY_WAIT;
 use baton_store::{Buffered, Settlement, TaskDecision};
 
 impl Passed {
@@ -95,7 +99,7 @@ impl Engine {
         let kept = self.store.buffered_for(&held.state.task_id)?;
         for b in kept
             .iter()
-            .filter(|b| b.phase == phase.as_str() && b.expires_at > now)
+            .filter(|b| (b.phase == phase.as_str() || b.phase == ANY_WAIT) && b.expires_at > now)
         {
             let Ok(payload) = serde_json::from_str::<serde_json::Value>(&b.payload) else {
                 continue;
@@ -119,6 +123,10 @@ impl Engine {
             let _ = self
                 .store
                 .drop_buffered(&held.state.task_id, Some(phase.as_str()));
+            // Kept before the task existed: for this wait only.
+            let _ = self
+                .store
+                .drop_buffered_delivery(&held.state.task_id, &b.delivery);
             self.note_used(&b.delivery, &held.state.task_id, phase.as_str());
             self.observer.info(&format!(
                 "{} (delivery {}, kept since it came before this stage) passed task {} at {phase}",
@@ -191,7 +199,7 @@ impl Engine {
             .store
             .buffered_for(id)?
             .iter()
-            .any(|b| waiting_for.contains(&b.phase) && b.expires_at > now)
+            .any(|b| (waiting_for.contains(&b.phase) || b.phase == ANY_WAIT) && b.expires_at > now)
         {
             return Ok(None);
         }

@@ -14,7 +14,7 @@ use baton_sys::process;
 
 impl Engine {
     pub(super) fn may_take_over(&self, lease: &Lease, takeover_from: Option<u32>) -> bool {
-        takeover_from == Some(lease.owner.pid) && lease.owner.host == self.local.host
+        takeover_from == Some(lease.owner.pid) && self.local.can_probe_owner(&lease.owner)
     }
 
     pub(super) fn busy(&self, id: &TaskId, lease: &Lease) -> Error {
@@ -89,12 +89,15 @@ impl Engine {
     /// (for a worker's claim, `claimed`: with a phase under way). The
     /// attempt under way is journaled as interrupted, what it left running
     /// on this host killed first (a claim has done that already), so it
-    /// runs again from its start.
+    /// runs again from its start; unless its process had exited (its exit
+    /// journaled) and `account`: then it stays in progress for the drive
+    /// to judge its end.
     pub(super) fn detect_crash(
         &self,
         held: &mut Held,
         seen: &TaskSnapshot,
         claimed: bool,
+        account: bool,
     ) -> Result<bool> {
         // A crashed attempt: kill what it left running, then re-run it.
         // A worker's claim finds a crash only when a phase was under way; a
@@ -103,14 +106,11 @@ impl Engine {
         let crashed = held.state.status == TaskStatus::Running
             && (!claimed || held.state.in_progress().is_some());
         if let Some(p) = held.state.in_progress().cloned() {
-            // A pid means nothing on another machine: only a runner of this
-            // host can have left the process here.
+            // A pid means nothing on another machine or in another
+            // container: only a runner whose pids are ours can have left
+            // the process here.
             // (A worker's claim has already killed what this host left.)
-            let here = !claimed
-                && seen
-                    .lease
-                    .as_ref()
-                    .is_none_or(|l| l.owner.host == self.local.host);
+            let here = !claimed && self.ran_here(seen);
             if let Some(proc_ref) = &p.process
                 && here
                 && process::kill_orphan(proc_ref)
@@ -119,6 +119,11 @@ impl Engine {
                     "killed the orphaned process group {} of phase {}",
                     proc_ref.pid, p.id
                 ));
+            }
+            // Its process had exited: the drive judges its end from what
+            // it left (`account`: nothing asked to rewind or upgrade it).
+            if account && p.exited.is_some() {
+                return Ok(crashed);
             }
             let reason = match self.liveness(seen.lease.as_ref()) {
                 _ if claimed => "its runner stopped (lease expired or released)".into(),
@@ -165,11 +170,12 @@ impl Engine {
         }
     }
 
-    /// Whether the task's last runner was on this host: a recorded pid means
-    /// nothing on another machine.
-    pub(super) fn ran_here(&self, snap: &TaskSnapshot) -> bool {
+    /// Whether the task's last runner ran where this process can probe its
+    /// pids (this host, this boot, this PID namespace): a recorded pid
+    /// means nothing on another machine or in another container.
+    pub(crate) fn ran_here(&self, snap: &TaskSnapshot) -> bool {
         snap.lease
             .as_ref()
-            .is_none_or(|l| l.owner.host == self.local.host)
+            .is_none_or(|l| self.local.can_probe_owner(&l.owner))
     }
 }

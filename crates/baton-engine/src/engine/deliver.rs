@@ -4,19 +4,27 @@
 //! held by no live runner, is taken under its lease and the event passes
 //! the phase, once (judged again under the lease, so concurrent deliveries
 //! and servers pass it once). Any other task it names is left untouched,
-//! with the reason. What it did is settled on the stored delivery
+//! with the reason; a task it names that the store does not know yet is
+//! kept for (`buffer.rs`), and an ended task it names is skipped, saying
+//! so. What it did is settled on the stored delivery
 //! (`baton_store::DeliveryStore`); the tasks it passed are handed back,
 //! still held, for the caller to run on where it likes ([`Engine::run_passed`]).
 
 use super::{Engine, Held, Outcome};
 use crate::error::Result;
-use baton_core::TaskId;
 use baton_core::lease::{DisplayStatus, Liveness};
 use baton_core::machine::Input;
 use baton_core::webhook::{self, Delivery, Verdict};
+use baton_core::{TaskId, Timestamp};
+use baton_store::buffered::ANY_WAIT;
 use baton_store::{NewDelivery, Settlement, TaskDecision};
 use serde_json::Value;
 use std::collections::BTreeSet;
+
+/// At most this many deliveries are kept at once for tasks the store does
+/// not know yet (each for `[server] buffer_ttl`): what names a task is
+/// outside input, and a store is no place to fill with guesses.
+pub const MAX_KEPT_FOR_UNKNOWN: usize = 1_000;
 
 /// A delivery as it is stored: its id and event type, the action and
 /// repository read from its body, and of the body only what it is judged
@@ -232,9 +240,17 @@ impl Engine {
             })
             .map(|def| def.name)
             .collect();
+        let named = d.task_ids(branch_pattern);
+        let mut known = BTreeSet::new();
         for (summary, status) in self.list()? {
+            known.insert(summary.id.to_string());
+            if !awaiting.contains(&summary.workflow) {
+                continue;
+            }
+            // An ended task is judged only when the delivery names it:
+            // skipped, saying which task and where it is.
             if matches!(status, DisplayStatus::Complete | DisplayStatus::Cancelled)
-                || !awaiting.contains(&summary.workflow)
+                && !named.contains(summary.id.as_str())
             {
                 continue;
             }
@@ -300,7 +316,68 @@ impl Engine {
             };
             decisions.push((summary.id, decision));
         }
+        // A task it names that the store does not know (yet): started
+        // later (`baton run … --id`), or removed to be made again. Kept
+        // for whichever of its waits first expects it.
+        if !awaiting.is_empty() {
+            for id in named.iter().filter(|id| !known.contains(*id)) {
+                if let Some(kept) = self.keep_for_unknown(id, stored, branch_pattern)? {
+                    decisions.push(kept);
+                }
+            }
+        }
         Ok((decisions, passed))
+    }
+
+    /// Keeps delivery `stored` for task `id`, which the store does not
+    /// know: bounded ([`MAX_KEPT_FOR_UNKNOWN`] rows in all, each for
+    /// `[server] buffer_ttl`), judged when the task reaches a wait.
+    fn keep_for_unknown(
+        &self,
+        id: &str,
+        stored: &NewDelivery,
+        branch_pattern: &str,
+    ) -> Result<Option<(TaskId, Decision)>> {
+        let Ok(task) = TaskId::parse(id) else {
+            return Ok(None);
+        };
+        // Made since the list was read: judged by the next hand-over or
+        // by its own runner (nothing is kept for it here).
+        if self.store.load(&task)?.is_some() {
+            return Ok(None);
+        }
+        let kept_already = self
+            .store
+            .buffered_all()?
+            .iter()
+            .filter(|b| b.phase == ANY_WAIT && b.expires_at > self.now())
+            .count();
+        if kept_already >= MAX_KEPT_FOR_UNKNOWN {
+            return Ok(Some((
+                task,
+                Decision::Skipped(format!(
+                    "no task {id} exists, and {MAX_KEPT_FOR_UNKNOWN} deliveries are kept already for tasks not made yet"
+                )),
+            )));
+        }
+        self.keep_for(
+            &task,
+            ANY_WAIT,
+            &stored.id,
+            &stored.event,
+            &stored.payload,
+            branch_pattern,
+        )?;
+        let until = Timestamp(self.now().millis().saturating_add(self.buffer_ttl_ms()));
+        Ok(Some((
+            task,
+            Decision::Buffered {
+                phase: ANY_WAIT.to_string(),
+                why: format!(
+                    "no task {id} exists yet; kept until {until} for its first wait that expects it"
+                ),
+            },
+        )))
     }
 
     /// Takes `id`'s lease, judges the delivery again under it and passes

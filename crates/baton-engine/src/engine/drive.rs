@@ -16,10 +16,19 @@ impl Engine {
         let dir = self.project.task_dir(&held.state.task_id);
         render::phase_outputs(&dir, &held.state)?;
         loop {
-            if let Some(outcome) = self.stopped_between_phases(held)? {
+            if let Some(outcome) = self.lost_or_cancelled(held)? {
                 return Ok(outcome);
             }
-            match machine::next(&held.state, &held.wf) {
+            let next = machine::next(&held.state, &held.wf);
+            // A signal or a drain lets go of the task only before a phase
+            // would start: a task whose last phase passed completes (or
+            // waits) first, never left for a pod to start only to end it.
+            if matches!(next, Next::Start(_))
+                && let Some(outcome) = self.stopped_before_phase(held)?
+            {
+                return Ok(outcome);
+            }
+            match next {
                 Next::Start(p) => {
                     // An agent with a role other than implementation works
                     // in its own workspace for this phase.
@@ -67,6 +76,18 @@ impl Engine {
                     let _ = self.store.drop_buffered(&held.state.task_id, None);
                     return Ok(Outcome::Complete);
                 }
+                // Its process exited before its runner stopped: the end
+                // is judged from what it left (`resume`).
+                Next::InProgress(p)
+                    if held
+                        .state
+                        .phase(p.as_str())
+                        .is_some_and(|s| s.exited.is_some()) =>
+                {
+                    if let Some(outcome) = self.finish_exited(held, &p)? {
+                        return Ok(outcome);
+                    }
+                }
                 Next::InProgress(p) => {
                     return Err(Error::op(format!("phase {p} is unexpectedly in progress")));
                 }
@@ -107,8 +128,8 @@ impl Engine {
     }
 
     /// Between phases: a lost lease ends the drive with an error, a cancel
-    /// asked or a signal with their outcome.
-    fn stopped_between_phases(&self, held: &mut Held) -> Result<Option<Outcome>> {
+    /// asked with its outcome.
+    fn lost_or_cancelled(&self, held: &mut Held) -> Result<Option<Outcome>> {
         if held.hb.lost.load(Ordering::SeqCst) {
             return Err(Error::busy(format!(
                 "lost the lease of task {} to another process",
@@ -124,6 +145,12 @@ impl Engine {
             )?;
             return Ok(Some(Outcome::Cancelled));
         }
+        Ok(None)
+    }
+
+    /// Before a phase starts: a signal or a drain ends the drive, the task
+    /// released for `resume` or another worker.
+    fn stopped_before_phase(&self, held: &mut Held) -> Result<Option<Outcome>> {
         if self.interrupt.load(Ordering::SeqCst) {
             self.decide_commit(
                 held,

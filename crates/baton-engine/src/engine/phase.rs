@@ -94,6 +94,89 @@ impl Engine {
         }
     }
 
+    /// Finishes the accounting of `phase`'s attempt, whose process had
+    /// exited when its runner stopped (its exit is journaled): its end is
+    /// judged, as the runner would have, from the exit and the files the
+    /// attempt left (its output, summary, an agent's stream), and its work
+    /// published. The phase does not run again.
+    pub(super) fn finish_exited(
+        &self,
+        held: &mut Held,
+        phase: &PhaseId,
+    ) -> Result<Option<Outcome>> {
+        let idx = held
+            .state
+            .phases
+            .iter()
+            .position(|p| &p.id == phase)
+            .expect("phase of state");
+        let ps = held.state.phases[idx].clone();
+        let exit = ps.exited.expect("an exited attempt");
+        let def = held
+            .wf
+            .phase(phase.as_str())
+            .expect("phase of workflow")
+            .clone();
+        let label = start::attempt_label(idx, phase.as_str(), ps.iteration, ps.attempt);
+        let dir = self.project.task_dir(&held.state.task_id);
+        let stdout = dir.join("logs").join(format!("{label}.out"));
+        let stderr = dir.join("logs").join(format!("{label}.err"));
+        // A built-in CLI's run is judged from its stream, read again from
+        // the file it was written to.
+        let cli = match &def.kind {
+            PhaseKind::Prompt { .. } => ps
+                .agent_runs
+                .last()
+                .filter(|r| r.attempt == ps.attempt)
+                .and_then(|r| baton_agents::by_name(&r.session.cli)),
+            _ => None,
+        };
+        let events = cli.map_or_else(Vec::new, |c| {
+            baton_agents::tail::Tail::new(c, &stdout, Vec::new()).finish()
+        });
+        let at = Attempt {
+            id: held.state.task_id.clone(),
+            phase: phase.clone(),
+            idx,
+            timeout: def.timeout_ms.map(Duration::from_millis),
+            def,
+            attempt: ps.attempt,
+            ps,
+            summary_file: start::summary_file(&dir, &label),
+            label,
+            dir,
+            started: Instant::now(),
+            brief_text: String::new(),
+            // Comments it carried and that were not marked delivered go
+            // with the next attempt (more than once, never lost).
+            comments: Vec::new(),
+            stdout: stdout.clone(),
+            stderr: stderr.clone(),
+            env: Vec::new(),
+        };
+        let l = launch::Launch {
+            program: String::new(),
+            args: Vec::new(),
+            env: Vec::new(),
+            stdout,
+            stderr,
+            cli,
+            session: None,
+            agent: String::new(),
+            start: baton_core::state::SessionStart::New,
+            forks: None,
+        };
+        let status = std::os::unix::process::ExitStatusExt::from_raw(exit.wait_status());
+        let launched = launch::Launched {
+            waited: Ok(baton_sys::process::Waited::Exited(status)),
+            events,
+        };
+        self.observer.info(&format!(
+            "phase {phase}: its process had ended before its runner stopped; judging its end from what it left"
+        ));
+        self.end_attempt(held, &at, launched, &l)
+    }
+
     /// Fails the started attempt of `phase` before its process could be
     /// spawned (what it would be given is unusable).
     fn fail_unstarted<T>(

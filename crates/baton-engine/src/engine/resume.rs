@@ -125,7 +125,8 @@ impl Engine {
                 }
             }
         }
-        let crashed = self.detect_crash(held, seen, claimed)?;
+        let account = opts.from.is_none() && upgrade_to.is_none();
+        let crashed = self.detect_crash(held, seen, claimed, account)?;
         if opts.from.is_none() {
             match held.state.status {
                 // A task whose runner stopped before any phase started (e.g.

@@ -183,6 +183,19 @@ impl Agents<'_> {
             return Some(format!("its worktree {path} is gone"));
         }
         let name = i.resources.session_name.as_deref()?;
+        if let Some(h) = &i.resources.session_host {
+            let local = self.eng.local();
+            if h.host == local.host && h.boot_id != local.boot_id {
+                return Some(format!(
+                    "its tmux session {name} ended with the machine's last boot"
+                ));
+            }
+            // Another host's or container's tmux server is not ours to
+            // see: it is judged where it runs, never gone from here.
+            if self.session_elsewhere(i).is_some() {
+                return None;
+            }
+        }
         (!self.tmux().has_session(name)).then(|| format!("its tmux session {name} is gone"))
     }
 

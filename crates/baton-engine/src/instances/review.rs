@@ -108,6 +108,7 @@ impl Agents<'_> {
                 session_name: None,
                 branch: Some(rbranch),
                 agent_session_id: None,
+                session_host: None,
             },
         })?;
         let r = found(&all, &rid)?.clone();

@@ -15,6 +15,27 @@ impl Agents<'_> {
         Tmux::for_project(&self.eng.project.root)
     }
 
+    /// Where `inst`'s tmux session runs, when that is not here: another
+    /// host, or another container (PID namespace) of this one, whose tmux
+    /// server this process cannot reach. `None`: here (or headless).
+    pub(super) fn session_elsewhere(&self, inst: &Instance) -> Option<String> {
+        let h = inst.resources.session_host.as_ref()?;
+        let local = self.eng.local();
+        if local.can_probe(&h.host, &h.boot_id, &h.pid_ns) {
+            return None;
+        }
+        Some(if h.host != local.host {
+            format!("on host {}", h.host)
+        } else if h.boot_id != local.boot_id {
+            "on this machine before its last boot".into()
+        } else {
+            format!(
+                "in another container of this host (PID namespace {})",
+                h.pid_ns
+            )
+        })
+    }
+
     /// Where an instance's own files go (its prompt, its captured pane).
     pub fn folder(&self, id: &InstanceId) -> PathBuf {
         self.eng
@@ -116,6 +137,15 @@ impl Agents<'_> {
                 "follow its turns with `baton log TASK --follow` (`baton agent show {id}` names them); spawn with --interactive for a terminal"
             )));
         };
+        if let Some(there) = self.session_elsewhere(&v.instance) {
+            return Err(Error::coded(
+                ErrorCode::InvalidState,
+                format!("{id}'s tmux session {name} runs {there}: this shell cannot reach it"),
+            )
+            .hint(format!(
+                "run `baton agent attach {id}` where it was spawned; `baton agent log {id}` shows its turns from anywhere"
+            )));
+        }
         let tmux = self.tmux();
         if !tmux.has_session(&name) {
             return Err(Error::coded(

@@ -92,6 +92,16 @@ impl BufferStore for PgStore {
         Ok(n as usize)
     }
 
+    fn drop_buffered_delivery(&self, task: &TaskId, delivery: &str) -> Result<usize> {
+        let n = self.run(|conn, _| {
+            Ok(conn.db().execute(
+                "DELETE FROM buffered_events WHERE task_id = $1 AND delivery_id = $2",
+                &[&task.as_str(), &delivery],
+            )?)
+        })?;
+        Ok(n as usize)
+    }
+
     fn expire_buffered(&self, now: Timestamp) -> Result<usize> {
         let n = self.run(|conn, _| {
             Ok(conn.db().execute(

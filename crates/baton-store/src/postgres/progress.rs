@@ -4,7 +4,7 @@
 use super::PgStore;
 use super::conn::in_tx;
 use crate::Result;
-use crate::progress::{ProgressStore, json, progress_of, stage_of};
+use crate::progress::{ProgressStore, json, key, progress_of, stage_of};
 use baton_core::progress::Progress;
 
 const PUT: &str = "INSERT INTO progress (repository, updated_at, data) VALUES ($1, $2, $3)
@@ -25,11 +25,12 @@ impl ProgressStore for PgStore {
     fn put_progress(&self, p: &Progress) -> Result<()> {
         let data = json(p);
         let at = p.last_updated.millis();
+        let repository = key(&p.repository);
         // Upserts: a retry after a lost connection writes the same rows.
         self.run(|conn, _| {
             in_tx(conn, |db| {
-                db.execute(PUT, &[&p.repository, &at, &data])?;
-                db.execute(PUT_STAGE, &[&p.repository, &p.task_id, &at, &data])?;
+                db.execute(PUT, &[&repository, &at, &data])?;
+                db.execute(PUT_STAGE, &[&repository, &p.task_id, &at, &data])?;
                 Ok(())
             })
         })
@@ -38,14 +39,16 @@ impl ProgressStore for PgStore {
     fn put_task_stage(&self, p: &Progress) -> Result<()> {
         let data = json(p);
         let at = p.last_updated.millis();
+        let repository = key(&p.repository);
         self.run(|conn, _| {
             conn.db()
-                .execute(PUT_STAGE, &[&p.repository, &p.task_id, &at, &data])?;
+                .execute(PUT_STAGE, &[&repository, &p.task_id, &at, &data])?;
             Ok(())
         })
     }
 
     fn progress(&self, repository: Option<&str>) -> Result<Vec<Progress>> {
+        let repository = repository.map(key);
         let rows = self.run(|conn, _| Ok(conn.db().query(GET, &[&repository])?))?;
         rows.iter()
             .map(|r| progress_of(r.get::<_, &str>(0), r.get::<_, &str>(1)))
@@ -53,6 +56,7 @@ impl ProgressStore for PgStore {
     }
 
     fn task_stages(&self, repository: Option<&str>) -> Result<Vec<Progress>> {
+        let repository = repository.map(key);
         let rows = self.run(|conn, _| Ok(conn.db().query(STAGES, &[&repository])?))?;
         rows.iter()
             .map(|r| {
@@ -66,12 +70,14 @@ impl ProgressStore for PgStore {
     }
 
     fn task_stage(&self, repository: &str, task: &str) -> Result<Option<Progress>> {
-        let row = self.run(|conn, _| Ok(conn.db().query_opt(STAGE, &[&repository, &task])?))?;
+        let k = key(repository);
+        let row = self.run(|conn, _| Ok(conn.db().query_opt(STAGE, &[&k, &task])?))?;
         row.map(|r| stage_of(repository, task, r.get::<_, &str>(0)))
             .transpose()
     }
 
     fn clear_progress(&self, repository: &str) -> Result<bool> {
+        let repository = key(repository);
         let n =
             self.run(|conn, _| {
                 in_tx(conn, |db| {
@@ -83,6 +89,7 @@ impl ProgressStore for PgStore {
     }
 
     fn clear_task_stage(&self, repository: &str, task: &str) -> Result<bool> {
+        let repository = key(repository);
         let n = self.run(|conn, _| Ok(conn.db().execute(CLEAR_STAGE, &[&repository, &task])?))?;
         Ok(n == 1)
     }

@@ -222,6 +222,19 @@ CREATE TABLE task_links (
     data TEXT NOT NULL
 );
 "#,
+    r#"
+-- Repository names have no case on GitHub: progress records are keyed by
+-- the name in lower case (of spellings of one name, the newest stays).
+DELETE FROM progress WHERE EXISTS (SELECT 1 FROM progress b
+    WHERE lower(b.repository) = lower(progress.repository) AND b.repository <> progress.repository
+      AND (b.updated_at > progress.updated_at OR (b.updated_at = progress.updated_at AND b.repository > progress.repository)));
+UPDATE progress SET repository = lower(repository);
+DELETE FROM task_stages WHERE EXISTS (SELECT 1 FROM task_stages b
+    WHERE lower(b.repository) = lower(task_stages.repository) AND b.task_id = task_stages.task_id
+      AND b.repository <> task_stages.repository
+      AND (b.updated_at > task_stages.updated_at OR (b.updated_at = task_stages.updated_at AND b.repository > task_stages.repository)));
+UPDATE task_stages SET repository = lower(repository);
+"#,
 ];
 
 /// The advisory lock migrations run under ("baton" in ASCII, then 1), so
@@ -332,3 +345,7 @@ pub(super) const CLAIM: &str = "UPDATE tasks SET lease = $1, lease_expires_at = 
      RETURNING id";
 pub(super) const WORK_THERE: &str = "SELECT EXISTS (SELECT 1 FROM tasks
      WHERE queued AND status = 'RUNNING' AND (lease IS NULL OR lease_expires_at <= $1))";
+
+/// The server's clock in ms since the epoch (`clock_timestamp()`, not the
+/// transaction's start): the one clock leases are judged by.
+pub(super) const SERVER_NOW: &str = "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint";

@@ -143,7 +143,7 @@ impl Store for PgStore {
             if !ours {
                 return Err(Fail::Store(Error::LeaseLost {
                     task: id.clone(),
-                    holder: lease,
+                    holder: lease.map(Box::new),
                 }));
             }
             Err(Fail::Store(Error::SeqConflict {
@@ -309,7 +309,7 @@ impl Store for PgStore {
                 if row.lease.as_ref() != seen_lease {
                     return Err(Fail::Store(Error::LeaseLost {
                         task: id.clone(),
-                        holder: row.lease,
+                        holder: row.lease.map(Box::new),
                     }));
                 }
                 let last: i64 = db.query_one(MAX_SEQ, &[&id.as_str()])?.get(0);
@@ -412,6 +412,16 @@ impl Store for PgStore {
 
     fn describe(&self) -> String {
         self.place.clone()
+    }
+
+    fn server_now(&self) -> Result<Option<Timestamp>> {
+        let ms = self.run(|conn, _| {
+            Ok(conn
+                .db()
+                .query_one(super::sql::SERVER_NOW, &[])?
+                .get::<_, i64>(0))
+        })?;
+        Ok(Some(Timestamp(ms)))
     }
 
     fn check(&self) -> Result<Vec<String>> {

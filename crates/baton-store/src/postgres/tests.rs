@@ -119,6 +119,7 @@ fn a_commit_lost_before_or_after_commit_lands_exactly_once() {
         boot_id: "b".into(),
         pid: 7,
         start_time: 1,
+        pid_ns: String::new(),
     };
     let mut state = task(&store, &owner);
     let id = state.task_id.clone();

@@ -88,6 +88,13 @@ impl BufferStore for SqliteStore {
         })
     }
 
+    fn drop_buffered_delivery(&self, task: &TaskId, delivery: &str) -> Result<usize> {
+        Ok(self
+            .conn()
+            .prepare_cached("DELETE FROM buffered_events WHERE task_id = ?1 AND delivery_id = ?2")?
+            .execute(params![task.as_str(), delivery])?)
+    }
+
     fn expire_buffered(&self, now: Timestamp) -> Result<usize> {
         Ok(self
             .conn()

@@ -1,7 +1,8 @@
 //! [`DeliveryStore`] for SQLite: the `deliveries` table, a batch of new
 //! deliveries inserted in one IMMEDIATE transaction (one fsync for all);
 //! a body seen within its window (`delivery_bodies`, one row per digest,
-//! replaced only once the window passed) makes a delivery not new.
+//! replaced only once the window passed) makes a delivery not new, unless
+//! the delivery that brought it was only ignored.
 
 use super::SqliteStore;
 use crate::Result;
@@ -26,14 +27,22 @@ impl DeliveryStore for SqliteStore {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
+            // A delivery only ignored (no task waited) did nothing: its
+            // redelivery is new again, by its id or by its body.
             let mut ins = tx.prepare_cached(
                 "INSERT INTO deliveries (id, received_at, event, action, repository, payload, settled_at, decision, why, tasks)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (id) DO NOTHING",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+                 ON CONFLICT (id) DO UPDATE SET received_at = excluded.received_at, event = excluded.event,
+                    action = excluded.action, repository = excluded.repository, payload = excluded.payload,
+                    settled_at = excluded.settled_at, decision = excluded.decision, why = excluded.why,
+                    tasks = excluded.tasks
+                 WHERE deliveries.decision = 'ignored'",
             )?;
             let mut body = tx.prepare_cached(
-                "INSERT INTO delivery_bodies (digest, received_at) VALUES (?1, ?2)
-                 ON CONFLICT (digest) DO UPDATE SET received_at = excluded.received_at
-                 WHERE delivery_bodies.received_at < excluded.received_at - ?3",
+                "INSERT INTO delivery_bodies (digest, received_at, delivery_id) VALUES (?1, ?2, ?4)
+                 ON CONFLICT (digest) DO UPDATE SET received_at = excluded.received_at, delivery_id = excluded.delivery_id
+                 WHERE delivery_bodies.received_at < excluded.received_at - ?3
+                    OR EXISTS (SELECT 1 FROM deliveries x WHERE x.id = delivery_bodies.delivery_id AND x.decision = 'ignored')",
             )?;
             let mut known = tx.prepare_cached("SELECT 1 FROM deliveries WHERE id = ?1")?;
             for (d, fresh) in new.iter().zip(fresh.iter_mut()) {
@@ -41,9 +50,12 @@ impl DeliveryStore for SqliteStore {
                     && let Some(b) = &d.body
                     && !known.exists([&d.id])?
                 {
-                    *fresh =
-                        body.execute(params![key(&b.digest), d.received_at.millis(), b.window_ms])?
-                            == 1;
+                    *fresh = body.execute(params![
+                        key(&b.digest),
+                        d.received_at.millis(),
+                        b.window_ms,
+                        d.id
+                    ])? == 1;
                 }
                 if *fresh {
                     let s = d.settled.as_ref();

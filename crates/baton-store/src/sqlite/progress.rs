@@ -4,7 +4,7 @@
 
 use super::SqliteStore;
 use crate::Result;
-use crate::progress::{ProgressStore, json, progress_of, stage_of};
+use crate::progress::{ProgressStore, json, key, progress_of, stage_of};
 use baton_core::progress::Progress;
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -39,7 +39,7 @@ impl SqliteStore {
 
 fn put_stage(conn: &Connection, p: &Progress, data: &str) -> Result<()> {
     conn.prepare_cached(PUT_STAGE)?.execute(params![
-        p.repository,
+        key(&p.repository),
         p.task_id,
         p.last_updated.millis(),
         data
@@ -52,7 +52,7 @@ impl ProgressStore for SqliteStore {
         let data = json(p);
         self.relaxed(|conn| {
             conn.prepare_cached(PUT_REPOSITORY)?.execute(params![
-                p.repository,
+                key(&p.repository),
                 p.last_updated.millis(),
                 data
             ])?;
@@ -66,6 +66,7 @@ impl ProgressStore for SqliteStore {
     }
 
     fn progress(&self, repository: Option<&str>) -> Result<Vec<Progress>> {
+        let repository = repository.map(key);
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
             "SELECT repository, data FROM progress WHERE ?1 IS NULL OR repository = ?1 ORDER BY repository",
@@ -81,6 +82,7 @@ impl ProgressStore for SqliteStore {
     }
 
     fn task_stages(&self, repository: Option<&str>) -> Result<Vec<Progress>> {
+        let repository = repository.map(key);
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
             "SELECT repository, task_id, data FROM task_stages WHERE ?1 IS NULL OR repository = ?1
@@ -104,19 +106,20 @@ impl ProgressStore for SqliteStore {
         let conn = self.conn();
         let data: Option<String> = conn
             .prepare_cached("SELECT data FROM task_stages WHERE repository = ?1 AND task_id = ?2")?
-            .query_row([repository, task], |r| r.get(0))
+            .query_row([key(repository).as_str(), task], |r| r.get(0))
             .optional()?;
         data.map(|d| stage_of(repository, task, &d)).transpose()
     }
 
     fn clear_progress(&self, repository: &str) -> Result<bool> {
+        let repository = key(repository);
         let conn = self.conn();
         let tx = conn.unchecked_transaction()?;
         let n = tx
             .prepare_cached("DELETE FROM progress WHERE repository = ?1")?
-            .execute([repository])?
+            .execute([&repository])?
             + tx.prepare_cached("DELETE FROM task_stages WHERE repository = ?1")?
-                .execute([repository])?;
+                .execute([&repository])?;
         tx.commit()?;
         Ok(n > 0)
     }
@@ -125,7 +128,7 @@ impl ProgressStore for SqliteStore {
         let conn = self.conn();
         Ok(conn
             .prepare_cached("DELETE FROM task_stages WHERE repository = ?1 AND task_id = ?2")?
-            .execute([repository, task])?
+            .execute([key(repository).as_str(), task])?
             == 1)
     }
 }

@@ -34,6 +34,28 @@ impl Engine {
         } = at;
         let stderr = l.stderr.clone();
         let stdout = l.stdout.clone();
+        // The exit is journaled before anything reads what the process
+        // left: a runner that dies while accounting for it (an OOM kill,
+        // a SIGKILL before the PASS) leaves an exit for `resume` to judge,
+        // never a phase to run again. (Done already when `resume` is the
+        // one finishing it.)
+        if let Ok(Waited::Exited(status)) = &launched.waited
+            && held
+                .state
+                .phase(phase.as_str())
+                .is_some_and(|p| p.exited.is_none())
+        {
+            self.decide_commit(
+                held,
+                Input::Exited {
+                    phase: phase.clone(),
+                    exit: baton_core::state::Exit {
+                        code: status.code(),
+                        signal: std::os::unix::process::ExitStatusExt::signal(status),
+                    },
+                },
+            )?;
+        }
         // What the process wrote is read from here on: without secrets.
         self.redact_files(&[&stdout, &stderr, &at.summary_file]);
         let judged = l.cli.and_then(|c| match &launched.waited {
