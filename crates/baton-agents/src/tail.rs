@@ -5,12 +5,20 @@
 use crate::Cli;
 use std::path::Path;
 
+/// At most this much of the stream is read at one look.
+pub const READ_BYTES: u64 = 1 << 20;
+/// A line longer than this (no event of a CLI's is) is left out whole.
+pub const MAX_LINE: usize = 16 << 20;
+
 /// A CLI's JSON stream read while it is written: complete lines only,
-/// the last partial line when the CLI has ended.
+/// the last partial line when the CLI has ended; in bounded memory (a
+/// look reads at most [`READ_BYTES`], a line is held to [`MAX_LINE`]).
 pub struct Tail {
     path: std::path::PathBuf,
     offset: u64,
     partial: Vec<u8>,
+    /// Inside a line longer than [`MAX_LINE`], left out to its end.
+    skipping: bool,
     parser: crate::StreamParser,
     subagents: crate::subagents::Subagents,
 }
@@ -22,6 +30,7 @@ impl Tail {
             path: path.to_path_buf(),
             offset: 0,
             partial: Vec::new(),
+            skipping: false,
             parser: crate::StreamParser::new(cli),
             subagents: crate::subagents::Subagents::new(cli, env),
         }
@@ -29,13 +38,15 @@ impl Tail {
 
     /// The events of the lines written since the last call.
     pub fn poll(&mut self) -> Vec<crate::AgentEvent> {
-        let out = self.lines();
+        let out = self.lines(false);
         self.subagents.saw(&out);
         let subs = self.subagents.poll(false);
         before_the_wait(out, subs)
     }
 
-    fn lines(&mut self) -> Vec<crate::AgentEvent> {
+    /// The events of the complete lines written since the last look, read
+    /// at most [`READ_BYTES`] at a time (`all`: until the end of the file).
+    fn lines(&mut self, all: bool) -> Vec<crate::AgentEvent> {
         use std::io::{Read, Seek, SeekFrom};
         let Ok(mut f) = std::fs::File::open(&self.path) else {
             return Vec::new();
@@ -43,23 +54,53 @@ impl Tail {
         if f.seek(SeekFrom::Start(self.offset)).is_err() {
             return Vec::new();
         }
-        let mut buf = Vec::new();
-        let Ok(n) = f.read_to_end(&mut buf) else {
-            return Vec::new();
-        };
-        self.offset += n as u64;
-        self.partial.extend_from_slice(&buf);
         let mut out = Vec::new();
-        while let Some(nl) = self.partial.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = self.partial.drain(..=nl).collect();
-            out.extend(self.parser.line(&String::from_utf8_lossy(&line[..nl])));
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            let Ok(n) = (&mut f).take(READ_BYTES).read_to_end(&mut buf) else {
+                return out;
+            };
+            self.offset += n as u64;
+            let mut data = &buf[..];
+            if self.skipping {
+                // The rest of a line left out: dropped up to its end.
+                match data.iter().position(|b| *b == b'\n') {
+                    Some(nl) => {
+                        data = &data[nl + 1..];
+                        self.skipping = false;
+                    }
+                    None => data = &[],
+                }
+            }
+            self.partial.extend_from_slice(data);
+            let mut used = 0;
+            while let Some(nl) = self.partial[used..].iter().position(|b| *b == b'\n') {
+                let line = &self.partial[used..used + nl];
+                out.extend(self.parser.line(&String::from_utf8_lossy(line)));
+                used += nl + 1;
+            }
+            self.partial.drain(..used);
+            if self.partial.len() > MAX_LINE {
+                // No event is this long: the line is left out, said so,
+                // never held whole.
+                out.push(crate::AgentEvent::Warning {
+                    message: format!(
+                        "a line of the stream longer than {MAX_LINE} bytes was left out"
+                    ),
+                });
+                self.partial.clear();
+                self.skipping = true;
+            }
+            if !all || (n as u64) < READ_BYTES {
+                return out;
+            }
         }
-        out
     }
 
     /// The rest, the CLI having ended: a last line without its newline too.
     pub fn finish(&mut self) -> Vec<crate::AgentEvent> {
-        let mut out = self.lines();
+        let mut out = self.lines(true);
         if !self.partial.is_empty() {
             let line = std::mem::take(&mut self.partial);
             out.extend(self.parser.line(&String::from_utf8_lossy(&line)));

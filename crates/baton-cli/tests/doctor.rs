@@ -274,13 +274,22 @@ fn a_damaged_store_keeps_its_deliveries_inbox_items_and_teams() {
     // The tasks are back.
     assert_eq!(ids(&p), vec!["w1"]);
     assert_eq!(p.state("w1")["status"], "WAITING");
-    // The delivery is listed, and its id given again is a redelivery.
+    // The delivery is listed; it was only ignored, so its id given again
+    // is judged again (still ignored: nothing waits for it), never lost.
     let (code, listed, _) = p.run(&["deliveries", "--json"]);
     assert_eq!(code, 0);
     let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
     assert_eq!(listed[0]["id"], "d-1", "{listed}");
     assert_eq!(listed[0]["decision"], "ignored", "{listed}");
-    assert_eq!(deliver(&p, "d-1")["redelivery"], true);
+    let again = deliver(&p, "d-1");
+    assert_eq!(again["decision"], "ignored", "{again}");
+    let (_, listed, _) = p.run(&["deliveries", "--json"]);
+    let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(
+        listed.as_array().unwrap().len(),
+        1,
+        "one record of d-1: {listed}"
+    );
     // The agent's question, with its answer.
     let (code, all, _) = p.run(&["inbox", "--all", "--json"]);
     assert_eq!(code, 0);

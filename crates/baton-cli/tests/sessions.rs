@@ -64,10 +64,11 @@ on_both_backends! {
         let shown: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(shown["phases"][1]["sections"], serde_json::json!([1, 2]));
         assert_eq!(shown["phases"][0]["summary"], "the plan: two screens");
-        // A cancelled task's log says so, and that it ended.
+        // A cancelled task's log says so, and that it ended (issue 34: it
+        // said `failed`).
         p.run(&["cancel", "login"]);
         let log = log_of(&p, "login");
-        assert!(log.contains("status: failed\n") && log.contains("\nended: "), "{log}");
+        assert!(log.contains("status: cancelled\n") && log.contains("\nended: "), "{log}");
         assert!(log.contains("> [!note] cancelled"), "{log}");
     }
 
@@ -118,6 +119,37 @@ on_both_backends! {
         assert!(err.contains("task login is in this store"), "{err}");
         assert_eq!(code, 0, "{err}");
         assert_eq!(clone.state("login")["status"], "COMPLETE");
+    }
+
+    /// Issue 34: a clone whose workflow gained a phase before the one the
+    /// log stopped at. The log tells nothing of it: it runs (it was PASS
+    /// "(the session log tells nothing of this phase)" without running,
+    /// and the task ended COMPLETE never scanned).
+    fn a_phase_the_log_does_not_show_passing_runs_in_a_changed_clone() {
+        let first = TestProject::new();
+        first.workflow("steps", &STEPS.replace("max_attempts = 2", "max_attempts = 1"));
+        let (code, _, err) = first.run(&["run", "steps", "Add the login form", "--id", "login"]);
+        assert_eq!(code, 1, "{err}");
+        let log = log_of(&first, "login");
+        let clone = TestProject::new();
+        let scan = "[[phase]]\nid = \"security-scan\"\nrun = \"touch $BATON_STATE_DIR/scan-ran; echo 'scanned: clean'\"\n\n[[phase]]\nid = \"build\"";
+        clone.workflow("steps", &STEPS.replacen("[[phase]]\nid = \"build\"", scan, 1));
+        let copied = clone.root().join("login.md");
+        fs_err::write(&copied, &log).unwrap();
+        let out = clone
+            .baton(&["session", "resume", copied.to_str().unwrap()])
+            .env("GO", "1")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(err.contains("at security-scan (plan passed"), "{err}");
+        assert!(clone.root().join(".baton/tasks/login/scan-ran").exists(), "security-scan ran");
+        assert!(!clone.root().join(".baton/tasks/login/plan-ran").exists(), "plan did not");
+        let s = clone.state("login");
+        assert_eq!(s["status"], "COMPLETE");
+        let scan = s["completed_phases"].as_array().unwrap().iter().find(|p| p["id"] == "security-scan").unwrap().clone();
+        assert_eq!(scan["summary"], "scanned: clean", "{scan}");
     }
 
     fn a_log_written_by_hand_resumes_in_a_workflow_codified_from_it() {
@@ -193,7 +225,7 @@ on_both_backends! {
         ] {
             let (code, _, err) = p.run(&args);
             assert_eq!(code, 2, "{args:?}: {err}");
-            assert!(err.contains("bad.md:4: status \"finished\" is none of active, completed, failed, paused"), "{err}");
+            assert!(err.contains("bad.md:4: status \"finished\" is none of active, queued, paused, crashed, failed, completed, cancelled"), "{err}");
         }
         assert!(!p.root().join(".baton/workflows/x.toml").exists());
         let (code, _, err) = p.run(&["session", "show", "nobody"]);

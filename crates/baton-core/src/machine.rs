@@ -44,6 +44,10 @@ pub enum Next {
     Stopped(TaskStatus),
 }
 
+/// Why the attempt in progress of a cancelled task ended
+/// (`phase_interrupted`'s reason): the word views tell a cancel by.
+pub const CANCELLED: &str = "cancelled";
+
 /// What the driver reports or asks.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Input {

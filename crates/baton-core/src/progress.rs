@@ -11,7 +11,8 @@
 //! Pure: derived from a task's state.
 
 use crate::event::{Event, EventRecord};
-use crate::state::{PhaseState, PhaseStatus, TaskState, TaskStatus};
+use crate::lease::{DisplayStatus, Liveness};
+use crate::state::{PhaseState, PhaseStatus, TaskState};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -38,6 +39,18 @@ pub struct Progress {
     pub labels: BTreeMap<String, String>,
 }
 
+/// A progress record's word for each status `baton ls` shows (its
+/// runner writes it: the task is never CRASHED or QUEUED to it).
+pub fn word(d: DisplayStatus) -> &'static str {
+    match d {
+        DisplayStatus::Running | DisplayStatus::Queued | DisplayStatus::Crashed => "in-progress",
+        DisplayStatus::Waiting => "suspended",
+        DisplayStatus::Failed => "failed",
+        DisplayStatus::Complete => "completed",
+        DisplayStatus::Cancelled => "cancelled",
+    }
+}
+
 /// The task's progress record; `None` for a task without a `repository`
 /// label.
 pub fn of(state: &TaskState) -> Option<Progress> {
@@ -57,13 +70,7 @@ pub fn of(state: &TaskState) -> Option<Progress> {
         branch: state.last_checkpoint().and_then(|c| c.branch.clone()),
         task_id: state.task_id.to_string(),
         workflow: state.workflow.clone(),
-        status: match state.status {
-            TaskStatus::Running => "in-progress",
-            TaskStatus::Waiting | TaskStatus::Cancelled => "suspended",
-            TaskStatus::Failed => "failed",
-            TaskStatus::Complete => "completed",
-        }
-        .into(),
+        status: word(DisplayStatus::of_task(state.status, &Liveness::Live, false)).into(),
         stage,
         started_at: state.created_at,
         last_updated: state.updated_at,

@@ -48,6 +48,21 @@ fn pairs() -> &'static Regex {
     })
 }
 
+/// Every pattern and the pairs, in one set: whether a text holds any of
+/// them is one pass over it (a phase's output may be gigabytes).
+fn any_pattern() -> &'static regex::RegexSet {
+    static P: OnceLock<regex::RegexSet> = OnceLock::new();
+    P.get_or_init(|| {
+        regex::RegexSet::new(
+            patterns()
+                .iter()
+                .map(|(_, re)| re.as_str())
+                .chain(std::iter::once(pairs().as_str())),
+        )
+        .expect("valid patterns")
+    })
+}
+
 /// Whether an environment variable's name says its value is secret.
 pub fn secret_name(name: &str) -> bool {
     let n = name.to_ascii_uppercase();
@@ -120,11 +135,10 @@ impl Redactor {
 }
 
 impl Redactor {
-    /// Whether `text` may hold something to take out (a cheap first look).
+    /// Whether `text` may hold something to take out (a cheap first look:
+    /// one pass over it for every pattern at once).
     pub fn may_hold(&self, text: &str) -> bool {
-        self.values.iter().any(|v| text.contains(v.as_str()))
-            || patterns().iter().any(|(_, re)| re.is_match(text))
-            || pairs().is_match(text)
+        self.values.iter().any(|v| text.contains(v.as_str())) || any_pattern().is_match(text)
     }
 
     /// Every string in `v`, redacted.
@@ -158,31 +172,94 @@ impl Redactor {
     }
 }
 
+/// The first and last line of a private key block.
+fn key_begin() -> &'static Regex {
+    static P: OnceLock<Regex> = OnceLock::new();
+    P.get_or_init(|| Regex::new(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----").expect("a valid pattern"))
+}
+fn key_end() -> &'static Regex {
+    static P: OnceLock<Regex> = OnceLock::new();
+    P.get_or_init(|| Regex::new(r"-----END [A-Z0-9 ]*PRIVATE KEY-----").expect("a valid pattern"))
+}
+
+/// A file redacted one line at a time, so a file of any size is read in
+/// bounded memory: a line that is JSON has the strings in it redacted (a
+/// JSON Lines stream stays one), any other line as text; a private key
+/// block, which spans lines, goes whole from its `BEGIN` line to its `END`
+/// line (to the end of the file when it has none: a cut key is a secret
+/// too).
+#[derive(Debug)]
+pub struct Lines<'r> {
+    r: &'r Redactor,
+    in_key: bool,
+}
+
+impl<'r> Lines<'r> {
+    /// Whether `line` may hold something to take out, or the file is in a
+    /// key block (a cheap first look).
+    pub fn holds(&self, line: &str) -> bool {
+        self.in_key || self.r.may_hold(line) || key_begin().is_match(line)
+    }
+
+    /// `line` (without its line end) redacted; `None` when the whole line
+    /// goes (inside a key block).
+    pub fn line<'t>(&mut self, line: &'t str) -> Option<Cow<'t, str>> {
+        if self.in_key {
+            let end = key_end().find(line)?;
+            self.in_key = false;
+            let rest = &line[end.end()..];
+            return (!rest.trim().is_empty()).then(|| Cow::Owned(self.text(rest).into_owned()));
+        }
+        if let Some(begin) = key_begin().find(line)
+            && !key_end().is_match(&line[begin.end()..])
+        {
+            self.in_key = true;
+            let before = self.text(&line[..begin.start()]);
+            return Some(Cow::Owned(format!("{before}[REDACTED:private-key]")));
+        }
+        Some(self.text(line))
+    }
+
+    fn text<'t>(&self, line: &'t str) -> Cow<'t, str> {
+        if !self.r.may_hold(line) {
+            return Cow::Borrowed(line);
+        }
+        match serde_json::from_str::<serde_json::Value>(line) {
+            Ok(mut v) if line.trim_start().starts_with(['{', '[']) => {
+                self.r.value(&mut v);
+                Cow::Owned(serde_json::to_string(&v).unwrap_or_else(|_| line.to_string()))
+            }
+            _ => self.r.redact(line),
+        }
+    }
+}
+
 impl Redactor {
-    /// A file's text redacted: a line that is JSON has the strings in it
-    /// redacted (so a JSON Lines stream stays one), any other line as text.
-    /// `None` when there was nothing to take out.
+    /// A file's lines, redacted one at a time ([`Lines`]).
+    pub fn lines(&self) -> Lines<'_> {
+        Lines {
+            r: self,
+            in_key: false,
+        }
+    }
+
+    /// A file's text redacted ([`Lines`], over the whole text). `None`
+    /// when there was nothing to take out.
     pub fn text_file(&self, text: &str) -> Option<String> {
-        if !self.may_hold(text) {
+        let mut lines = self.lines();
+        if !text.split('\n').any(|l| lines.holds(l)) {
             return None;
         }
-        // A private key block spans lines: it goes first, whole.
-        let (_, block) = &patterns()[0];
-        let text = block.replace_all(text, "[REDACTED:private-key]");
         let mut out = String::with_capacity(text.len());
         for line in text.split_inclusive('\n') {
             let (body, end) = match line.strip_suffix('\n') {
                 Some(b) => (b, "\n"),
                 None => (line, ""),
             };
-            match serde_json::from_str::<serde_json::Value>(body) {
-                Ok(mut v) if body.trim_start().starts_with(['{', '[']) => {
-                    self.value(&mut v);
-                    out.push_str(&serde_json::to_string(&v).unwrap_or_else(|_| body.to_string()));
-                }
-                _ => out.push_str(&self.redact(body)),
+            if let Some(l) = lines.line(body) {
+                out.push_str(&l);
+                out.push_str(end);
             }
-            out.push_str(end);
         }
         Some(out)
     }
@@ -293,6 +370,20 @@ mod tests {
         assert_eq!(out.lines().nth(1), Some("plain password=[REDACTED:value]"));
         assert!(out.ends_with('\n'));
         assert_eq!(r.text_file("nothing\n"), None);
+    }
+
+    /// A key block spans lines: it goes whole, the text around it stays;
+    /// one that never ends goes to the end (a cut key is a secret too).
+    #[test]
+    fn a_private_key_block_goes_whole_line_by_line() {
+        let r = Redactor::default();
+        let text = "before\nkey: -----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAAAA\n-----END RSA PRIVATE KEY----- after\nlast\n";
+        let out = r.text_file(text).unwrap();
+        assert_eq!(out, "before\nkey: [REDACTED:private-key]\n after\nlast\n");
+        let one = "x -----BEGIN PRIVATE KEY-----abc-----END PRIVATE KEY----- y\n";
+        assert_eq!(r.text_file(one).unwrap(), "x [REDACTED:private-key] y\n");
+        let cut = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\nmore\n";
+        assert_eq!(r.text_file(cut).unwrap(), "[REDACTED:private-key]\n");
     }
 
     #[test]

@@ -104,11 +104,15 @@ pub enum LogStatus {
     /// The task's runner died while it ran (CRASHED, as `baton ls` shows
     /// it): written by whoever finds it so, since the runner cannot.
     Crashed,
+    /// Stopped by a person (`baton cancel`): not a failure.
+    Cancelled,
+    /// Waiting for a worker (`baton run --queue`).
+    Queued,
 }
 
 impl LogStatus {
     /// Every status, as a sentence names them.
-    pub const NAMES: &str = "active, completed, failed, paused, crashed";
+    pub const NAMES: &str = "active, queued, paused, crashed, failed, completed, cancelled";
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -117,6 +121,8 @@ impl LogStatus {
             LogStatus::Failed => "failed",
             LogStatus::Paused => "paused",
             LogStatus::Crashed => "crashed",
+            LogStatus::Cancelled => "cancelled",
+            LogStatus::Queued => "queued",
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
@@ -126,8 +132,27 @@ impl LogStatus {
             "failed" => LogStatus::Failed,
             "paused" => LogStatus::Paused,
             "crashed" => LogStatus::Crashed,
+            "cancelled" => LogStatus::Cancelled,
+            "queued" => LogStatus::Queued,
             _ => return None,
         })
+    }
+}
+
+/// The one word a log says for each status `baton ls` shows
+/// ([`DisplayStatus`](crate::lease::DisplayStatus), the one list of them).
+impl From<crate::lease::DisplayStatus> for LogStatus {
+    fn from(d: crate::lease::DisplayStatus) -> Self {
+        use crate::lease::DisplayStatus as D;
+        match d {
+            D::Running => LogStatus::Active,
+            D::Queued => LogStatus::Queued,
+            D::Waiting => LogStatus::Paused,
+            D::Crashed => LogStatus::Crashed,
+            D::Failed => LogStatus::Failed,
+            D::Complete => LogStatus::Completed,
+            D::Cancelled => LogStatus::Cancelled,
+        }
     }
 }
 

@@ -36,11 +36,20 @@ pub fn write_blocker(summary_file: &Path, reason: &str) -> std::io::Result<()> {
     write_durably(&beside(summary_file, ".blocker"), reason)
 }
 
+/// The most of a blocker's reason that is read (the file is the phase's
+/// to write: a blocker file of a gigabyte costs this much).
+const BLOCKER_BYTES: u64 = 4096;
+/// The most of a checkpoints file that is read, and the most notes kept.
+const CHECKPOINT_BYTES: u64 = 256 << 10;
+const MAX_CHECKPOINTS: usize = 200;
+
+/// The reason `report_blocker` gave, its first [`BLOCKER_BYTES`].
 pub fn blocker(summary_file: &Path) -> Option<String> {
-    std::fs::read_to_string(beside(summary_file, ".blocker"))
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
+    use std::io::Read;
+    let f = std::fs::File::open(beside(summary_file, ".blocker")).ok()?;
+    let mut buf = Vec::new();
+    f.take(BLOCKER_BYTES).read_to_end(&mut buf).ok()?;
+    Some(String::from_utf8_lossy(&buf).trim().to_string()).filter(|s| !s.is_empty())
 }
 
 /// `checkpoint`: one note appended (one JSON string per line, fsynced).
@@ -60,10 +69,17 @@ pub fn append_checkpoint(summary_file: &Path, note: &str) -> std::io::Result<usi
     Ok(checkpoints(summary_file).len())
 }
 
+/// The notes `checkpoint` appended, oldest first: at most
+/// [`MAX_CHECKPOINTS`] of the first [`CHECKPOINT_BYTES`] of the file.
 pub fn checkpoints(summary_file: &Path) -> Vec<String> {
-    std::fs::read_to_string(beside(summary_file, ".checkpoints"))
-        .unwrap_or_default()
+    use std::io::{BufRead, Read};
+    let Ok(f) = std::fs::File::open(beside(summary_file, ".checkpoints")) else {
+        return Vec::new();
+    };
+    std::io::BufReader::new(f.take(CHECKPOINT_BYTES))
         .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
+        .map_while(|l| l.ok())
+        .filter_map(|l| serde_json::from_str(&l).ok())
+        .take(MAX_CHECKPOINTS)
         .collect()
 }

@@ -311,7 +311,9 @@ fn check_crashed(
 ) {
     let id = &snap.state.task_id;
     let live = eng.liveness(snap.lease.as_ref());
-    if DisplayStatus::of(snap.state.status, &live) != DisplayStatus::Crashed {
+    // The one status `ls` shows: a queued task nobody runs is QUEUED,
+    // waiting for a worker, never CRASHED.
+    if eng.status_of(snap) != DisplayStatus::Crashed {
         return;
     }
     let why = match &live {
@@ -422,6 +424,11 @@ fn check_sessions(eng: &Engine, fix: bool, shared: bool) -> Result<Vec<Finding>>
         // A CRASHED task's log says so (its runner could not); any other
         // task's says its status, unless its live runner keeps it.
         let shown = DisplayStatus::of_task(t.status, &eng.liveness(t.lease.as_ref()), t.queued);
+        // A task queued a moment ago has no log yet: its worker writes it
+        // (and `session ls` renders it, saying queued, until then).
+        if shown == DisplayStatus::Queued && said.is_none() {
+            continue;
+        }
         if let Some(s) = said {
             if !crate::sessions::log_is_stale(shown, Some(s.as_str())) {
                 continue;

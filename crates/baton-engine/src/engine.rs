@@ -312,14 +312,13 @@ impl Engine {
     }
 
     /// Rewrites the files an attempt left (its output, errors, summary)
-    /// without the secrets in them, atomically.
+    /// without the secrets in them, atomically, in bounded memory
+    /// (`render::redact_file`): a phase that printed gigabytes is read a
+    /// line at a time, and rewritten only when it holds a secret.
     pub(crate) fn redact_files(&self, files: &[&std::path::Path]) {
         for f in files {
-            let Ok(text) = std::fs::read_to_string(f) else {
-                continue;
-            };
-            if let Some(clean) = self.redactor.text_file(&text) {
-                let _ = render::atomic_write(f, clean.as_bytes());
+            if let Err(e) = render::redact_file(&self.redactor, f) {
+                tracing::warn!(file = %f.display(), error = %e, "could not redact");
             }
         }
     }

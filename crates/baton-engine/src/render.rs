@@ -37,25 +37,142 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// `path` replaced by a temporary file renamed over it; with `sync`, the
 /// file and its folder reach the disk before this returns.
 fn replace(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
+    replace_with(path, sync, |w| w.write_all(bytes))
+}
+
+/// `path` replaced by what `write` writes into a temporary file beside it
+/// (`.NAME.tmp-PID`), renamed over it; with `sync`, the file and its folder
+/// reach the disk before this returns. On any error (a full disk) the
+/// temporary file is removed and `path` is left as it was.
+pub fn replace_with(
+    path: &Path,
+    sync: bool,
+    write: impl FnOnce(&mut std::io::BufWriter<fs_err::File>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs_err::create_dir_all(dir)?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    {
-        let mut f = fs_err::File::create(&tmp)?;
-        f.write_all(bytes)?;
+    let tmp = dir.join(format!("{TMP_PREFIX}{name}.tmp-{}", std::process::id()));
+    let written = (|| {
+        let mut w = std::io::BufWriter::new(fs_err::File::create(&tmp)?);
+        write(&mut w)?;
+        let f = w.into_inner().map_err(|e| e.into_error())?;
         if sync {
             f.sync_all()?;
         }
+        fs_err::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
-    fs_err::rename(&tmp, path)?;
+    written?;
     if sync && let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// How much of a file is redacted at once: whole lines up to this size (a
+/// longer line, a phase that prints a gigabyte without a line break, is
+/// redacted in pieces of this size).
+pub const REDACT_PIECE: u64 = 1 << 20;
+
+/// Rewrites `path` without the secrets in it ([`baton_core::redact::Lines`]):
+/// read once, a chunk of whole lines at a time, to find whether anything
+/// is to be taken out, and only then rewritten (atomically), so memory
+/// stays at a chunk whatever the file's size. A line that is not UTF-8 is
+/// rewritten lossily only when it holds a secret; every other byte is kept
+/// as it was. A missing file is left missing.
+pub fn redact_file(r: &baton_core::redact::Redactor, path: &Path) -> std::io::Result<()> {
+    let Some(mut chunks) = Chunks::open(path)? else {
+        return Ok(());
+    };
+    let lines = r.lines();
+    let mut holds = false;
+    while let Some(chunk) = chunks.next()? {
+        if lines.holds(&String::from_utf8_lossy(chunk)) {
+            holds = true;
+            break;
+        }
+    }
+    if !holds {
+        return Ok(());
+    }
+    let Some(mut chunks) = Chunks::open(path)? else {
+        return Ok(());
+    };
+    let mut lines = r.lines();
+    replace_with(path, false, |w| {
+        while let Some(chunk) = chunks.next()? {
+            if !lines.holds(&String::from_utf8_lossy(chunk)) {
+                w.write_all(chunk)?;
+                continue;
+            }
+            for piece in chunk.split_inclusive(|b| *b == b'\n') {
+                let (body, end): (&[u8], &[u8]) = match piece.strip_suffix(b"\n") {
+                    Some(b) => (b, b"\n"),
+                    None => (piece, b""),
+                };
+                let text = String::from_utf8_lossy(body);
+                if !lines.holds(&text) {
+                    w.write_all(piece)?;
+                } else if let Some(l) = lines.line(&text) {
+                    w.write_all(l.as_bytes())?;
+                    w.write_all(end)?;
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// A file read in chunks of about [`REDACT_PIECE`] bytes that end at a line
+/// end (or, for a longer line, are a piece of it).
+struct Chunks {
+    reader: std::io::BufReader<std::fs::File>,
+    buf: Vec<u8>,
+}
+
+impl Chunks {
+    fn open(path: &Path) -> std::io::Result<Option<Chunks>> {
+        match std::fs::File::open(path) {
+            Ok(f) => Ok(Some(Chunks {
+                reader: std::io::BufReader::with_capacity(64 << 10, f),
+                buf: Vec::new(),
+            })),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn next(&mut self) -> std::io::Result<Option<&[u8]>> {
+        use std::io::{BufRead, Read};
+        self.buf.clear();
+        while (self.buf.len() as u64) < REDACT_PIECE {
+            let room = REDACT_PIECE - self.buf.len() as u64;
+            let n = (&mut self.reader)
+                .take(room)
+                .read_until(b'\n', &mut self.buf)?;
+            if n == 0 {
+                break;
+            }
+        }
+        Ok((!self.buf.is_empty()).then_some(&self.buf[..]))
+    }
+}
+
+/// What the temporary files of [`replace_with`] start with (`.NAME.tmp-PID`).
+pub const TMP_PREFIX: &str = ".";
+
+/// Whether `name` is a temporary file [`replace_with`] makes.
+pub fn is_temporary(name: &str) -> bool {
+    name.starts_with(TMP_PREFIX)
+        && name
+            .rsplit_once(".tmp-")
+            .is_some_and(|(_, pid)| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Writes `state.json` for a task.

@@ -393,26 +393,48 @@ pub fn tail(s: &str, max: usize) -> &str {
     &s[start..]
 }
 
-/// The last `max` bytes of a file, as text.
+/// The last `max` bytes of a file, as text (the partial first line of a
+/// file longer than that dropped).
 pub fn read_tail(path: &std::path::Path, max: usize) -> String {
-    use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut f) = std::fs::File::open(path) else {
+    let Some(t) = read_text_tail(path, max) else {
         return String::new();
     };
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let _ = f.seek(SeekFrom::Start(len.saturating_sub(max as u64)));
-    let mut buf = Vec::new();
-    let _ = f.read_to_end(&mut buf);
-    let s = String::from_utf8_lossy(&buf).into_owned();
-    if len > max as u64 {
-        // Drop the partial first line.
-        match s.find('\n') {
-            Some(i) => s[i + 1..].to_string(),
-            None => s,
+    if t.cut {
+        match t.text.find('\n') {
+            Some(i) => t.text[i + 1..].to_string(),
+            None => t.text,
         }
     } else {
-        s
+        t.text
     }
+}
+
+/// The end of a file read as text, in bounded memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextTail {
+    pub text: String,
+    /// The file was longer: only its last bytes were read.
+    pub cut: bool,
+    /// Bytes that were not UTF-8 were replaced with U+FFFD.
+    pub lossy: bool,
+}
+
+/// The last `max` bytes of a file (however long it is, or grows while it
+/// is read), decoded lossily; `None` when it cannot be opened.
+pub fn read_text_tail(path: &std::path::Path, max: usize) -> Option<TextTail> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = f.seek(SeekFrom::Start(len.saturating_sub(max as u64)));
+    let mut buf = Vec::with_capacity(max.min(len as usize));
+    let _ = f.take(max as u64).read_to_end(&mut buf);
+    let text = String::from_utf8_lossy(&buf);
+    let lossy = matches!(text, std::borrow::Cow::Owned(_));
+    Some(TextTail {
+        text: text.into_owned(),
+        cut: len > max as u64,
+        lossy,
+    })
 }
 
 /// The process groups of the phases a worker runs now, kept in a file that

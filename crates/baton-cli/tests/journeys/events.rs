@@ -215,7 +215,7 @@ on_both_backends! {
         assert_eq!(p.state("changes")["waiting"]["phase"], "wait-pr");
     }
 
-    /// A user cancels a task that had an event kept for it; the event goes with the task, and the same PR's later event changes nothing.
+    /// A user cancels a task that had an event kept for it; the event goes with the task, and the same PR's later event changes nothing, saying why.
     fn a_cancelled_task_takes_its_kept_events_with_it() {
         let p = project(PR_FLOW, "");
         assert_eq!(p.run(&["run", "pr-flow", "x", "--id", "changes"]).0, 1);
@@ -225,7 +225,11 @@ on_both_backends! {
         assert!(p.state("changes").get("buffered_events").is_none());
         let (code, v) = deliver_cli_body(&p, "d-2", &[fixture("pull_request/opened.payload.json").as_slice(), b"\n"].concat());
         assert_eq!(code, 0);
-        assert_eq!(v["tasks"], Value::Array(vec![]), "{v}");
+        // Skipped, saying which task and where it is (issue 34: it was
+        // "ignored: no task waits").
+        assert_eq!(v["decision"], "skipped", "{v}");
+        assert_eq!(v["tasks"][0]["why"], "task changes has ended (CANCELLED), this event is for wait-pr", "{v}");
+        assert_eq!(p.state("changes")["status"], "CANCELLED");
     }
 }
 

@@ -663,7 +663,7 @@ fn decide_cancel(state: &TaskState, reason: String) -> Result<Vec<Event>, RuleEr
         events.push(Event::PhaseInterrupted {
             phase: p.id.clone(),
             attempt: p.attempt,
-            reason: "cancelled".into(),
+            reason: super::CANCELLED.into(),
         });
     }
     events.push(Event::TaskCancelled { reason });

@@ -92,12 +92,13 @@ pub fn of_task(
         workflow: Some(state.workflow.clone()),
         started: Some(state.created_at.rfc3339()),
         ended: ended.filter(|_| !matches!(state.status, TaskStatus::Running | TaskStatus::Waiting)),
-        status: match state.status {
-            TaskStatus::Running => LogStatus::Active,
-            TaskStatus::Waiting => LogStatus::Paused,
-            TaskStatus::Complete => LogStatus::Completed,
-            TaskStatus::Failed | TaskStatus::Cancelled => LogStatus::Failed,
-        },
+        // As its runner (or a reader that found it so) sees it: a reader
+        // says CRASHED or QUEUED over it (`status_of`).
+        status: LogStatus::from(crate::lease::DisplayStatus::of_task(
+            state.status,
+            &crate::lease::Liveness::Live,
+            false,
+        )),
         channel,
         participants: b.participants,
         model: None,
@@ -600,11 +601,21 @@ impl Builder {
             } => {
                 self.section(phase.as_str());
                 self.cut_off();
-                self.callout(
-                    kind::ERROR,
-                    &format!("attempt {attempt} was interrupted"),
-                    reason,
-                );
+                // A person's cancel stopped it: not something that went
+                // wrong (`session learn` makes no case of it).
+                if reason == crate::machine::CANCELLED {
+                    self.callout(
+                        kind::NOTE,
+                        &format!("attempt {attempt} was stopped"),
+                        reason,
+                    );
+                } else {
+                    self.callout(
+                        kind::ERROR,
+                        &format!("attempt {attempt} was interrupted"),
+                        reason,
+                    );
+                }
                 self.open = false;
             }
             Event::PhaseSkipped { phase, reason } => {

@@ -23,6 +23,10 @@ use std::path::{Path, PathBuf};
 const TAIL_BYTES: u64 = 4096;
 /// At most this much of one stream is read per [`Engine::phase_output`].
 const CHUNK_BYTES: u64 = 64 * 1024;
+/// Of an attempt that ended, at most this much of each stream is read at
+/// one look: what comes before is skipped, said in one line (the whole
+/// output stays in its log file).
+const ENDED_BYTES: u64 = 1 << 20;
 /// A follower that starts while a phase runs first gets about this much of
 /// what it printed so far (like `tail -f`), not all of it.
 const RECENT_BYTES: u64 = 8 * 1024;
@@ -177,7 +181,7 @@ impl Engine {
         let mut done = vec![cursor.attempt.clone()];
         if !cursor.attempt.is_empty() && running_label.as_ref() != Some(&cursor.attempt) {
             // That attempt ended: all of the rest of it.
-            read_on(&logs, &mut cursor, true, u64::MAX, &mut out.lines);
+            read_on(&logs, &mut cursor, true, ENDED_BYTES, &mut out.lines);
         }
         // Attempts that began and ended between two looks.
         for r in started {
@@ -204,7 +208,7 @@ impl Engine {
                 attempt: label.clone(),
                 ..Cursor::default()
             };
-            read_on(&logs, &mut whole, true, u64::MAX, &mut out.lines);
+            read_on(&logs, &mut whole, true, ENDED_BYTES, &mut out.lines);
             done.push(label);
         }
         if let Some((label, phase)) = running {
@@ -283,8 +287,14 @@ fn recent_start(file: &Path, fresh: bool) -> u64 {
     if len <= RECENT_BYTES {
         return 0;
     }
-    let from = len - RECENT_BYTES;
-    match read_range(file, from, RECENT_BYTES) {
+    recent_start_at(file, len, RECENT_BYTES)
+}
+
+/// The start of the first line that begins in the last `recent` bytes of
+/// `file` (of `len` bytes).
+fn recent_start_at(file: &Path, len: u64, recent: u64) -> u64 {
+    let from = len.saturating_sub(recent);
+    match read_range(file, from, recent.min(len)) {
         Ok(bytes) => match bytes.iter().position(|b| *b == b'\n') {
             Some(i) => from + i as u64 + 1,
             None => len,
@@ -295,7 +305,9 @@ fn recent_start(file: &Path, fresh: bool) -> u64 {
 
 /// Reads `cursor`'s attempt on from its offsets, at most `limit` bytes of
 /// each stream: complete lines, and the unfinished last one too when the
-/// attempt `ended`.
+/// attempt `ended` (whose rest, when longer than `limit`, is read from a
+/// line start `limit` bytes before its end, the bytes skipped said in a
+/// line of their own).
 fn read_on(logs: &Path, cursor: &mut Cursor, ended: bool, limit: u64, lines: &mut Vec<OutputLine>) {
     let Some(phase) = phase_of(&cursor.attempt).map(str::to_string) else {
         return;
@@ -309,6 +321,20 @@ fn read_on(logs: &Path, cursor: &mut Cursor, ended: bool, limit: u64, lines: &mu
         let len = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
         if len <= *offset {
             continue;
+        }
+        if ended && len - *offset > limit {
+            let from = recent_start_at(&file, len, limit);
+            lines.push(OutputLine {
+                phase: phase.clone(),
+                attempt: cursor.attempt.clone(),
+                stream,
+                text: format!(
+                    "… {} bytes skipped; the whole {stream} is in {}",
+                    from - *offset,
+                    file.display()
+                ),
+            });
+            *offset = from;
         }
         let want = (len - *offset).min(limit);
         let Ok(bytes) = read_range(&file, *offset, want) else {

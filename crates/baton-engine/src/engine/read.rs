@@ -6,7 +6,6 @@ use super::Engine;
 use crate::error::{Error, Result};
 use crate::render;
 use baton_core::lease::{self, DisplayStatus, Lease, Liveness};
-use baton_core::state::TaskStatus;
 use baton_core::workflow::Workflow;
 use baton_core::{EventRecord, TaskId, TaskState, document};
 use baton_store::{TaskSnapshot, TaskSummary};
@@ -15,10 +14,6 @@ use baton_sys::host;
 impl Engine {
     pub fn liveness(&self, lease: Option<&Lease>) -> Liveness {
         lease::classify(lease, self.now(), &self.local, host::process_start_time)
-    }
-
-    pub fn display_status(&self, status: TaskStatus, lease: Option<&Lease>) -> DisplayStatus {
-        DisplayStatus::of(status, &self.liveness(lease))
     }
 
     /// A task's status as users see it (QUEUED, CRASHED, … included).

@@ -125,7 +125,11 @@ impl Engine {
                 }
             }
         }
-        let account = opts.from.is_none() && upgrade_to.is_none();
+        // A phase whose process exited is judged from what it left, where
+        // it left it: not for a queued task, whose worktree is set up
+        // again from what was published (its unpublished work is gone,
+        // and the phase runs again), nor when asked to rewind or upgrade.
+        let account = opts.from.is_none() && upgrade_to.is_none() && !seen.queued;
         let crashed = self.detect_crash(held, seen, claimed, account)?;
         if opts.from.is_none() {
             match held.state.status {

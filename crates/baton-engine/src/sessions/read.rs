@@ -53,17 +53,14 @@ impl SessionRow {
 
 /// Whether a task shown as `shown` needs its log rendered again from the
 /// store, its log saying `said` (`None`: it has none): missing, or saying
-/// another status than the task's. A running or queued task's log is its
+/// another status than the task's (each status's one word: `LogStatus`'s
+/// `From<DisplayStatus>`). A running task's log is its
 /// runner's to write.
 pub fn log_is_stale(shown: DisplayStatus, said: Option<&str>) -> bool {
-    let want = match shown {
-        DisplayStatus::Running | DisplayStatus::Queued => return said.is_none(),
-        DisplayStatus::Crashed => LogStatus::Crashed,
-        DisplayStatus::Waiting => LogStatus::Paused,
-        DisplayStatus::Complete => LogStatus::Completed,
-        DisplayStatus::Failed | DisplayStatus::Cancelled => LogStatus::Failed,
-    };
-    said != Some(want.as_str())
+    if shown == DisplayStatus::Running {
+        return said.is_none();
+    }
+    said != Some(LogStatus::from(shown).as_str())
 }
 
 /// Reads and parses the log at `path`; an error names the file and line.
@@ -228,7 +225,9 @@ impl Engine {
         log.front.model = crate::render::model_of(&log, &self.project.config.agent_models());
         crate::render::subagents_counted(&mut log, &snap.state, &records);
         let live = self.liveness(snap.lease.as_ref());
-        if DisplayStatus::of_task(snap.state.status, &live, snap.queued) == DisplayStatus::Crashed {
+        let shown = DisplayStatus::of_task(snap.state.status, &live, snap.queued);
+        log.front.status = LogStatus::from(shown);
+        if shown == DisplayStatus::Crashed {
             let why = match &live {
                 Liveness::Dead(w) => w.clone(),
                 Liveness::Expired => "its runner's lease expired".into(),

@@ -71,7 +71,7 @@ impl Engine {
                 let commands: Vec<String> = draft
                     .phases
                     .iter()
-                    .skip(passed.len())
+                    .filter(|p| !passed.iter().any(|s| s.id.as_str() == p.id))
                     .filter_map(|p| match &p.step {
                         codify::Step::Run(command) => Some(format!(
                             "{}: {}",
@@ -116,7 +116,8 @@ impl Engine {
         let names: Vec<&str> = passed.iter().map(|p| p.id.as_str()).collect();
         let at = wf
             .phases
-            .get(passed.len())
+            .iter()
+            .find(|p| !passed.iter().any(|s| s.id == p.id))
             .map_or("its end".to_string(), |p| p.id.to_string());
         self.observer().info(&format!(
             "continuing the session log {source} as workflow {} at {at}{}",
@@ -267,20 +268,22 @@ fn passed_before(
             })
             .unwrap_or(wf.phases.len()),
     };
+    // Only what the log shows passing (with its summary) counts as
+    // passed: a phase the log tells nothing of (one this clone's workflow
+    // gained) runs.
     Ok(wf.phases[..at]
         .iter()
-        .map(|p| {
+        .filter_map(|p| {
             let summary = told
                 .iter()
                 .find(|t| matches(p.id.as_str(), &t.name))
-                .and_then(|t| t.summary.clone())
-                .unwrap_or_else(|| "(the session log tells nothing of this phase)".into());
+                .and_then(|t| t.summary.clone())?;
             let mut s = PhaseState::new(p.id.clone());
             s.status = PhaseStatus::Pass;
             s.attempt = 1;
             s.completed_at = Some(now);
             s.summary = Some(summary);
-            s
+            Some(s)
         })
         .collect())
 }

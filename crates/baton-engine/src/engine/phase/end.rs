@@ -12,6 +12,10 @@ use baton_core::state::PhaseStatus;
 use baton_sys::process::{self, Stop, Waited};
 use std::path::Path;
 
+/// The most of a summary file that is read (its end; the summary kept is
+/// at most 16,000 bytes of it).
+const SUMMARY_BYTES: usize = 64 << 10;
+
 /// A passing attempt's summary, output and changed files.
 type Passed = (String, String, Vec<String>);
 
@@ -189,10 +193,31 @@ impl Engine {
                 stderr,
             )));
         }
-        let summary = std::fs::read_to_string(summary_file)
-            .ok()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
+        // The summary file is the phase's to write: read in bounded
+        // memory, kept when it holds bytes that are not UTF-8 (replaced,
+        // and the journal says so), never dropped for them.
+        let written = process::read_text_tail(summary_file, SUMMARY_BYTES)
+            .filter(|t| !t.text.trim().is_empty());
+        if let Some(t) = written.as_ref().filter(|t| t.lossy || t.cut) {
+            let mut said = Vec::new();
+            if t.cut {
+                said.push(format!(
+                    "was longer than {SUMMARY_BYTES} bytes: its end is kept"
+                ));
+            }
+            if t.lossy {
+                said.push("held bytes that are not UTF-8: each is shown as U+FFFD".to_string());
+            }
+            self.decide_commit(
+                held,
+                Input::Note {
+                    phase: Some(phase.clone()),
+                    text: format!("the summary file {}", said.join(", and ")),
+                },
+            )?;
+        }
+        let summary = written
+            .map(|t| t.text.trim().to_string())
             .or_else(|| judged.map(|(last, _)| last).filter(|s| !s.is_empty()))
             .unwrap_or_else(|| {
                 output
