@@ -228,8 +228,9 @@ pub struct ResumeArgs {
     #[arg(long)]
     pub upgrade: bool,
     /// Hand a queued task that failed (or whose timer is due) back to the
-    /// workers instead of running it here.
-    #[arg(long, conflicts_with_all = ["from", "agent", "upgrade", "takeover_from"])]
+    /// workers instead of running it here (with --upgrade, on the edited
+    /// workflow).
+    #[arg(long, conflicts_with_all = ["from", "agent", "takeover_from"])]
     pub queue: bool,
     /// Internal: take the lease over from this pid (used by `run --detach`).
     #[arg(long, hide = true, value_name = "PID")]

@@ -388,3 +388,76 @@ fn each_record_the_damage_took_is_named() {
     let (code, out, _) = p.run(&["doctor"]);
     assert_eq!(code, 0, "{out}");
 }
+
+/// Issue 34: on a read-only project even `ls` and `show` failed, their
+/// hint sent the person to `doctor --fix`, and that tried to set the
+/// healthy store aside as damaged. Reading never writes; a write says the
+/// store is read-only; and doctor leaves a store that passes its check.
+#[test]
+fn a_read_only_project_is_read_and_its_healthy_store_never_set_aside() {
+    let p = TestProject::new();
+    p.workflow("m", WF);
+    assert_eq!(p.run(&["run", "m", "x", "--id", "ro"]).0, 4);
+    let ro = |args: &[&str]| {
+        let out = p.baton_read_only(args).output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = ro(&["ls", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"ro\""), "{out}");
+    let (code, out, err) = ro(&["show", "ro", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"WAITING\""), "{out}");
+    let (code, out, err) = ro(&["log", "ro"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("phase_passed"), "{out}");
+    // A write says why it cannot, and sends nobody to doctor --fix.
+    let (code, _, err) = ro(&["cancel", "ro"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("read-only"), "{err}");
+    assert!(!err.contains("doctor --fix"), "{err}");
+    let (code, out, _) = ro(&["doctor", "--fix"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("passes its integrity check") && out.contains("is read-only"),
+        "{out}"
+    );
+    assert!(!out.contains("damaged"), "{out}");
+    let moved = std::fs::read_dir(p.root().join(".baton"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .any(|e| e.file_name().to_string_lossy().contains("damaged"));
+    assert!(!moved, "the healthy store was set aside");
+    // Back on a writable folder, all is as it was.
+    assert_eq!(p.state("ro")["status"], "WAITING");
+    assert_eq!(p.run(&["doctor"]).0, 0);
+}
+
+/// The same reads on PostgreSQL, the project folder read-only: the store
+/// answers, and what baton would render there is left for later.
+#[test]
+fn a_read_only_project_folder_on_postgresql_is_read() {
+    baton_testkit::with_backend(baton_testkit::Backend::Postgres, || {
+        let p = TestProject::new();
+        p.workflow("m", WF);
+        assert_eq!(p.run(&["run", "m", "x", "--id", "ro"]).0, 4);
+        for args in [
+            &["ls", "--json"][..],
+            &["show", "ro", "--json"],
+            &["log", "ro"],
+            &["doctor"],
+        ] {
+            let out = p.baton_read_only(args).output().unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    });
+}

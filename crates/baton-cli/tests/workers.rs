@@ -801,6 +801,65 @@ run = "test -n \"$FIXED\" || { echo 'not fixed yet' >&2; exit 3; }"
         assert!(err.contains("was not queued"), "{err}");
     }
 
+    /// Issue 34, queued tasks finished by hand: `resume` of a queued task
+    /// leaves no worktree (it kept `.baton/worktrees/<id>` and nothing
+    /// said so); `doctor` says and `--fix` removes one an ended task left;
+    /// `resume --queue --upgrade` hands it back on the edited workflow (it
+    /// was refused); and `fork` of it is queued at its checkpoint (it was
+    /// refused with a hint to check its branch out in the project folder).
+    fn queued_tasks_finished_by_hand_leave_nothing_and_fork_and_upgrade() {
+        let p = TestProject::new();
+        p.workflow("w", TWO_PHASES);
+        p.git(&["add", "-A"]);
+        p.git(&["commit", "-qm", "workflow"]);
+        let wt = |id: &str| p.root().join(format!(".baton/worktrees/{id}"));
+        // Finished by hand: COMPLETE, its work on its branch, no worktree.
+        assert_eq!(p.run(&["run", "w", "x", "--queue", "--id", "byhand"]).0, 0);
+        let (code, _, err) = p.run(&["resume", "byhand"]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(status(&p, "byhand"), "COMPLETE");
+        assert!(!wt("byhand").exists(), "the worktree of a complete task is removed");
+        assert!(p.git(&["show", "baton/byhand:b.txt"]).contains("from-a"));
+        // A worktree an ended task left is said, and removed with --fix.
+        assert_eq!(p.run(&["run", "w", "x", "--queue", "--id", "left"]).0, 0);
+        let out = p.baton(&["resume", "left"]).env("BATON_TEST_CRASH_AT", "after-pass:b").output().unwrap();
+        assert_eq!(out.status.code(), None, "killed after its last pass");
+        assert!(wt("left").exists());
+        assert_eq!(p.run(&["cancel", "left"]).0, 0);
+        let (code, out, _) = p.run(&["doctor"]);
+        assert_eq!(code, 1, "{out}");
+        assert!(out.contains("worktrees/left is left over: task left is CANCELLED"), "{out}");
+        let (code, out, err) = p.run(&["doctor", "--fix"]);
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(out.contains("removed the worktree"), "{out}");
+        assert!(!wt("left").exists());
+
+        // resume --queue --upgrade: the edited workflow, run by a worker.
+        assert_eq!(p.run(&["run", "w", "x", "--queue", "--id", "up"]).0, 0);
+        p.workflow("w", &format!("{TWO_PHASES}[[phase]]\nid = \"c\"\nneeds = [\"b\"]\nrun = \"echo c-added > c.txt\"\n"));
+        let (code, _, err) = p.run(&["resume", "up", "--queue", "--upgrade"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(err.contains("adopted the edited workflow: added c"), "{err}");
+        assert_eq!(status(&p, "up"), "QUEUED");
+        let (code, _, err) = p.run(&["worker", "--until-idle"]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(status(&p, "up"), "COMPLETE");
+        assert_eq!(p.passes("up").get("c"), Some(&1));
+
+        // fork of a task that ran queued: queued at b's checkpoint.
+        let (code, out, err) = p.run(&["fork", "byhand", "--from", "b", "--id", "byhand-2"]);
+        assert_eq!(code, 0, "{out}{err}");
+        assert_eq!(status(&p, "byhand-2"), "QUEUED");
+        let (code, _, err) = p.run(&["worker", "--until-idle"]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(status(&p, "byhand-2"), "COMPLETE");
+        // a is carried over from byhand (not run again), b runs once.
+        assert_eq!(p.passes("byhand-2"), BTreeMap::from([("b".into(), 1)]));
+        let done: Vec<String> = p.state("byhand-2")["completed_phases"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap().to_string()).collect();
+        assert_eq!(done, ["a", "b"]);
+        assert!(p.git(&["show", "baton/byhand-2:b.txt"]).contains("from-a"));
+    }
+
     /// A queued task that reaches a durable timer is released; when the
     /// timer is due, a worker picks it up and goes on.
     fn workers_go_on_when_a_queued_task_timer_is_due() {

@@ -55,18 +55,40 @@ pub fn run(project: &Project, fix: bool, observer: Arc<dyn Observer>) -> Result<
             Err(baton_store::Error::Corrupt(problems.join("; ")))
         }
     });
+    let mut fix = fix;
     let store = match opened {
         Ok(s) => {
             out.push(Finding::ok(format!(
                 "store {} opens and passes its integrity check",
                 db.display()
             )));
+            if s.is_read_only() {
+                // A read-only folder or mount: checked, never written.
+                out.push(Finding::problem(
+                    format!(
+                        "the store {} is read-only (its folder or mount cannot be written){}",
+                        db.display(),
+                        if fix { ": nothing was repaired" } else { "" }
+                    ),
+                    "run doctor where the project can be written to repair what it finds",
+                ));
+                fix = false;
+            }
             s
         }
         Err(e @ baton_store::Error::NewerSchema { .. }) => {
             out.push(Finding::problem(
                 e.to_string(),
                 "use that newer baton, or upgrade this one; the store is fine and doctor leaves it alone",
+            ));
+            return Ok(out);
+        }
+        // Not damage (a folder that cannot be read or written, a file
+        // system gone): nothing to set aside, and doctor never does.
+        Err(e @ baton_store::Error::Open { .. }) => {
+            out.push(Finding::problem(
+                format!("the store cannot be opened: {e}"),
+                "check that .baton/ and .baton/baton.db can be read and written by you; doctor leaves the store as it is",
             ));
             return Ok(out);
         }
@@ -149,8 +171,63 @@ fn check_tasks(eng: &Engine, fix: bool, shared: bool) -> Result<Vec<Finding>> {
             out.extend(agents.reconcile(fix));
         }
         check_worktree_records(git, fix, &mut out);
+        check_task_worktrees(eng, git, fix, &mut out);
     }
     Ok(out)
+}
+
+/// Queued tasks' worktrees (`.baton/worktrees/<id>`) whose task ended or
+/// is gone: a worker removes one when its task completes, and so does
+/// `resume`; one left (a task cancelled or removed, a crash just then) is
+/// said, and removed with `fix` when it holds nothing (git refuses a
+/// worktree with changes: that one is kept, and said so).
+fn check_task_worktrees(
+    eng: &Engine,
+    git: &baton_sys::git::Git,
+    fix: bool,
+    out: &mut Vec<Finding>,
+) {
+    let dir = eng.project.baton_dir().join("worktrees");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let path = e.path();
+        let ended = match TaskId::parse(&name).ok().map(|id| eng.store.load(&id)) {
+            Some(Ok(Some(snap))) => matches!(
+                eng.status_of(&snap),
+                DisplayStatus::Complete | DisplayStatus::Cancelled
+            )
+            .then(|| format!("task {name} is {}", eng.status_of(&snap).as_str())),
+            Some(Ok(None)) => Some(format!("no task {name} is in the store")),
+            _ => None,
+        };
+        let Some(why) = ended else { continue };
+        if !fix {
+            out.push(Finding::problem(
+                format!("the worktree {} is left over: {why}", path.display()),
+                "run `baton doctor --fix` to remove it (one with changes is kept)",
+            ));
+            continue;
+        }
+        match git.run(&["worktree", "remove", &path.display().to_string()], &[]) {
+            Ok(_) => out.push(Finding::fixed(format!(
+                "removed the worktree {} ({why})",
+                path.display()
+            ))),
+            Err(e) => out.push(Finding::problem(
+                format!(
+                    "the worktree {} is left over ({why}) and holds changes: {e}",
+                    path.display()
+                ),
+                format!(
+                    "look at it, then remove it with `git worktree remove --force {}`",
+                    path.display()
+                ),
+            )),
+        }
+    }
 }
 
 /// The projection must equal the journal folded from the start (rebuilt

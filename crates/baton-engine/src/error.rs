@@ -97,7 +97,16 @@ impl From<baton_store::Error> for Error {
             S::Connect { .. } => Error::op(e.to_string()).hint(
                 "check the URL in BATON_DATABASE_URL or `store` in .baton/config.toml (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE) and that the server runs; nothing was written",
             ),
-            S::Open { .. } | S::Corrupt(_) => Error::op(e.to_string())
+            _ if e.is_read_only() => Error::op(
+                "the store is read-only (its folder or mount cannot be written), and this command writes to it",
+            )
+            .hint("`baton ls`, `show` and `log` read it as it is; run this where the project can be written"),
+            // Not damage: nothing a rebuild would mend (a folder that
+            // cannot be read, a file system that is gone).
+            S::Open { .. } => Error::op(e.to_string()).hint(
+                "check that the folder .baton/ and its baton.db can be read (and, to change anything, written) by you; `baton doctor` says what it finds",
+            ),
+            S::Corrupt(_) => Error::op(e.to_string())
                 .hint("run `baton doctor` to check the store, and `baton doctor --fix` to rebuild it from the rendered files"),
             _ => Error::op(e.to_string()),
         }

@@ -71,17 +71,22 @@ impl Workdir {
         }
     }
 
-    /// `baton run --queue`: creates the task's branch at HEAD and publishes
-    /// it, so any worker can start it. Returns the commit it starts from.
-    pub fn enqueue(project: &Project, id: &TaskId) -> Result<String> {
+    /// `baton run --queue`: creates the task's branch at HEAD (or at
+    /// `start`: a fork of a queued task starts where its checkpoint stood)
+    /// and publishes it, so any worker can start it. Returns the commit it
+    /// starts from.
+    pub fn enqueue(project: &Project, id: &TaskId, start: Option<&str>) -> Result<String> {
         let git = crate::repo::open(&project.root).ok_or_else(|| {
             Error::bad_input("--queue needs a git repository: each queued task runs in its own worktree on branch baton/<id>")
                 .hint("run `git init` and commit, or run the task in the foreground without --queue")
         })?;
-        let head = git.head().ok_or_else(|| {
-            Error::bad_input("--queue: the repository has no commit yet to start from")
-                .hint("commit your files first (`git commit`)")
-        })?;
+        let head = match start {
+            Some(commit) => commit.to_string(),
+            None => git.head().ok_or_else(|| {
+                Error::bad_input("--queue: the repository has no commit yet to start from")
+                    .hint("commit your files first (`git commit`)")
+            })?,
+        };
         let branch = format!("refs/heads/{}", branch_name(id));
         if git.resolve(&branch).is_some() {
             return Err(
@@ -119,6 +124,24 @@ impl Workdir {
             }
         }
         Ok(head)
+    }
+
+    /// The commits a queued task `id` published (its branch and checkpoint
+    /// refs), fetched from the remote when there is one: a fork of it
+    /// starts from them.
+    pub fn fetch_published(project: &Project, id: &TaskId) -> Result<()> {
+        let Some(git) = crate::repo::open(&project.root) else {
+            return Ok(());
+        };
+        if let Some(r) = remote(project, &git)? {
+            git.fetch_task(&r, id.as_str()).map_err(|e| {
+                Error::op(format!(
+                    "cannot fetch branch {} from {r}: {e}",
+                    branch_name(id)
+                ))
+            })?;
+        }
+        Ok(())
     }
 
     /// The worktree of a queued task, checked out where its work stands:

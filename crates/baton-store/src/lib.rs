@@ -64,6 +64,12 @@ pub enum Error {
     },
     #[error("cannot open the store at {path}: {reason}")]
     Open { path: String, reason: String },
+    /// The store is on a read-only folder or mount (opened for reading
+    /// only): this operation writes.
+    #[error(
+        "the store at {path} is read-only (its folder or mount cannot be written), and this writes to it"
+    )]
+    ReadOnly { path: String },
     #[error(
         "the store at {path} was written by a newer baton (schema {found}; this baton knows up to {known})"
     )]
@@ -104,6 +110,18 @@ pub enum Error {
     Sqlite(#[from] rusqlite::Error),
     #[error("PostgreSQL: {0}")]
     Postgres(String),
+}
+
+impl Error {
+    /// A write refused because the store could only be opened for reading
+    /// (a read-only folder or mount).
+    pub fn is_read_only(&self) -> bool {
+        match self {
+            Error::ReadOnly { .. } => true,
+            Error::Sqlite(e) => e.sqlite_error_code() == Some(rusqlite::ErrorCode::ReadOnly),
+            _ => false,
+        }
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -275,6 +275,23 @@ UPDATE task_stages SET repository = lower(repository);
 "#,
 ];
 
+/// SQLite cannot write where the store is (a read-only folder, mount or
+/// file).
+fn cannot_write(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen)
+    )
+}
+
+/// The file is not a database, or a damaged one.
+fn is_damaged(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt)
+    )
+}
+
 /// SQLite's "busy" or "locked".
 fn is_locked(e: &rusqlite::Error) -> bool {
     matches!(
@@ -301,17 +318,67 @@ impl SqliteStore {
         // waiting for the busy timeout: try again for a while.
         let started = std::time::Instant::now();
         loop {
-            let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
-            match Self::setup(conn, sync) {
+            let opened = Connection::open(path).map_err(Error::Sqlite);
+            match opened.and_then(|conn| Self::setup(conn, sync)) {
                 Err(Error::Sqlite(e))
                     if is_locked(&e) && started.elapsed() < std::time::Duration::from_secs(30) =>
                 {
                     std::thread::sleep(std::time::Duration::from_millis(20));
                 }
+                // A folder or mount that cannot be written: read it as it
+                // is (reading never needs to write).
+                Err(Error::Sqlite(e)) if cannot_write(&e) && path.is_file() => {
+                    return Self::open_read_only(path).map_err(|_| open_err(e.to_string()));
+                }
+                Err(Error::Sqlite(e)) if is_damaged(&e) => {
+                    return Err(Error::Corrupt(format!("{}: {e}", path.display())));
+                }
                 Err(Error::Sqlite(e)) => return Err(open_err(e.to_string())),
                 other => return other,
             }
         }
+    }
+
+    /// The store on a read-only folder or mount: opened for reading only
+    /// (its WAL read through memory when its `-shm` cannot be written),
+    /// at the schema it has; a write is refused as [`Error::ReadOnly`].
+    fn open_read_only(path: &Path) -> Result<Self> {
+        use rusqlite::OpenFlags;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+        let uri = |extra: &str| format!("file:{}?mode=ro{extra}", path.display());
+        let conn = Connection::open_with_flags(uri(""), flags)
+            .and_then(|c| {
+                c.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))
+                    .map(|_| c)
+            })
+            // Nothing can change a file on a read-only mount: SQLite may
+            // read it without its locks.
+            .or_else(|_| Connection::open_with_flags(uri("&immutable=1"), flags))?;
+        conn.busy_timeout(std::time::Duration::from_secs(30))?;
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version as usize > MIGRATIONS.len() {
+            return Err(Error::NewerSchema {
+                path: path.display().to_string(),
+                found: version,
+                known: MIGRATIONS.len(),
+            });
+        }
+        if (version as usize) < MIGRATIONS.len() {
+            return Err(Error::Open {
+                path: path.display().to_string(),
+                reason: "it is read-only, and this baton must upgrade its schema first".into(),
+            });
+        }
+        Ok(SqliteStore {
+            path: path.display().to_string(),
+            conn: Mutex::new(conn),
+            sync: Synchronous::Full,
+        })
+    }
+
+    /// Whether this store was opened for reading only (a read-only folder).
+    pub fn is_read_only(&self) -> bool {
+        self.conn().is_readonly(rusqlite::MAIN_DB).unwrap_or(false)
     }
 
     /// An in-memory store, for tests.

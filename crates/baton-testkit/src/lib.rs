@@ -215,6 +215,30 @@ impl TestProject {
         c
     }
 
+    /// `baton ARGS…` as [`TestProject::baton`] makes it, with the project
+    /// folder mounted read-only for it alone (a mount namespace of its
+    /// own): what a person with no write access to the project gets, even
+    /// for the root the tests run as.
+    pub fn baton_read_only(&self, args: &[&str]) -> Command {
+        let inner = self.baton(args);
+        let root = self.root().display().to_string();
+        let mut c = Command::new("unshare");
+        c.args(["--mount", "sh", "-c"])
+            .arg(r#"mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@""#)
+            .arg(&root)
+            .arg(inner.get_program())
+            .args(inner.get_args())
+            .current_dir(self.root())
+            .stdin(std::process::Stdio::null());
+        for (k, v) in inner.get_envs() {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        c
+    }
+
     /// Runs baton and returns (exit code, stdout, stderr).
     pub fn run(&self, args: &[&str]) -> (i32, String, String) {
         let out = self.baton(args).output().unwrap();

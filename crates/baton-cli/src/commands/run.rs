@@ -89,7 +89,7 @@ pub fn resume(project: &Project, args: ResumeArgs, printer: &Arc<Printer>) -> Re
     let eng = driving_engine(project, printer)?;
     let id = task_id(project, args.id.as_deref())?;
     if args.queue {
-        let outcome = eng.requeue(&id)?;
+        let outcome = eng.requeue(&id, args.upgrade)?;
         return Ok(report(&eng, &id, outcome, printer));
     }
     if args.supervised {

@@ -2,7 +2,7 @@
 //! (or whose runner is provably dead, or whose timer is due), running it
 //! like `resume` would in its own worktree, and whether work is left.
 
-use super::{Claimed, Engine, Outcome, ResumeOptions};
+use super::{Claimed, Engine, Held, Outcome, ResumeOptions};
 use crate::error::Result;
 use baton_core::TaskId;
 use baton_core::lease::{Lease, Liveness};
@@ -63,18 +63,7 @@ impl Engine {
             }
             self.observer.task_started(&id, &held.wf.name);
             let outcome = self.resume_held(&mut held, &snap, ResumeOptions::default(), None, true);
-            if matches!(outcome, Ok(Outcome::Complete))
-                && let Some(b) = &held.ws.branch
-            {
-                // Everything is committed and published: the checkout is
-                // no longer needed (git refuses if anything is left in it).
-                let _ = self.git.as_ref().map(|g| {
-                    g.run(
-                        &["worktree", "remove", &b.worktree.display().to_string()],
-                        &[],
-                    )
-                });
-            }
+            self.remove_done_worktree(&held, &outcome);
             self.release_driven(held, outcome)
         })();
         if result.is_err() {
@@ -82,6 +71,19 @@ impl Engine {
             let _ = self.store.release(&id, &self.owner);
         }
         result
+    }
+
+    /// A queued task's worktree once the task completed: everything is
+    /// committed and published, so the checkout is no longer needed (git
+    /// refuses if anything is left in it, and then it stays). Whoever
+    /// drove it there, a worker or `baton resume`.
+    pub(super) fn remove_done_worktree(&self, held: &Held, outcome: &Result<Outcome>) {
+        if let (Ok(Outcome::Complete), Some(b), Some(g)) = (outcome, &held.ws.branch, &self.git) {
+            let _ = g.run(
+                &["worktree", "remove", &b.worktree.display().to_string()],
+                &[],
+            );
+        }
     }
 
     /// What the store's claim does not see: a queued task whose runner on

@@ -115,7 +115,7 @@ impl Engine {
             });
         }
         if opts.queue {
-            self.enqueue(&id, &wf, first)?;
+            self.enqueue(&id, &wf, first, None)?;
             return Ok((id, Outcome::Queued));
         }
         let mut held = self.create(&id, wf, first)?;
@@ -191,8 +191,15 @@ impl Engine {
     }
 
     /// `run --queue`: stores the task for the workers, with no lease, on a
-    /// new branch `baton/<id>` (pushed to the remote).
-    fn enqueue(&self, id: &TaskId, wf: &Workflow, first: Vec<Event>) -> Result<()> {
+    /// new branch `baton/<id>` (pushed to the remote) made at HEAD, or at
+    /// `start`.
+    pub(super) fn enqueue(
+        &self,
+        id: &TaskId,
+        wf: &Workflow,
+        first: Vec<Event>,
+        start: Option<&str>,
+    ) -> Result<()> {
         self.refuse_unknown_folder(id)?;
         if self.store.load(id)?.is_some() {
             return Err(
@@ -201,7 +208,7 @@ impl Engine {
                 )),
             );
         }
-        let base = Workdir::enqueue(&self.project, id)?;
+        let base = Workdir::enqueue(&self.project, id, start)?;
         let (state, records) = self.first_records(id, wf, first)?;
         if let Err(e) = self.store.create_task(&state, &records, Holder::Queue) {
             if let Some(g) = &self.git {

@@ -91,7 +91,7 @@ impl Engine {
 
     /// `baton resume ID --queue`: hands a queued task that failed (or whose
     /// timer is due) back to the workers instead of running it here.
-    pub fn requeue(&self, id: &TaskId) -> Result<Outcome> {
+    pub fn requeue(&self, id: &TaskId, upgrade: bool) -> Result<Outcome> {
         let snap = self.load(id)?;
         if !snap.queued {
             return Err(Error::bad_input(format!(
@@ -99,7 +99,21 @@ impl Engine {
             ))
             .hint(format!("run it here with `baton resume {id}`")));
         }
+        // `--upgrade`: the edited workflow, checked before anything changes.
+        let upgrade_to = if upgrade {
+            let pinned = self.pinned(&snap.state.definition_hash)?;
+            let new = self.check_definition(&snap.state, &pinned, true)?;
+            if new.is_none() {
+                self.observer.info(&format!(
+                    "the workflow of task {id} has not changed since it started; nothing to adopt"
+                ));
+            }
+            new
+        } else {
+            None
+        };
         match self.status_of(&snap) {
+            DisplayStatus::Queued | DisplayStatus::Complete if upgrade_to.is_some() => {}
             DisplayStatus::Queued => {
                 self.observer
                     .info(&format!("task {id} is already QUEUED for the workers"));
@@ -127,6 +141,9 @@ impl Engine {
         }
         let mut held = self.take(id, &snap, None)?;
         let result = (|| {
+            if let Some(new) = upgrade_to {
+                self.adopt_upgrade(&mut held, new)?;
+            }
             match held.state.waiting_phase().map(|p| p.id.clone()) {
                 Some(p) if held.state.status == TaskStatus::Waiting => {
                     self.decide_commit(&mut held, Input::TimerDue { phase: p })?

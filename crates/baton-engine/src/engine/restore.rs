@@ -6,6 +6,7 @@
 
 use super::{Engine, Held, Outcome};
 use crate::error::{Error, Result};
+use crate::workdir::Workdir;
 use baton_core::machine::{self, Input};
 use baton_core::state::{Checkpoint, TaskStatus};
 use baton_core::workflow::Workflow;
@@ -258,6 +259,32 @@ impl Engine {
             .state
             .phase(to.as_str())
             .and_then(|p| p.checkpoint.clone());
+        // A task that ran queued worked on its own branch, in a worktree:
+        // its fork is queued too, on a branch of its own made where the
+        // checkpoint stood (every phase's work is committed there), for a
+        // worker, or `baton resume NEW` here.
+        if snap.queued {
+            Workdir::fetch_published(&self.project, src)?;
+            let start = cp.as_ref().and_then(|c| c.head.clone()).ok_or_else(|| {
+                Error::bad_input(format!(
+                    "task {src} recorded no checkpoint at {from}: there is nothing to fork from"
+                ))
+                .hint("fork at a phase that has started")
+            })?;
+            if self
+                .git
+                .as_ref()
+                .and_then(|g| g.resolve(&format!("{start}^{{commit}}")))
+                .is_none()
+            {
+                return Err(Error::op(format!(
+                    "the checkpoint of {src} at {from} (commit {start}) is not in this repository"
+                ))
+                .hint("fetch it from where the task ran (its refs refs/baton/<id>/*), then fork again"));
+            }
+            self.enqueue(&new_id, &wf, vec![created, adopted], Some(&start))?;
+            return Ok((new_id, Outcome::Queued));
+        }
         if !self.uses_roles(&snap.state, &wf, false) {
             self.check_restorable(cp.as_ref(), &to, &new_id)?;
         }

@@ -92,6 +92,9 @@ impl Engine {
         // background run, or a task `serve` passed): nothing crashed.
         let handed = opts.takeover_from.is_some();
         let result = self.resume_held(&mut held, &snap, opts, upgrade_to, handed);
+        // A queued task finished by hand leaves no worktree behind, as a
+        // worker's does not.
+        self.remove_done_worktree(&held, &result);
         self.release_driven(held, result)
     }
 
@@ -171,7 +174,7 @@ impl Engine {
     /// `--upgrade`: the held task adopts the edited workflow `new` (stored
     /// first), says what was added and removed, and goes back to the first
     /// phase not done if it was COMPLETE.
-    fn adopt_upgrade(&self, held: &mut Held, new: Workflow) -> Result<()> {
+    pub(super) fn adopt_upgrade(&self, held: &mut Held, new: Workflow) -> Result<()> {
         let before: Vec<String> = held.state.phases.iter().map(|p| p.id.to_string()).collect();
         // The definition first: the task row refers to it.
         self.store.put_definition(&StoredDefinition {
@@ -258,7 +261,7 @@ impl Engine {
 
     /// Compares the pinned definition with the file; returns the new one if
     /// `upgrade` is asked and it differs.
-    fn check_definition(
+    pub(super) fn check_definition(
         &self,
         state: &TaskState,
         pinned: &Workflow,
