@@ -459,6 +459,79 @@ fn sigkill_of_the_runner_mid_phase_kills_the_orphans_on_resume() {
 }
 }
 
+// ----- 2b. people and shells racing -----------------------------------------
+
+/// Runs each of `commands` at once (all started, then all waited for):
+/// (exit code, stderr) of each, in order.
+fn at_once(p: &TestProject, commands: &[Vec<&str>]) -> Vec<(i32, String)> {
+    let children: Vec<Child> = commands
+        .iter()
+        .map(|args| {
+            p.baton(args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|c| {
+            let out = wait_output(c, "a racing baton");
+            (
+                out.status.code().unwrap_or(-1),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        })
+        .collect()
+}
+
+on_both_backends! {
+/// Issue 34: shells and people racing. Six `baton run` with no `--id`
+/// at once all ran (five were refused "a task 01-… already exists", with
+/// a hint to resume a task that was not theirs); of two cancels and of
+/// two answers at once the loser gets the refusal the docs promise,
+/// naming what won, never "busy" with a hint to cancel the task.
+fn names_baton_chooses_never_collide_and_the_loser_of_a_race_is_told_what_won() {
+    let p = TestProject::new();
+    p.workflow("ask", "name = \"ask\"\n[[phase]]\nid = \"q\"\nwait = { human = \"Go?\", options = [\"yes\", \"no\"] }\n[[phase]]\nid = \"after\"\nrun = \"echo after\"\n");
+    let runs: Vec<Vec<&str>> = (0..6).map(|_| vec!["run", "example", "same words"]).collect();
+    for (code, err) in at_once(&p, &runs) {
+        assert_eq!(code, 0, "{err}");
+    }
+    let ids: Vec<String> = ls_rows(&p).iter().map(|r| r["id"].as_str().unwrap().to_string()).collect();
+    assert_eq!(ids.iter().filter(|i| i.ends_with("same-words")).count(), 6, "{ids:?}");
+
+    for round in 0..3 {
+        let id = format!("c{round}");
+        assert_eq!(p.run(&["run", "ask", "x", "--id", &id]).0, 4);
+        let mut res = at_once(&p, &[vec!["cancel", &id], vec!["cancel", &id]]);
+        res.sort();
+        assert_eq!(res[0].0, 0, "{res:?}");
+        assert_eq!(res[1].0, 2, "the loser is refused as a second cancel is: {res:?}");
+        assert!(res[1].1.contains("already CANCELLED"), "{res:?}");
+        assert!(!res[1].1.contains("baton cancel {id}`"), "no hint to cancel it: {res:?}");
+        assert_eq!(p.state(&id)["status"], "CANCELLED");
+
+        let id = format!("q{round}");
+        assert_eq!(p.run(&["run", "ask", "x", "--id", &id]).0, 4);
+        let item = format!("{id}/q");
+        let mut res = at_once(&p, &[vec!["inbox", "answer", &item, "yes"], vec!["inbox", "answer", &item, "no"]]);
+        res.sort();
+        assert_eq!(res[0].0, 0, "{res:?}");
+        assert_eq!(res[1].0, 2, "{res:?}");
+        assert!(
+            res[1].1.contains("was answered a moment ago") || res[1].1.contains("not waiting in q for an answer"),
+            "{res:?}"
+        );
+        assert!(!res[1].1.contains("baton cancel"), "no hint to cancel it: {res:?}");
+        let answers = p.journal(&id).iter().filter(|e| e["kind"] == "answered").count();
+        assert_eq!(answers, 1);
+        assert_eq!(p.state(&id)["status"], "COMPLETE");
+    }
+}
+}
+
 // ----- 3. two resumes at once ----------------------------------------------
 
 const ONCE: &str = r#"name = "once"

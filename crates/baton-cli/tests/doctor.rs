@@ -461,3 +461,49 @@ fn a_read_only_project_folder_on_postgresql_is_read() {
         }
     });
 }
+
+/// Issue 34, minor: a branch named `baton` in the repository made git
+/// answer "cannot lock ref … 'refs/heads/baton' exists" with no hint; a
+/// failed spawn's hint said it removed a worktree and branch it never
+/// made; temporary files a write cut short left stayed for good.
+#[test]
+fn a_branch_in_the_way_is_named_and_leftovers_of_cut_writes_are_removed() {
+    let p = TestProject::new();
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-qm", "baton"]);
+    p.git(&["branch", "baton"]);
+    let (code, _, err) = p.run(&["run", "example", "x", "--queue", "--id", "q1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("a branch named baton is in the way of branch baton/q1"),
+        "{err}"
+    );
+    assert!(err.contains("git branch -m baton baton-old"), "{err}");
+    assert!(!err.contains("cannot lock ref"), "{err}");
+    assert!(
+        p.run(&["ls", "--all", "--json"]).1.trim() == "[]",
+        "nothing was made"
+    );
+    let (code, _, err) = p.run(&["agent", "spawn", "work", "--id", "i1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is in the way"), "{err}");
+    assert!(!err.contains("removed worktree"), "it made none: {err}");
+    // Following the hint works.
+    p.git(&["branch", "-m", "baton", "baton-old"]);
+    assert_eq!(
+        p.run(&["run", "example", "x", "--queue", "--id", "q1"]).0,
+        0
+    );
+
+    let tmp = p.root().join(".baton/tasks/q1/.state.json.tmp-4194303");
+    std::fs::write(&tmp, "").unwrap();
+    let (code, out, _) = p.run(&["doctor"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("temporary file(s) a write cut short left"),
+        "{out}"
+    );
+    let (code, out, err) = p.run(&["doctor", "--fix"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!tmp.exists());
+}

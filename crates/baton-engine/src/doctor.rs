@@ -161,6 +161,7 @@ fn check_tasks(eng: &Engine, fix: bool, shared: bool) -> Result<Vec<Finding>> {
         check_crashed(eng, &snap, fix, &mut out);
     }
     out.push(Finding::ok(format!("{} task(s) checked", tasks.len())));
+    check_temporary_files(eng, fix, &mut out);
     out.extend(rebuild_missing(eng, fix)?);
     out.extend(check_sessions(eng, fix, shared)?);
     if let Some(git) = eng.git() {
@@ -174,6 +175,55 @@ fn check_tasks(eng: &Engine, fix: bool, shared: bool) -> Result<Vec<Finding>> {
         check_task_worktrees(eng, git, fix, &mut out);
     }
     Ok(out)
+}
+
+/// Temporary files of atomic writes (`.NAME.tmp-PID`) whose writer is
+/// gone: a write cut short (a full disk, a kill) before its rename. They
+/// hold nothing the file they were for does not; removed with `fix`.
+fn check_temporary_files(eng: &Engine, fix: bool, out: &mut Vec<Finding>) {
+    let baton = eng.project.baton_dir();
+    let mut dirs = vec![baton.clone(), eng.project.sessions_dir()];
+    if let Ok(tasks) = std::fs::read_dir(eng.project.tasks_dir()) {
+        dirs.extend(tasks.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
+    }
+    let mut left = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let writer_alive = name
+                .rsplit_once(".tmp-")
+                .and_then(|(_, pid)| pid.parse::<u32>().ok())
+                .is_some_and(|pid| baton_sys::host::process_start_time(pid).is_some());
+            if render::is_temporary(&name) && !writer_alive {
+                left.push(e.path());
+            }
+        }
+    }
+    if left.is_empty() {
+        return;
+    }
+    if fix {
+        let removed = left
+            .iter()
+            .filter(|p| std::fs::remove_file(p).is_ok())
+            .count();
+        out.push(Finding::fixed(format!(
+            "removed {removed} temporary file(s) a write cut short left (e.g. {})",
+            left[0].display()
+        )));
+    } else {
+        out.push(Finding::problem(
+            format!(
+                "{} temporary file(s) a write cut short left (e.g. {})",
+                left.len(),
+                left[0].display()
+            ),
+            "run `baton doctor --fix` to remove them; they hold nothing the files they were for do not",
+        ));
+    }
 }
 
 /// Queued tasks' worktrees (`.baton/worktrees/<id>`) whose task ended or

@@ -588,6 +588,11 @@ impl Agents<'_> {
             )
             .hint("pick another --branch (or --id), or delete that branch if it is left over"));
         }
+        if let Some(e) = crate::workdir::branch_in_the_way(&self.git, branch) {
+            let mut coded = Error::coded(ErrorCode::InvalidConfiguration, e.message);
+            coded.hints = e.hints;
+            return Err(coded);
+        }
         Ok(())
     }
 

@@ -375,4 +375,27 @@ mod tests {
         assert!(b.finish().is_err());
         assert!(b.finish().is_ok(), "reported once");
     }
+
+    /// A write cut short (a full disk) leaves the file as it was and no
+    /// temporary file beside it (issue 34: empty `.state.json.tmp-*`
+    /// files were left); doctor knows such a file for what it is.
+    #[test]
+    fn a_failed_write_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("state.json");
+        std::fs::write(&f, "before").unwrap();
+        let full = replace_with(&f, true, |w| {
+            w.write_all(b"half")?;
+            Err(std::io::Error::from_raw_os_error(28))
+        });
+        assert_eq!(full.unwrap_err().raw_os_error(), Some(28));
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "before");
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["state.json"]);
+        assert!(is_temporary(".state.json.tmp-1234"));
+        assert!(!is_temporary("state.json") && !is_temporary(".state.json.tmp-"));
+    }
 }

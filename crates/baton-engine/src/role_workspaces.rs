@@ -144,6 +144,11 @@ fn open(
     now_ms: i64,
     carry: &[PathBuf],
 ) -> Result<Workdir> {
+    if git.resolve(&format!("refs/heads/{branch}")).is_none()
+        && let Some(e) = crate::workdir::branch_in_the_way(git, branch)
+    {
+        return Err(e);
+    }
     let name = path.file_name().map(|n| n.to_string_lossy().to_string());
     check_out(git, path, branch, target, id.as_str(), now_ms, carry).map_err(|(what, e)| {
         Error::op(format!(

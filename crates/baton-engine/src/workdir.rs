@@ -60,6 +60,24 @@ pub fn remote(project: &Project, git: &Git) -> Result<Option<String>> {
     }
 }
 
+/// A branch in the way of new branch `branch`: git keeps branch names as
+/// paths, so a branch `baton` (a file) and `baton/<id>` (a folder) cannot
+/// both be. `Some(error)` naming it, with how to move it aside.
+pub fn branch_in_the_way(git: &Git, branch: &str) -> Option<Error> {
+    let parts: Vec<&str> = branch.split('/').collect();
+    (1..parts.len())
+        .map(|n| parts[..n].join("/"))
+        .find(|prefix| git.resolve(&format!("refs/heads/{prefix}")).is_some())
+        .map(|prefix| {
+            Error::bad_input(format!(
+                "a branch named {prefix} is in the way of branch {branch}: git cannot keep a branch {prefix} beside branches {prefix}/…"
+            ))
+            .hint(format!(
+                "rename it, e.g. `git branch -m {prefix} {prefix}-old` (its commits stay), then try again; nothing was made"
+            ))
+        })
+}
+
 impl Workdir {
     /// The project's own folder, in `git` (the engine's: one `Git` per
     /// process, so its snapshot state and ref writer are shared).
@@ -88,6 +106,9 @@ impl Workdir {
             })?,
         };
         let branch = format!("refs/heads/{}", branch_name(id));
+        if let Some(e) = branch_in_the_way(&git, &branch_name(id)) {
+            return Err(e);
+        }
         if git.resolve(&branch).is_some() {
             return Err(
                 Error::bad_input(format!("a branch {} already exists", branch_name(id)))

@@ -189,9 +189,19 @@ impl Git {
         let started = std::time::Instant::now();
         let out = self.command(args, env).output().map_err(|e| {
             tracing::debug!(?args, error = %e, "git could not be started");
+            // The folder it runs in is gone (a deleted worktree): say that,
+            // not that git cannot be run.
+            let why = if !self.root.is_dir() {
+                format!(
+                    "the folder {} is gone (it was deleted or moved)",
+                    self.root.display()
+                )
+            } else {
+                format!("cannot run git: {e}")
+            };
             GitError {
                 args: args.join(" "),
-                stderr: format!("cannot run git: {e}"),
+                stderr: why,
             }
         })?;
         tracing::debug!(

@@ -36,6 +36,21 @@ impl Engine {
         snap: &TaskSnapshot,
         takeover_from: Option<u32>,
     ) -> Result<Held> {
+        self.take_with(id, snap, takeover_from, &self.command)
+    }
+
+    /// [`Engine::take`] for `command` (what the journal says claimed it).
+    pub(super) fn take_as(&self, id: &TaskId, snap: &TaskSnapshot, command: &str) -> Result<Held> {
+        self.take_with(id, snap, None, command)
+    }
+
+    fn take_with(
+        &self,
+        id: &TaskId,
+        snap: &TaskSnapshot,
+        takeover_from: Option<u32>,
+        command: &str,
+    ) -> Result<Held> {
         let live = self.liveness(snap.lease.as_ref());
         let replace = match (&live, &snap.lease) {
             (Liveness::Live, Some(l)) if self.may_take_over(l, takeover_from) => {
@@ -77,7 +92,7 @@ impl Engine {
             }
         };
         let wf = self.pinned(&fresh.state.definition_hash)?;
-        let held = self.hold(fresh.state, wf, lease, self.project_workspace())?;
+        let held = self.hold_as(fresh.state, wf, lease, self.project_workspace(), command)?;
         if let Liveness::Dead(why) = live {
             self.observer
                 .info(&format!("the previous runner is gone: {why}"));

@@ -24,10 +24,11 @@ impl Engine {
         let wf = self.load_workflow(&opts.workflow)?;
         // Given as text: `machine::create` converts each value to the type
         // of the declared flag, or refuses it.
-        let flags = parse_pairs(&opts.flags, "--flag", "tests=false")?
-            .into_iter()
-            .map(|(k, v)| (k, serde_json::Value::String(v)))
-            .collect();
+        let flags: std::collections::BTreeMap<String, serde_json::Value> =
+            parse_pairs(&opts.flags, "--flag", "tests=false")?
+                .into_iter()
+                .map(|(k, v)| (k, serde_json::Value::String(v)))
+                .collect();
         let mut labels = parse_pairs(&opts.labels, "--label", "issue=42")?;
         if labels.contains_key(crate::builtin::INSTANCE_LABEL) {
             return Err(Error::bad_input(format!(
@@ -47,22 +48,70 @@ impl Engine {
         {
             labels.insert("repository".into(), repo.to_string());
         }
-        let id = match &opts.id {
-            Some(id) => TaskId::parse(id).map_err(|e| {
+        let given = match &opts.id {
+            Some(id) => Some(TaskId::parse(id).map_err(|e| {
                 Error::bad_input(e.to_string())
                     .hint("task ids use letters, digits, '-', '_' and '.'")
-            })?,
-            None => self.new_task_id(&opts.description, opts.queue)?,
+            })?),
+            None => None,
         };
+        let tech_stack = baton_sys::techstack::detect(&self.project.root);
+        // A name baton chose may be taken a moment later by another shell
+        // choosing at the same time: then it chooses again (the person
+        // named no task, so no refusal is theirs to fix).
+        let mut tries = 0;
+        let (id, mut held) = loop {
+            let id = match &given {
+                Some(id) => id.clone(),
+                None => self.new_task_id(&opts.description, opts.queue)?,
+            };
+            match self.start_new(
+                &id,
+                &wf,
+                &opts,
+                flags.clone(),
+                labels.clone(),
+                tech_stack.clone(),
+            ) {
+                Ok(Some(held)) => break (id, held),
+                Ok(None) => return Ok((id, Outcome::Queued)),
+                Err(e) if given.is_none() && tries < 50 && self.name_taken(&id) => {
+                    tries += 1;
+                    tracing::debug!(task = %id, error = %e, "the name chosen was taken meanwhile; choosing again");
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        if opts.create_only {
+            // Stop renewing but keep the lease: the background process
+            // replaces us as owner, so the task never looks CRASHED between.
+            drop(held.hb);
+            return Ok((id, Outcome::Waiting("detached".into())));
+        }
+        let outcome = self.drive(&mut held);
+        Ok((id, self.release_driven(held, outcome)?))
+    }
+
+    /// The first records of a new task `id` of `wf`, stored: queued for
+    /// the workers (`None`), or held by this process to run it.
+    fn start_new(
+        &self,
+        id: &TaskId,
+        wf: &Workflow,
+        opts: &RunOptions,
+        flags: std::collections::BTreeMap<String, serde_json::Value>,
+        labels: std::collections::BTreeMap<String, String>,
+        tech_stack: serde_json::Value,
+    ) -> Result<Option<Held>> {
         let mut created = machine::create(
-            &wf,
+            wf,
             NewTask {
                 task_id: id.clone(),
                 description: opts.description.clone(),
                 project_name: self.project.name(),
                 flags,
                 labels,
-                tech_stack: baton_sys::techstack::detect(&self.project.root),
+                tech_stack,
             },
         )
         .map_err(|e| {
@@ -93,13 +142,13 @@ impl Engine {
         } else if opts.fresh {
             None
         } else {
-            self.carried_over(&id, &wf, &mut created)?
+            self.carried_over(id, wf, &mut created)?
         };
         let mut first = vec![created];
         first.extend(carried);
         // Phases carried over (or passed in a session log) need no agent.
-        let (preview, _) = self.fold_first(&id, first.clone())?;
-        self.check_agents(&wf, &preview.flags, Some(&preview), opts.agent.as_deref())?;
+        let (preview, _) = self.fold_first(id, first.clone())?;
+        self.check_agents(wf, &preview.flags, Some(&preview), opts.agent.as_deref())?;
         if let Some(to) = &opts.agent {
             first.push(Event::AgentSwitched {
                 from: None,
@@ -115,18 +164,20 @@ impl Engine {
             });
         }
         if opts.queue {
-            self.enqueue(&id, &wf, first, None)?;
-            return Ok((id, Outcome::Queued));
+            self.enqueue(id, wf, first, None)?;
+            return Ok(None);
         }
-        let mut held = self.create(&id, wf, first)?;
-        if opts.create_only {
-            // Stop renewing but keep the lease: the background process
-            // replaces us as owner, so the task never looks CRASHED between.
-            drop(held.hb);
-            return Ok((id, Outcome::Waiting("detached".into())));
-        }
-        let outcome = self.drive(&mut held);
-        Ok((id, self.release_driven(held, outcome)?))
+        Ok(Some(self.create(id, wf.clone(), first)?))
+    }
+
+    /// Whether another process has just taken name `id` (its task, or
+    /// the branch of a queued one, is there now).
+    fn name_taken(&self, id: &TaskId) -> bool {
+        self.store.load(id).ok().flatten().is_some()
+            || self.git.as_ref().is_some_and(|g| {
+                g.resolve(&format!("refs/heads/{}", crate::workdir::branch_name(id)))
+                    .is_some()
+            })
     }
 
     /// Delete and recreate keeps the stage: when the task's stage record

@@ -25,6 +25,18 @@ impl Engine {
         lease: Lease,
         ws: Workdir,
     ) -> Result<Held> {
+        self.hold_as(state, wf, lease, ws, &self.command)
+    }
+
+    /// [`Engine::hold`], journaling `command` as what claimed the task.
+    pub(super) fn hold_as(
+        &self,
+        state: TaskState,
+        wf: Workflow,
+        lease: Lease,
+        ws: Workdir,
+        command: &str,
+    ) -> Result<Held> {
         let id = state.task_id.clone();
         let hb = Heartbeat::start(
             self.store.clone(),
@@ -52,7 +64,7 @@ impl Engine {
             &mut held,
             vec![Event::Claimed {
                 owner: self.owner.describe(),
-                command: self.command.clone(),
+                command: command.to_string(),
             }],
         )?;
         Ok(held)

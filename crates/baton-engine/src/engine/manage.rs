@@ -11,6 +11,10 @@ use baton_core::state::TaskStatus;
 use baton_sys::process;
 use std::time::Duration;
 
+/// What `baton cancel` journals as its command when it takes a task to
+/// cancel it (`claimed`): a second cancel racing it knows it lost.
+pub const CANCEL_COMMAND: &str = "baton cancel";
+
 /// The marker `baton clean` leaves in the folder of a task whose record it
 /// deleted on purpose: `doctor` does not rebuild that task from its files,
 /// and a new task under its id removes it.
@@ -57,7 +61,7 @@ impl Engine {
                 std::thread::sleep(Duration::from_millis(100));
                 let s = self.load(id)?;
                 if s.state.status == TaskStatus::Cancelled {
-                    return Ok(());
+                    return self.cancelled_by_another(id, &s);
                 }
                 if !self.liveness(s.lease.as_ref()).is_live() {
                     break;
@@ -65,7 +69,7 @@ impl Engine {
             }
             let s = self.load(id)?;
             if s.state.status == TaskStatus::Cancelled {
-                return Ok(());
+                return self.cancelled_by_another(id, &s);
             }
             if self.liveness(s.lease.as_ref()).is_live() {
                 return Err(Error::op(format!("task {id} did not stop within 20s"))
@@ -73,7 +77,26 @@ impl Engine {
             }
         }
         let snap = self.load(id)?;
-        let mut held = self.take(id, &snap, None)?;
+        let mut held = match self.take_as(id, &snap, CANCEL_COMMAND) {
+            Ok(h) => h,
+            // Taken between the look and the take: by another cancel, this
+            // one says what won once that one is done.
+            Err(e) if e.kind == baton_core::ErrorKind::Busy => {
+                let until = std::time::Instant::now() + Duration::from_secs(20);
+                while std::time::Instant::now() < until {
+                    let s = self.load(id)?;
+                    if s.state.status == TaskStatus::Cancelled {
+                        return self.cancelled_by_another(id, &s);
+                    }
+                    if !self.liveness(s.lease.as_ref()).is_live() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
         if let Some(p) = held.state.in_progress().and_then(|p| p.process.clone())
             && self.ran_here(&snap)
         {
@@ -87,6 +110,29 @@ impl Engine {
         );
         self.release(held);
         r
+    }
+
+    /// Task `id` became CANCELLED while this cancel waited: by its runner,
+    /// as this cancel asked (`Ok`), or by another `baton cancel` that took
+    /// it first (refused as a second cancel is, naming that one).
+    fn cancelled_by_another(&self, id: &TaskId, snap: &baton_store::TaskSnapshot) -> Result<()> {
+        let from = snap.state.last_seq.saturating_sub(8);
+        let events = self.store.events(id, from, 16).unwrap_or_default();
+        let by = events.iter().rev().find_map(|r| match &r.event {
+            baton_core::Event::Claimed { command, owner } => {
+                (command == CANCEL_COMMAND).then(|| owner.clone()).map(Some)
+            }
+            _ => None,
+        });
+        match by.flatten() {
+            Some(owner) => Err(Error::bad_input(format!(
+                "task {id} is already CANCELLED: another `baton cancel` ({owner}) cancelled it a moment before this one"
+            ))
+            .hint(format!(
+                "it is stopped already; `baton resume {id} --from PHASE` runs phases again, `baton rm {id}` deletes its record"
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// `baton resume ID --queue`: hands a queued task that failed (or whose

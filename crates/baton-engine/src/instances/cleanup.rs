@@ -240,6 +240,13 @@ impl Agents<'_> {
             return out;
         }
         let (path, branch) = self.owned(i);
+        // Only what baton made is said removed: a spawn that failed before
+        // its worktree or branch existed removed neither.
+        let had_path = path.exists();
+        let had_branch = self.git.resolve(&format!("refs/heads/{branch}")).is_some();
+        if !had_path && !had_branch {
+            return out;
+        }
         let path = path.display().to_string();
         let branch = &branch;
         // What its commits must be held by: its base (a review's parent's
@@ -249,9 +256,14 @@ impl Agents<'_> {
             .git
             .remove_if_nothing_held(Path::new(&path), branch, &base)
         {
-            Ok(Held::Nothing) => out
-                .removed
-                .push((id.clone(), format!("worktree {path} and branch {branch}"))),
+            Ok(Held::Nothing) => out.removed.push((
+                id.clone(),
+                match (had_path, had_branch) {
+                    (true, true) => format!("worktree {path} and branch {branch}"),
+                    (true, false) => format!("worktree {path}"),
+                    _ => format!("branch {branch}"),
+                },
+            )),
             Ok(held) => out.kept.push((id.clone(), held.reason())),
             Err(e) => out.failed.push((id.clone(), e.to_string())),
         }

@@ -577,3 +577,20 @@ fn a_commit_during_a_run_holds_the_users_files_without_batons_run_files() {
     baton_agents::run_files::undo(&top).unwrap();
     assert_eq!(git(&top, &["status", "--porcelain"]), "");
 }
+
+/// A worktree folder deleted from under baton: the error says the folder
+/// is gone, not that git cannot be run (issue 34).
+#[test]
+fn a_deleted_folder_is_said_gone_not_blamed_on_git() {
+    let (dir, _, _) = repo();
+    let wt = dir.path().join("wt");
+    git(
+        dir.path(),
+        &["worktree", "add", "-q", "-b", "side", wt.to_str().unwrap()],
+    );
+    let g = Git::open(&wt).expect("a worktree");
+    std::fs::remove_dir_all(&wt).unwrap();
+    let e = g.run(&["status"], &[]).unwrap_err();
+    assert!(e.stderr.contains("is gone"), "{}", e.stderr);
+    assert!(!e.stderr.contains("cannot run git"), "{}", e.stderr);
+}
