@@ -9,6 +9,11 @@ use std::time::{Duration, Instant};
 /// The WebDriver element key.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
+/// How long a page test waits at most for what a person waits for (an
+/// element shown and enabled, a text shown) before it fails: long enough
+/// for a machine busy with other work; a passing test never waits it out.
+pub const PATIENCE: Duration = Duration::from_secs(90);
+
 pub struct Browser {
     driver: Child,
     base: String,
@@ -149,8 +154,11 @@ impl Browser {
         .map(str::to_string)
     }
 
-    /// Waits until the element matching `css` shows text containing `want`.
+    /// Waits until the element matching `css` shows text containing `want`:
+    /// up to `secs`, and never less than [`PATIENCE`] (what a person waits
+    /// for on a busy machine; a passing test never waits it out).
     pub fn wait_text(&self, css: &str, want: &str, secs: u64) -> String {
+        let secs = secs.max(PATIENCE.as_secs());
         let until = Instant::now() + Duration::from_secs(secs);
         loop {
             let got = self.text(css);
@@ -167,50 +175,73 @@ impl Browser {
         }
     }
 
-    /// The WebDriver id of the first element matching `css`.
-    fn element(&self, css: &str) -> String {
-        let el = self.call(
+    /// The WebDriver id of the first element matching `css`, when there is
+    /// one now.
+    fn try_element(&self, css: &str) -> Option<String> {
+        let el = self.try_call(
             "POST",
             &self.session("/element"),
             Some(json!({"using": "css selector", "value": css})),
         );
-        el[ELEMENT]
-            .as_str()
-            .unwrap_or_else(|| panic!("{css}: no element in {el}"))
-            .to_string()
+        el[ELEMENT].as_str().map(str::to_string)
     }
 
-    /// Clicks the element matching `css`, as a person would. A page that
-    /// redraws (the dashboard does, as the store changes) may replace the
-    /// element between finding and clicking it: then it is found again.
+    /// Whether element `id` is shown and enabled: what a person waits for
+    /// before clicking or typing (a click on a disabled button does
+    /// nothing, and WebDriver says so without an error).
+    fn ready(&self, id: &str) -> bool {
+        let shown = self.try_call("GET", &self.session(&format!("/element/{id}/displayed")), None);
+        let enabled = self.try_call("GET", &self.session(&format!("/element/{id}/enabled")), None);
+        shown == Value::Bool(true) && enabled == Value::Bool(true)
+    }
+
+    /// Does `what` (`click`, `value`) to the element matching `css` once it
+    /// is there, shown and enabled, as a person would: waiting for it (a
+    /// dialog opening, a busy machine drawing slowly) up to [`PATIENCE`],
+    /// and finding it again when the page redrew it between finding and
+    /// acting (the dashboard redraws as the store changes).
+    fn act(&self, css: &str, what: &str, body: Value) {
+        let until = Instant::now() + PATIENCE;
+        loop {
+            let last;
+            if let Some(id) = self.try_element(css) {
+                if self.ready(&id) {
+                    let path = self.session(&format!("/element/{id}/{what}"));
+                    let v = self.try_call("POST", &path, Some(body.clone()));
+                    match v.get("error").and_then(Value::as_str) {
+                        None => return,
+                        Some(
+                            "stale element reference"
+                            | "element not interactable"
+                            | "element click intercepted"
+                            | "no such element",
+                        ) => last = v,
+                        Some(_) => panic!("WebDriver POST {path}: {v}"),
+                    }
+                } else {
+                    last = json!("not shown and enabled yet");
+                }
+            } else {
+                last = json!("no such element yet");
+            }
+            assert!(
+                Instant::now() < until,
+                "{css} was never there to {what} (shown and enabled) within {PATIENCE:?}: {last}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Clicks the element matching `css`, as a person would, once it is
+    /// shown and enabled.
     pub fn click(&self, css: &str) {
-        for _ in 0..50 {
-            let id = self.element(css);
-            let path = self.session(&format!("/element/{id}/click"));
-            let v = self.try_call("POST", &path, Some(json!({})));
-            match v.get("error").and_then(Value::as_str) {
-                None => return,
-                Some("stale element reference") => std::thread::sleep(Duration::from_millis(20)),
-                Some(_) => panic!("WebDriver POST {path}: {v}"),
-            }
-        }
-        panic!("{css} was redrawn at every click, 50 times");
+        self.act(css, "click", json!({}));
     }
 
-    /// Types `text` into the element matching `css` (found again if the
-    /// page redrew it before the typing began).
+    /// Types `text` into the element matching `css`, once it is shown and
+    /// enabled.
     pub fn type_into(&self, css: &str, text: &str) {
-        for _ in 0..50 {
-            let id = self.element(css);
-            let path = self.session(&format!("/element/{id}/value"));
-            let v = self.try_call("POST", &path, Some(json!({"text": text})));
-            match v.get("error").and_then(Value::as_str) {
-                None => return,
-                Some("stale element reference") => std::thread::sleep(Duration::from_millis(20)),
-                Some(_) => panic!("WebDriver POST {path}: {v}"),
-            }
-        }
-        panic!("{css} was redrawn at every attempt to type, 50 times");
+        self.act(css, "value", json!({"text": text}));
     }
 
     /// Presses each key of `keys` in turn, as a person at the keyboard
