@@ -190,8 +190,16 @@ impl Browser {
     /// before clicking or typing (a click on a disabled button does
     /// nothing, and WebDriver says so without an error).
     fn ready(&self, id: &str) -> bool {
-        let shown = self.try_call("GET", &self.session(&format!("/element/{id}/displayed")), None);
-        let enabled = self.try_call("GET", &self.session(&format!("/element/{id}/enabled")), None);
+        let shown = self.try_call(
+            "GET",
+            &self.session(&format!("/element/{id}/displayed")),
+            None,
+        );
+        let enabled = self.try_call(
+            "GET",
+            &self.session(&format!("/element/{id}/enabled")),
+            None,
+        );
         shown == Value::Bool(true) && enabled == Value::Bool(true)
     }
 
