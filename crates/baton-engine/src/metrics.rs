@@ -167,11 +167,7 @@ impl Metrics {
                 .set(count(s));
         }
         self.queue_depth.set(count(DisplayStatus::Queued));
-        let mut decisions: HashMap<String, i64> = HashMap::new();
-        for d in eng.store.deliveries(usize::MAX)? {
-            *decisions.entry(d.decision).or_default() += 1;
-        }
-        for (decision, n) in decisions {
+        for (decision, n) in eng.store.delivery_counts()? {
             self.deliveries
                 .get_or_create(&DecisionLabel { decision })
                 .set(n);

@@ -95,6 +95,9 @@ pub trait DeliveryStore: Send + Sync {
 
     /// The newest `limit` deliveries, newest first.
     fn deliveries(&self, limit: usize) -> Result<Vec<DeliveryRow>>;
+    /// How many deliveries are stored with each decision (`/metrics`):
+    /// counted by the store, whatever their number.
+    fn delivery_counts(&self) -> Result<Vec<(String, i64)>>;
 
     /// The deliveries not settled yet, oldest first, with their bodies.
     fn unsettled_deliveries(&self) -> Result<Vec<NewDelivery>>;

@@ -407,6 +407,9 @@ impl DeliveryStore for SimStore {
             self.inner.settle_deliveries(settled)
         })
     }
+    fn delivery_counts(&self) -> Result<Vec<(String, i64)>> {
+        self.inner.delivery_counts()
+    }
     fn deliveries(&self, limit: usize) -> Result<Vec<DeliveryRow>> {
         self.inner.deliveries(limit)
     }

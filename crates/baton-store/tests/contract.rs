@@ -525,8 +525,12 @@ fn garbage_file_is_a_clear_open_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("baton.db");
     std::fs::write(&path, b"this is not a database, just some bytes that are long enough to look like a header........................................").unwrap();
+    // Damage (doctor --fix sets it aside), never a folder that cannot be
+    // read (which doctor leaves alone).
     match SqliteStore::open(&path, Synchronous::Full) {
-        Err(Error::Open { reason, .. }) => assert!(reason.contains("not a database"), "{reason}"),
+        Err(Error::Corrupt(reason)) => {
+            assert!(reason.contains("not a database") && reason.contains("baton.db"), "{reason}")
+        }
         Err(e) => panic!("unexpected error {e}"),
         Ok(_) => panic!("garbage opened as a store"),
     }

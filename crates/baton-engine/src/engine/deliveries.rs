@@ -114,11 +114,7 @@ impl Engine {
             return Ok(Delivered::Handed(handed));
         }
         if !fresh {
-            let before = self
-                .store
-                .deliveries(usize::MAX)?
-                .into_iter()
-                .find(|r| r.id == d.id);
+            let before = self.store.delivery(&d.id)?;
             return Ok(Delivered::Redelivery(before));
         }
         let handed = self

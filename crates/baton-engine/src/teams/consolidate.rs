@@ -211,15 +211,26 @@ impl Teams<'_> {
             .clone()
             .unwrap_or_else(|| self.settings.checks.clone());
         for check in &checks {
-            let out = std::process::Command::new("sh")
+            // Its output (a whole test suite's) goes to a file, of which
+            // the end is read: bounded whatever it prints.
+            let log = tempfile::tempfile()
+                .map_err(|e| Error::op(format!("cannot run check {check:?}: {e}")))?;
+            let err = log
+                .try_clone()
+                .map_err(|e| Error::op(format!("cannot run check {check:?}: {e}")))?;
+            let status = std::process::Command::new("sh")
                 .args(["-c", check])
                 .current_dir(git.top())
-                .output()
+                .stdin(std::process::Stdio::null())
+                .stdout(
+                    log.try_clone()
+                        .map_err(|e| Error::op(format!("cannot run check {check:?}: {e}")))?,
+                )
+                .stderr(err)
+                .status()
                 .map_err(|e| Error::op(format!("cannot run check {check:?}: {e}")))?;
-            if !out.status.success() {
-                let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-                text.push_str(&String::from_utf8_lossy(&out.stderr));
-                let tail = baton_sys::process::tail(&text, 2_000).to_string();
+            if !status.success() {
+                let tail = tail_of(log, 2_000);
                 let mut done = Consolidated::new("checks-failed", Some(c.message));
                 done.failed_check = Some((check.clone(), tail));
                 done.merged = merged;
@@ -517,4 +528,14 @@ fn commit_index(
         &[],
     )?;
     Ok(commit)
+}
+
+/// The last `max` bytes of a file, as text.
+fn tail_of(mut f: std::fs::File, max: u64) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = f.seek(SeekFrom::Start(len.saturating_sub(max)));
+    let mut buf = Vec::new();
+    let _ = f.take(max).read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
 }

@@ -162,6 +162,19 @@ impl DeliveryStore for PgStore {
         Ok(ids.iter().map(|id| done.contains(*id)).collect())
     }
 
+    fn delivery_counts(&self) -> Result<Vec<(String, i64)>> {
+        let rows = self.run(|conn, _| {
+            Ok(conn.db().query(
+                "SELECT decision, COUNT(*) FROM deliveries GROUP BY decision",
+                &[],
+            )?)
+        })?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1)))
+            .collect())
+    }
+
     fn deliveries(&self, limit: usize) -> Result<Vec<DeliveryRow>> {
         let rows = self.run(|conn, _| {
             Ok(conn

@@ -136,6 +136,14 @@ impl DeliveryStore for SqliteStore {
             == 1)
     }
 
+    fn delivery_counts(&self) -> Result<Vec<(String, i64)>> {
+        let conn = self.conn();
+        let mut stmt =
+            conn.prepare_cached("SELECT decision, COUNT(*) FROM deliveries GROUP BY decision")?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
     fn deliveries(&self, limit: usize) -> Result<Vec<DeliveryRow>> {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
