@@ -529,7 +529,10 @@ fn garbage_file_is_a_clear_open_error() {
     // read (which doctor leaves alone).
     match SqliteStore::open(&path, Synchronous::Full) {
         Err(Error::Corrupt(reason)) => {
-            assert!(reason.contains("not a database") && reason.contains("baton.db"), "{reason}")
+            assert!(
+                reason.contains("not a database") && reason.contains("baton.db"),
+                "{reason}"
+            )
         }
         Err(e) => panic!("unexpected error {e}"),
         Ok(_) => panic!("garbage opened as a store"),
