@@ -495,7 +495,7 @@ fn a_branch_in_the_way_is_named_and_leftovers_of_cut_writes_are_removed() {
         0
     );
 
-    let tmp = p.root().join(".baton/tasks/q1/.state.json.tmp-4194303");
+    let tmp = p.root().join(".baton/tasks/q1/.state.json.tmp-4194303-1");
     std::fs::write(&tmp, "").unwrap();
     let (code, out, _) = p.run(&["doctor"]);
     assert_eq!(code, 1, "{out}");

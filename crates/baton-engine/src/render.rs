@@ -41,7 +41,7 @@ fn replace(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
 }
 
 /// `path` replaced by what `write` writes into a temporary file beside it
-/// (`.NAME.tmp-PID`), renamed over it; with `sync`, the file and its folder
+/// (`.NAME.tmp-PID-START`), renamed over it; with `sync`, the file and its folder
 /// reach the disk before this returns. On any error (a full disk) the
 /// temporary file is removed and `path` is left as it was.
 pub fn replace_with(
@@ -55,7 +55,7 @@ pub fn replace_with(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!("{TMP_PREFIX}{name}.tmp-{}", std::process::id()));
+    let tmp = dir.join(format!("{TMP_PREFIX}{name}.tmp-{}", writer_mark()));
     let written = (|| {
         let mut w = std::io::BufWriter::new(fs_err::File::create(&tmp)?);
         write(&mut w)?;
@@ -164,15 +164,59 @@ impl Chunks {
     }
 }
 
-/// What the temporary files of [`replace_with`] start with (`.NAME.tmp-PID`).
+/// What the temporary files of [`replace_with`] start with
+/// (`.NAME.tmp-PID-START`).
 pub const TMP_PREFIX: &str = ".";
+
+/// Who writes a temporary file: this process's pid and start time
+/// (`PID-START`), so a file left by a writer that died is known for one
+/// even once its pid is another process's (pids are reused quickly).
+fn writer_mark() -> String {
+    static MARK: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MARK.get_or_init(|| {
+        let pid = std::process::id();
+        let start = baton_sys::host::process_start_time(pid).unwrap_or(0);
+        format!("{pid}-{start}")
+    })
+    .clone()
+}
+
+/// The writer named in a temporary file's name (`PID` or `PID-START`).
+fn writer_of(name: &str) -> Option<(u32, Option<u64>)> {
+    let (_, mark) = name.rsplit_once(".tmp-")?;
+    let (pid, start) = match mark.split_once('-') {
+        Some((p, s)) => (p, Some(s.parse().ok()?)),
+        None => (mark, None),
+    };
+    Some((pid.parse().ok()?, start))
+}
+
+/// The temporary files in `dir` whose name starts with `.{prefix}` that a
+/// write cut short left (a SIGKILL between writing and renaming): their
+/// writer, named in the file's name, is gone.
+pub fn stale_temporaries(dir: &Path, prefix: &str) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let begins = format!("{TMP_PREFIX}{prefix}");
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let (pid, start) = writer_of(&name)?;
+            let alive = match (baton_sys::host::process_start_time(pid), start) {
+                (Some(now), Some(then)) => now == then,
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            (is_temporary(&name) && name.starts_with(&begins) && !alive).then(|| e.path())
+        })
+        .collect()
+}
 
 /// Whether `name` is a temporary file [`replace_with`] makes.
 pub fn is_temporary(name: &str) -> bool {
-    name.starts_with(TMP_PREFIX)
-        && name
-            .rsplit_once(".tmp-")
-            .is_some_and(|(_, pid)| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+    name.starts_with(TMP_PREFIX) && writer_of(name).is_some()
 }
 
 /// Writes `state.json` for a task.
@@ -396,6 +440,12 @@ mod tests {
             .collect();
         assert_eq!(names, ["state.json"]);
         assert!(is_temporary(".state.json.tmp-1234"));
+        assert!(is_temporary(".state.json.tmp-1234-5678"));
         assert!(!is_temporary("state.json") && !is_temporary(".state.json.tmp-"));
+        // A writer whose pid is another process's now is gone all the same.
+        let me = std::process::id();
+        let other = dir.path().join(format!(".x.tmp-{me}-1"));
+        std::fs::write(&other, "").unwrap();
+        assert_eq!(stale_temporaries(dir.path(), ""), [other]);
     }
 }

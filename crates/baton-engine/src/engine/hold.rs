@@ -60,6 +60,17 @@ impl Engine {
             ),
         };
         self.set_current(&id);
+        // What a runner killed mid-write left of this task's files goes
+        // now (its writes start over from the store).
+        for f in render::stale_temporaries(&self.project.task_dir(&id), "")
+            .into_iter()
+            .chain(render::stale_temporaries(
+                &self.project.sessions_dir(),
+                &format!("{id}."),
+            ))
+        {
+            let _ = std::fs::remove_file(f);
+        }
         self.commit(
             &mut held,
             vec![Event::Claimed {
