@@ -48,6 +48,11 @@ impl Tail {
     /// at most [`READ_BYTES`] at a time (`all`: until the end of the file).
     fn lines(&mut self, all: bool) -> Vec<crate::AgentEvent> {
         use std::io::{Read, Seek, SeekFrom};
+        // A regular file only: a FIFO or a device put in the stream's
+        // place is never waited on or read.
+        if !std::fs::metadata(&self.path).is_ok_and(|m| m.is_file()) {
+            return Vec::new();
+        }
         let Ok(mut f) = std::fs::File::open(&self.path) else {
             return Vec::new();
         };

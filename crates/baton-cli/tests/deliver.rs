@@ -350,3 +350,63 @@ baton_testkit::on_both_backends! {
         assert_eq!(v["redelivery"], true, "{v}");
     }
 }
+
+/// A pull request whose body names many tasks that do not exist: one
+/// delivery is kept for at most 10 of them, so it never takes the room of
+/// the deliveries that come after it (anyone opening a pull request
+/// writes its body). A delivery id must be 1 to 200 characters.
+#[test]
+fn one_delivery_never_fills_the_room_kept_for_tasks_not_made_yet() {
+    let p = pr_project();
+    let mut payload: Value = serde_json::from_str(
+        &fs_err::read_to_string(fixture("pull_request/opened.payload.json")).unwrap(),
+    )
+    .unwrap();
+    let body: String = (0..40)
+        .map(|i| format!("baton-task: ghost-{i}\n"))
+        .collect();
+    payload["pull_request"]["body"] = body.into();
+    let file = p.root().join("many.json");
+    fs_err::write(&file, payload.to_string()).unwrap();
+    let (code, out, err) = p.run(&[
+        "deliver",
+        "pull_request",
+        file.to_str().unwrap(),
+        "--delivery",
+        "many",
+        "--branch-pattern",
+        "{task-id}",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let tasks = v["tasks"].as_array().unwrap();
+    let buffered = tasks.iter().filter(|t| t["decision"] == "buffered").count();
+    assert_eq!(buffered, 10, "{v}");
+    assert!(
+        tasks.iter().any(|t| t["why"]
+            .as_str()
+            .unwrap()
+            .contains("more tasks that do not exist")),
+        "{v}"
+    );
+    // A genuine early event still finds room.
+    let (_, v) = deliver_as(
+        &p,
+        "genuine",
+        "pull_request",
+        "pull_request/opened.payload.json",
+    );
+    assert_eq!(v["decision"], "buffered", "{v}");
+    for bad in [String::new(), "x".repeat(201)] {
+        let (code, _, err) = p.run(&[
+            "deliver",
+            "pull_request",
+            file.to_str().unwrap(),
+            "--delivery",
+            &bad,
+        ]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("1 to 200 characters"), "{err}");
+    }
+}

@@ -396,8 +396,17 @@ fn each_record_the_damage_took_is_named() {
 #[test]
 fn a_read_only_project_is_read_and_its_healthy_store_never_set_aside() {
     let p = TestProject::new();
+    // A new project is clean (its session index is not missing).
+    assert_eq!(p.run(&["doctor"]).0, 0);
     p.workflow("m", WF);
     assert_eq!(p.run(&["run", "m", "x", "--id", "ro"]).0, 4);
+    // A runner killed mid-phase: its files are out of date.
+    let out = p
+        .baton(&["run", "m", "x", "--id", "stale"])
+        .env("BATON_TEST_CRASH_AT", "after-spawn:b")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), None);
     let ro = |args: &[&str]| {
         let out = p.baton_read_only(args).output().unwrap();
         (
@@ -415,18 +424,31 @@ fn a_read_only_project_is_read_and_its_healthy_store_never_set_aside() {
     let (code, out, err) = ro(&["log", "ro"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("phase_passed"), "{out}");
+    for args in [
+        &["show", "stale"][..],
+        &["show", "stale", "--json"],
+        &["session", "show", "stale"],
+    ] {
+        let (code, out, err) = ro(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(out.contains("stale"), "{args:?}: {out}");
+    }
     // A write says why it cannot, and sends nobody to doctor --fix.
     let (code, _, err) = ro(&["cancel", "ro"]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("read-only"), "{err}");
     assert!(!err.contains("doctor --fix"), "{err}");
-    let (code, out, _) = ro(&["doctor", "--fix"]);
+    let (code, out, err) = ro(&["doctor", "--fix"]);
     assert_eq!(code, 1, "{out}");
+    assert!(
+        err.contains("cannot be written here"),
+        "no hint to repair here: {err}"
+    );
     assert!(
         out.contains("passes its integrity check") && out.contains("is read-only"),
         "{out}"
     );
-    assert!(!out.contains("damaged"), "{out}");
+    assert!(!out.contains("set the damaged store aside"), "{out}");
     let moved = std::fs::read_dir(p.root().join(".baton"))
         .unwrap()
         .filter_map(|e| e.ok())
@@ -434,6 +456,7 @@ fn a_read_only_project_is_read_and_its_healthy_store_never_set_aside() {
     assert!(!moved, "the healthy store was set aside");
     // Back on a writable folder, all is as it was.
     assert_eq!(p.state("ro")["status"], "WAITING");
+    assert_eq!(p.run(&["resume", "stale"]).0, 4);
     assert_eq!(p.run(&["doctor"]).0, 0);
 }
 
@@ -493,6 +516,14 @@ fn a_branch_in_the_way_is_named_and_leftovers_of_cut_writes_are_removed() {
     assert_eq!(
         p.run(&["run", "example", "x", "--queue", "--id", "q1"]).0,
         0
+    );
+    // A branch below the one baton makes is in the way as well.
+    p.git(&["branch", "baton/q2/deeper"]);
+    let (code, _, err) = p.run(&["run", "example", "x", "--queue", "--id", "q2"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("a branch named baton/q2/deeper is in the way"),
+        "{err}"
     );
 
     let tmp = p.root().join(".baton/tasks/q1/.state.json.tmp-4194303-1");

@@ -120,3 +120,35 @@ on_both_backends! {
         assert!(notes.iter().any(|n| n.contains("not UTF-8")), "{notes:?}");
     }
 }
+
+on_both_backends! {
+    /// Hostile files in the summary's place: a FIFO wedged baton for good
+    /// (its open blocked, SIGTERM and `cancel` too, and every resume), a
+    /// symlink to /dev/zero spun for ever. Neither is read: the journal
+    /// says so, and the output's last line is the summary.
+    fn a_summary_file_that_is_not_a_file_is_never_read() {
+        let p = TestProject::new();
+        p.workflow(
+            "fifo",
+            "name = \"fifo\"\n[[phase]]\nid = \"a\"\nrun = '''rm -f \"$BATON_SUMMARY_FILE\"; mkfifo \"$BATON_SUMMARY_FILE\"; echo fifo-last'''\n",
+        );
+        p.workflow(
+            "zero",
+            "name = \"zero\"\n[[phase]]\nid = \"a\"\nrun = '''rm -f \"$BATON_SUMMARY_FILE\"; ln -s /dev/zero \"$BATON_SUMMARY_FILE\"; echo zero-last'''\n",
+        );
+        for (wf, last) in [("fifo", "fifo-last"), ("zero", "zero-last")] {
+            let mut child = p
+                .baton(&["run", wf, "x", "--id", wf])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            assert!(wait_child(&mut child, "baton run").success(), "{wf}");
+            assert_eq!(p.state(wf)["completed_phases"][0]["summary"], last);
+            let noted = p.journal(wf).iter().any(|e| {
+                e["kind"] == "note" && e["text"].as_str().unwrap_or("").contains("not a regular file")
+            });
+            assert!(noted, "{wf}: the journal says why the summary was not read");
+        }
+    }
+}

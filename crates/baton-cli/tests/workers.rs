@@ -968,6 +968,9 @@ run = "echo b"
         assert_eq!(kinds.iter().filter(|k| *k == "phase_started").count(), 1, "b was not started: {kinds:?}");
         assert!(p.journal(other).iter().all(|e| e["kind"] != "phase_started"), "nothing more was claimed");
         assert_eq!(status(&p, running), "QUEUED", "released for another worker");
+        // Its log says QUEUED as well (it said `active`), and doctor agrees.
+        let (code, out, err) = p.run(&["doctor"]);
+        assert_eq!(code, 0, "{out}{err}");
         // The next worker runs the rest, each phase once.
         let (code, _, err) = p.run(&["worker", "--until-idle"]);
         assert_eq!(code, 0, "{err}");

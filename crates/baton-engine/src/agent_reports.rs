@@ -46,7 +46,7 @@ const MAX_CHECKPOINTS: usize = 200;
 /// The reason `report_blocker` gave, its first [`BLOCKER_BYTES`].
 pub fn blocker(summary_file: &Path) -> Option<String> {
     use std::io::Read;
-    let f = std::fs::File::open(beside(summary_file, ".blocker")).ok()?;
+    let f = baton_sys::process::open_regular(&beside(summary_file, ".blocker")).ok()??;
     let mut buf = Vec::new();
     f.take(BLOCKER_BYTES).read_to_end(&mut buf).ok()?;
     Some(String::from_utf8_lossy(&buf).trim().to_string()).filter(|s| !s.is_empty())
@@ -73,7 +73,8 @@ pub fn append_checkpoint(summary_file: &Path, note: &str) -> std::io::Result<usi
 /// [`MAX_CHECKPOINTS`] of the first [`CHECKPOINT_BYTES`] of the file.
 pub fn checkpoints(summary_file: &Path) -> Vec<String> {
     use std::io::{BufRead, Read};
-    let Ok(f) = std::fs::File::open(beside(summary_file, ".checkpoints")) else {
+    let Ok(Some(f)) = baton_sys::process::open_regular(&beside(summary_file, ".checkpoints"))
+    else {
         return Vec::new();
     };
     std::io::BufReader::new(f.take(CHECKPOINT_BYTES))

@@ -20,6 +20,10 @@ mod salvage;
 
 pub use crate::finding::Finding;
 
+/// What a finding about a read-only store says (no repair can be made
+/// where doctor runs).
+pub const READ_ONLY: &str = "is read-only (its folder or mount cannot be written)";
+
 pub fn run(project: &Project, fix: bool, observer: Arc<dyn Observer>) -> Result<Vec<Finding>> {
     let mut out = Vec::new();
     let location = crate::store::Location::of(project)?;
@@ -66,7 +70,7 @@ pub fn run(project: &Project, fix: bool, observer: Arc<dyn Observer>) -> Result<
                 // A read-only folder or mount: checked, never written.
                 out.push(Finding::problem(
                     format!(
-                        "the store {} is read-only (its folder or mount cannot be written){}",
+                        "the store {} {READ_ONLY}{}",
                         db.display(),
                         if fix { ": nothing was repaired" } else { "" }
                     ),

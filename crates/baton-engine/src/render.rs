@@ -137,15 +137,13 @@ struct Chunks {
 }
 
 impl Chunks {
+    /// A regular file only (`process::open_regular`): what a phase put
+    /// in its place (a FIFO, a device, a folder) is left as it is.
     fn open(path: &Path) -> std::io::Result<Option<Chunks>> {
-        match std::fs::File::open(path) {
-            Ok(f) => Ok(Some(Chunks {
-                reader: std::io::BufReader::with_capacity(64 << 10, f),
-                buf: Vec::new(),
-            })),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
+        Ok(baton_sys::process::open_regular(path)?.map(|f| Chunks {
+            reader: std::io::BufReader::with_capacity(64 << 10, f),
+            buf: Vec::new(),
+        }))
     }
 
     fn next(&mut self) -> std::io::Result<Option<&[u8]>> {

@@ -64,6 +64,27 @@ pub fn remote(project: &Project, git: &Git) -> Result<Option<String>> {
 /// paths, so a branch `baton` (a file) and `baton/<id>` (a folder) cannot
 /// both be. `Some(error)` naming it, with how to move it aside.
 pub fn branch_in_the_way(git: &Git, branch: &str) -> Option<Error> {
+    // A branch below it (`baton/x/y` for `baton/x`) is in the way too.
+    if let Ok(below) = git.run(
+        &[
+            "for-each-ref",
+            "--count=1",
+            "--format=%(refname:short)",
+            &format!("refs/heads/{branch}/"),
+        ],
+        &[],
+    ) && let Some(b) = below.lines().next().filter(|b| !b.trim().is_empty())
+    {
+        return Some(
+            Error::bad_input(format!(
+                "a branch named {b} is in the way of branch {branch}: git cannot keep a branch {branch} beside branches {branch}/…"
+            ))
+            .hint(format!(
+                "rename it, e.g. `git branch -m {b} {}-old` (its commits stay), then try again; nothing was made",
+                b.replace('/', "-")
+            )),
+        );
+    }
     let parts: Vec<&str> = branch.split('/').collect();
     (1..parts.len())
         .map(|n| parts[..n].join("/"))

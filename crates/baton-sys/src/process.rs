@@ -409,6 +409,24 @@ pub fn read_tail(path: &std::path::Path, max: usize) -> String {
     }
 }
 
+/// Opens a file a phase wrote (its output, its summary and reports) for
+/// reading, if it is a regular file: never blocking on a FIFO put in its
+/// place, never reading a device (`/dev/zero`) or a folder a symlink
+/// names. `Ok(None)`: missing, or not a regular file.
+pub fn open_regular(path: &std::path::Path) -> std::io::Result<Option<std::fs::File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    Ok(f.metadata()?.is_file().then_some(f))
+}
+
 /// The end of a file read as text, in bounded memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TextTail {
@@ -423,7 +441,7 @@ pub struct TextTail {
 /// is read), decoded lossily; `None` when it cannot be opened.
 pub fn read_text_tail(path: &std::path::Path, max: usize) -> Option<TextTail> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(path).ok()?;
+    let mut f = open_regular(path).ok()??;
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
     let _ = f.seek(SeekFrom::Start(len.saturating_sub(max as u64)));
     let mut buf = Vec::with_capacity(max.min(len as usize));

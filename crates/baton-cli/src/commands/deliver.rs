@@ -30,6 +30,16 @@ pub fn run(project: &Project, args: DeliverArgs, printer: &Arc<Printer>) -> Resu
         ))
         .hint("say where the task id is in a head branch, e.g. baton/{task-id}"));
     }
+    // As a server takes them: 1 to 200 characters (GitHub's are UUIDs).
+    if let Some(d) = &args.delivery
+        && (d.trim().is_empty() || d.len() > 200)
+    {
+        return Err(Error::bad_input(format!(
+            "--delivery must be 1 to 200 characters, not {}",
+            d.len()
+        ))
+        .hint("give GitHub's X-GitHub-Delivery, or leave --delivery out for a new id"));
+    }
     let eng = super::engine(project, printer)?;
     let id = args
         .delivery

@@ -33,7 +33,14 @@ pub fn run(project: &Project, args: DoctorArgs, printer: &Arc<Printer>) -> Resul
         }
     }
     let open = findings.iter().filter(|f| f.level == "problem").count();
-    if open > 0 && !args.fix {
+    let read_only = findings
+        .iter()
+        .any(|f| f.message.contains(baton_engine::doctor::READ_ONLY));
+    if open > 0 && read_only {
+        printer.info(&format!(
+            "{open} problem(s); the project cannot be written here: run `baton doctor --fix` where it can"
+        ));
+    } else if open > 0 && !args.fix {
         printer.info(&format!(
             "{open} problem(s); `baton doctor --fix` repairs what can be repaired"
         ));

@@ -130,10 +130,17 @@ pub fn show(project: &Project, args: ShowArgs, printer: &Arc<Printer>) -> Result
     let eng = engine(project, printer)?;
     let id = task_id(project, args.id.as_deref())?;
     let snap = eng.load(&id)?;
-    if eng.repair_rendered(&snap)? && !args.json {
-        printer.info(&format!(
+    // Reading never needs to write: files that cannot be rendered again
+    // here (a read-only folder) are said, and the store shown all the same.
+    match eng.repair_rendered(&snap) {
+        Ok(true) if !args.json => printer.info(&format!(
             "re-rendered the files of task {id} from the store"
-        ));
+        )),
+        Ok(_) => {}
+        Err(e) => printer.info(&format!(
+            "note: the files of task {id} are out of date and could not be rendered again: {}",
+            e.message
+        )),
     }
     let doc = eng.document(&snap)?;
     if args.json {

@@ -78,7 +78,16 @@ impl Engine {
     /// refuses if anything is left in it, and then it stays). Whoever
     /// drove it there, a worker or `baton resume`.
     pub(super) fn remove_done_worktree(&self, held: &Held, outcome: &Result<Outcome>) {
-        if let (Ok(Outcome::Complete), Some(b), Some(g)) = (outcome, &held.ws.branch, &self.git) {
+        // A queued task's own worktree only: a workspace by agent role
+        // outlives its tasks (`baton workspace rm` removes it).
+        let own = self
+            .project
+            .baton_dir()
+            .join("worktrees")
+            .join(held.state.task_id.as_str());
+        if let (Ok(Outcome::Complete), Some(b), Some(g)) = (outcome, &held.ws.branch, &self.git)
+            && b.worktree == own
+        {
             let _ = g.run(
                 &["worktree", "remove", &b.worktree.display().to_string()],
                 &[],

@@ -19,14 +19,28 @@ impl Engine {
 
     pub(super) fn busy(&self, id: &TaskId, lease: &Lease) -> Error {
         Error::busy(format!(
-            "task {id} is being run by {} (lease taken at {}, renewed until {})",
+            "task {id} is being run by {}{} (lease taken at {}, renewed until {})",
             lease.owner.describe(),
+            self.elsewhere(&lease.owner),
             lease.acquired_at,
             lease.expires_at
         ))
         .hint(format!(
             "wait for it to finish, or stop it with `baton cancel {id}`"
         ))
+    }
+
+    /// Where `owner` runs when its pid means nothing here: ` in another
+    /// container of this host (PID namespace …)`; empty otherwise.
+    pub(super) fn elsewhere(&self, owner: &baton_core::lease::LeaseOwner) -> String {
+        if owner.host == self.local.host
+            && owner.boot_id == self.local.boot_id
+            && !self.local.can_probe_owner(owner)
+        {
+            format!(" in another container of this host ({})", owner.pid_ns)
+        } else {
+            String::new()
+        }
     }
 
     /// Takes the lease of an existing task, replacing a dead owner.
@@ -133,6 +147,20 @@ impl Engine {
                 self.observer.info(&format!(
                     "killed the orphaned process group {} of phase {}",
                     proc_ref.pid, p.id
+                ));
+            }
+            // Its runner was on another host or in another container: what
+            // it started there cannot be checked or stopped from here.
+            if let (Some(proc_ref), false, false, Some(l)) =
+                (&p.process, here, claimed, seen.lease.as_ref())
+                && p.exited.is_none()
+            {
+                self.observer.info(&format!(
+                    "warning: phase {} ran as pid {} on {}{}; if its process still runs there (its runner died, not its machine or container), stop it there: baton cannot check or stop it from here",
+                    p.id,
+                    proc_ref.pid,
+                    l.owner.host,
+                    self.elsewhere(&l.owner)
                 ));
             }
             // Its process had exited: the drive judges its end from what

@@ -25,6 +25,9 @@ use std::collections::BTreeSet;
 /// not know yet (each for `[server] buffer_ttl`): what names a task is
 /// outside input, and a store is no place to fill with guesses.
 pub const MAX_KEPT_FOR_UNKNOWN: usize = 1_000;
+/// Of the tasks one delivery names that do not exist yet, at most this
+/// many are kept for.
+pub const MAX_UNKNOWN_PER_DELIVERY: usize = 10;
 
 /// A delivery as it is stored: its id and event type, the action and
 /// repository read from its body, and of the body only what it is judged
@@ -162,6 +165,17 @@ impl Engine {
         let name = delivery.name();
         let (decisions, passed) = self.pass(d, &delivery, branch_pattern)?;
         let mut settlement = settlement(&name, &decisions, self.now());
+        // Tasks wait for this event, none that it names: say that, not
+        // that nothing waits for it.
+        if decisions.is_empty() && self.someone_waits_for(&name)? {
+            settlement.why = format!(
+                "no task it names waits for {name} (it names {})",
+                match delivery.task_ids(branch_pattern) {
+                    ids if ids.is_empty() => "none".to_string(),
+                    ids => ids.into_iter().take(5).collect::<Vec<_>>().join(", "),
+                }
+            );
+        }
         for said in self.close_instances(&delivery)? {
             if settlement.decision == "ignored" {
                 settlement.decision = "applied".into();
@@ -320,13 +334,62 @@ impl Engine {
         // later (`baton run … --id`), or removed to be made again. Kept
         // for whichever of its waits first expects it.
         if !awaiting.is_empty() {
-            for id in named.iter().filter(|id| !known.contains(*id)) {
-                if let Some(kept) = self.keep_for_unknown(id, stored, branch_pattern)? {
+            let unknown: Vec<&String> = named
+                .iter()
+                .filter(|id| !known.contains(*id) && TaskId::parse(id).is_ok())
+                .collect();
+            let now = self.now();
+            let kept = self
+                .store
+                .buffered_all()?
+                .iter()
+                .filter(|b| b.phase == ANY_WAIT && b.expires_at > now)
+                .count();
+            let mut room = MAX_KEPT_FOR_UNKNOWN.saturating_sub(kept);
+            for id in unknown.iter().take(MAX_UNKNOWN_PER_DELIVERY) {
+                if let Some(kept) = self.keep_for_unknown(id, stored, branch_pattern, &mut room)? {
                     decisions.push(kept);
                 }
             }
+            // One delivery (whose body anyone opening a pull request
+            // writes) never takes the room of all the others.
+            if let Some(first) = unknown.get(MAX_UNKNOWN_PER_DELIVERY)
+                && let Ok(task) = TaskId::parse(first)
+            {
+                decisions.push((
+                    task,
+                    Decision::Skipped(format!(
+                        "it names {} more tasks that do not exist; a delivery is kept for at most {MAX_UNKNOWN_PER_DELIVERY} of those",
+                        unknown.len() - MAX_UNKNOWN_PER_DELIVERY
+                    )),
+                ));
+            }
         }
         Ok((decisions, passed))
+    }
+
+    /// Whether some task waits now in a wait phase for event `name`.
+    fn someone_waits_for(&self, name: &str) -> Result<bool> {
+        for (t, status) in self.list()? {
+            if status != DisplayStatus::Waiting {
+                continue;
+            }
+            let snap = self.load(&t.id)?;
+            let wf = self.pinned(&snap.state.definition_hash)?;
+            let waits = snap
+                .state
+                .waiting_phase()
+                .and_then(|p| wf.phase(p.id.as_str()));
+            if let Some(p) = waits
+                && let baton_core::workflow::PhaseKind::Wait(
+                    baton_core::workflow::WaitSpec::Event { event, .. },
+                ) = &p.kind
+                && event == name
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Keeps delivery `stored` for task `id`, which the store does not
@@ -337,6 +400,7 @@ impl Engine {
         id: &str,
         stored: &NewDelivery,
         branch_pattern: &str,
+        room: &mut usize,
     ) -> Result<Option<(TaskId, Decision)>> {
         let Ok(task) = TaskId::parse(id) else {
             return Ok(None);
@@ -346,13 +410,7 @@ impl Engine {
         if self.store.load(&task)?.is_some() {
             return Ok(None);
         }
-        let kept_already = self
-            .store
-            .buffered_all()?
-            .iter()
-            .filter(|b| b.phase == ANY_WAIT && b.expires_at > self.now())
-            .count();
-        if kept_already >= MAX_KEPT_FOR_UNKNOWN {
+        if *room == 0 {
             return Ok(Some((
                 task,
                 Decision::Skipped(format!(
@@ -368,6 +426,7 @@ impl Engine {
             &stored.payload,
             branch_pattern,
         )?;
+        *room -= 1;
         let until = Timestamp(self.now().millis().saturating_add(self.buffer_ttl_ms()));
         Ok(Some((
             task,

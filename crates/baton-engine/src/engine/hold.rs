@@ -118,6 +118,18 @@ impl Engine {
 
     pub(super) fn release(&self, mut held: Held) {
         let id = held.state.task_id.clone();
+        // A queued task let go with phases left is QUEUED for the next
+        // worker: its log says so, not the runner's `active`.
+        if held.state.status == baton_core::state::TaskStatus::Running
+            && self
+                .store
+                .load(&id)
+                .ok()
+                .flatten()
+                .is_some_and(|s| s.queued)
+        {
+            held.log.show_as(baton_core::session_log::LogStatus::Queued);
+        }
         let _ = held.log.flush(
             self.store.as_ref(),
             &held.state,

@@ -80,8 +80,10 @@ impl SessionIndex {
 
     /// The file says what the logs say.
     pub fn is_current(&self) -> std::io::Result<bool> {
+        // No index and no log to list (a new project, or only queued
+        // tasks so far): nothing is out of date.
         let Some(mut have) = self.read() else {
-            return Ok(false);
+            return Ok(self.scan()?.is_empty());
         };
         let mut want = self.scan()?;
         have.sort_by(|a, b| a.id.cmp(&b.id));

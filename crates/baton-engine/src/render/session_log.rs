@@ -43,6 +43,9 @@ pub(crate) struct LogWriter {
     mode: SubagentMode,
     /// The model each configured agent asks for (`[agents.NAME] model`).
     models: Vec<(String, String)>,
+    /// The status the log says instead of the runner's own view: a queued
+    /// task let go between phases is QUEUED, not active, once released.
+    shown: Option<session_log::LogStatus>,
 }
 
 impl LogWriter {
@@ -117,6 +120,12 @@ impl LogWriter {
         Ok(())
     }
 
+    /// The log says `status` from now on (the next write is due at once).
+    pub(crate) fn show_as(&mut self, status: session_log::LogStatus) {
+        self.shown = Some(status);
+        self.dirty = true;
+    }
+
     /// Writes what the file does not show yet (before the task is let go).
     pub(crate) fn flush(
         &mut self,
@@ -154,6 +163,9 @@ impl LogWriter {
             self.mode,
         );
         log.front.model = model_of(&log, &self.models);
+        if let Some(status) = self.shown {
+            log.front.status = status;
+        }
         let open = items
             .iter()
             .filter(|i| i.is_open() && i.session.as_deref() == Some(state.task_id.as_str()))

@@ -160,7 +160,11 @@ impl Engine {
             let said = read_log(&file)
                 .ok()
                 .map(|l| l.front.status.as_str().to_string());
-            self.settle_session_log(&id, said)?;
+            // Where it cannot be written again (a read-only folder), the
+            // log is rendered from the store for this reading alone.
+            if self.settle_session_log(&id, said).is_err() && self.store.load(&id)?.is_some() {
+                return Ok((self.task_log(&id)?, None));
+            }
         }
         if file.exists() {
             return Ok((read_log(&file)?, Some(file)));

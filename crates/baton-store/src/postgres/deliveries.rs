@@ -3,8 +3,8 @@
 //! one round trip and one commit for all of them; settlements likewise.
 //! In the same statement each signed body claims its digest in
 //! `delivery_bodies` (an upsert that replaces a row only once its window
-//! passed, or when its delivery was only ignored, so of two servers
-//! racing with one replayed body one wins); a delivery only ignored is
+//! passed, or when its delivery changed nothing (ignored or skipped), so of two servers
+//! racing with one replayed body one wins); a delivery that changed nothing is
 //! recorded anew when it comes again under its own id. A
 //! retry after a lost connection cannot tell its own insert from an
 //! earlier server's, so it counts the ids it finds with its own
@@ -28,17 +28,17 @@ const INSERT: &str = "WITH d AS (
         WHERE d.digest IS NOT NULL AND NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.id = d.id)
         ON CONFLICT (digest) DO UPDATE SET delivery_id = excluded.delivery_id, received_at = excluded.received_at
         WHERE delivery_bodies.received_at < excluded.received_at - $12
-           OR EXISTS (SELECT 1 FROM deliveries x WHERE x.id = delivery_bodies.delivery_id AND x.decision = 'ignored')
+           OR EXISTS (SELECT 1 FROM deliveries x WHERE x.id = delivery_bodies.delivery_id AND x.decision IN ('ignored', 'skipped'))
         RETURNING delivery_id
      )
      INSERT INTO deliveries (id, received_at, event, action, repository, payload, settled_at, decision, why, tasks)
      SELECT d.id, d.received_at, d.event, d.action, d.repository, d.payload, d.settled_at, d.decision, d.why, d.tasks FROM d
      WHERE d.digest IS NULL OR d.id IN (SELECT delivery_id FROM b)
-        OR EXISTS (SELECT 1 FROM deliveries x WHERE x.id = d.id AND x.decision = 'ignored')
+        OR EXISTS (SELECT 1 FROM deliveries x WHERE x.id = d.id AND x.decision IN ('ignored', 'skipped'))
      ON CONFLICT (id) DO UPDATE SET received_at = excluded.received_at, event = excluded.event,
         action = excluded.action, repository = excluded.repository, payload = excluded.payload,
         settled_at = excluded.settled_at, decision = excluded.decision, why = excluded.why, tasks = excluded.tasks
-     WHERE deliveries.decision = 'ignored'
+     WHERE deliveries.decision IN ('ignored', 'skipped')
      RETURNING id";
 const MINE: &str = "SELECT id FROM deliveries WHERE id = ANY($1) AND received_at = ANY($2)";
 const SETTLE: &str = "WITH s AS (

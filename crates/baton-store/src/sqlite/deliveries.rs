@@ -2,7 +2,7 @@
 //! deliveries inserted in one IMMEDIATE transaction (one fsync for all);
 //! a body seen within its window (`delivery_bodies`, one row per digest,
 //! replaced only once the window passed) makes a delivery not new, unless
-//! the delivery that brought it was only ignored.
+//! the delivery that brought it changed nothing (ignored or skipped).
 
 use super::SqliteStore;
 use crate::Result;
@@ -27,7 +27,7 @@ impl DeliveryStore for SqliteStore {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
-            // A delivery only ignored (no task waited) did nothing: its
+            // A delivery ignored or skipped changed nothing: its
             // redelivery is new again, by its id or by its body.
             let mut ins = tx.prepare_cached(
                 "INSERT INTO deliveries (id, received_at, event, action, repository, payload, settled_at, decision, why, tasks)
@@ -36,13 +36,13 @@ impl DeliveryStore for SqliteStore {
                     action = excluded.action, repository = excluded.repository, payload = excluded.payload,
                     settled_at = excluded.settled_at, decision = excluded.decision, why = excluded.why,
                     tasks = excluded.tasks
-                 WHERE deliveries.decision = 'ignored'",
+                 WHERE deliveries.decision IN ('ignored', 'skipped')",
             )?;
             let mut body = tx.prepare_cached(
                 "INSERT INTO delivery_bodies (digest, received_at, delivery_id) VALUES (?1, ?2, ?4)
                  ON CONFLICT (digest) DO UPDATE SET received_at = excluded.received_at, delivery_id = excluded.delivery_id
                  WHERE delivery_bodies.received_at < excluded.received_at - ?3
-                    OR EXISTS (SELECT 1 FROM deliveries x WHERE x.id = delivery_bodies.delivery_id AND x.decision = 'ignored')",
+                    OR EXISTS (SELECT 1 FROM deliveries x WHERE x.id = delivery_bodies.delivery_id AND x.decision IN ('ignored', 'skipped'))",
             )?;
             let mut known = tx.prepare_cached("SELECT 1 FROM deliveries WHERE id = ?1")?;
             for (d, fresh) in new.iter().zip(fresh.iter_mut()) {

@@ -198,6 +198,19 @@ impl Engine {
         // and the journal says so), never dropped for them.
         let written = process::read_text_tail(summary_file, SUMMARY_BYTES)
             .filter(|t| !t.text.trim().is_empty());
+        // Something that is not a file (a FIFO, a device, a folder) in its
+        // place is never read: said, and the output's last line used.
+        if std::fs::symlink_metadata(summary_file).is_ok()
+            && !std::fs::metadata(summary_file).is_ok_and(|m| m.is_file())
+        {
+            self.decide_commit(
+                held,
+                Input::Note {
+                    phase: Some(phase.clone()),
+                    text: "the summary file is not a regular file (a FIFO, a device or a folder): it was not read".into(),
+                },
+            )?;
+        }
         if let Some(t) = written.as_ref().filter(|t| t.lossy || t.cut) {
             let mut said = Vec::new();
             if t.cut {

@@ -228,7 +228,9 @@ impl Engine {
             stream.take(new);
         }
         if let (Some(c), Some((file, _))) = (l.cli, &usage) {
-            let text = std::fs::read_to_string(file).unwrap_or_default();
+            let text = baton_sys::process::read_text_tail(file, 1 << 20)
+                .map(|t| t.text)
+                .unwrap_or_default();
             stream.take(c.usage_from_file(&text).into_iter().collect());
         }
         self.flush(held, phase, l, &mut stream, true)?;
