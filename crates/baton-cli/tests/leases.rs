@@ -212,19 +212,7 @@ fn on_skewed_host(
     offset: &str,
     args: &[&str],
 ) -> std::process::Command {
-    let inner = p.baton(args);
-    let mut c = std::process::Command::new("faketime");
-    c.args(["-f", offset])
-        .arg(inner.get_program())
-        .args(inner.get_args())
-        .current_dir(p.root())
-        .stdin(std::process::Stdio::null());
-    for (k, v) in inner.get_envs() {
-        match v {
-            Some(v) => c.env(k, v),
-            None => c.env_remove(k),
-        };
-    }
+    let mut c = p.baton_under(&["faketime", "-f", offset], args);
     c.env("BATON_HOST", host);
     c
 }

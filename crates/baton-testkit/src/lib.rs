@@ -193,15 +193,13 @@ impl TestProject {
         c
     }
 
-    /// `baton ARGS…` as [`TestProject::baton`] makes it, run in a PID
-    /// namespace of its own (`unshare --pid --fork --mount-proc`): a
-    /// container of this host sharing the project and the host name,
-    /// where baton is pid 1 and every pid means another process than
-    /// here. Killing the returned child (unshare) kills all of it.
-    pub fn baton_in_container(&self, args: &[&str]) -> Command {
+    /// `WRAPPER… baton ARGS…`: baton as [`TestProject::baton`] makes it
+    /// (its environment and folder), run by another program (`unshare`,
+    /// `faketime`) that takes baton's command line as its last arguments.
+    pub fn baton_under(&self, wrapper: &[&str], args: &[&str]) -> Command {
         let inner = self.baton(args);
-        let mut c = Command::new("unshare");
-        c.args(["--pid", "--fork", "--mount-proc", "--kill-child"])
+        let mut c = Command::new(wrapper[0]);
+        c.args(&wrapper[1..])
             .arg(inner.get_program())
             .args(inner.get_args())
             .current_dir(self.root())
@@ -215,28 +213,34 @@ impl TestProject {
         c
     }
 
-    /// `baton ARGS…` as [`TestProject::baton`] makes it, with the project
-    /// folder mounted read-only for it alone (a mount namespace of its
-    /// own): what a person with no write access to the project gets, even
-    /// for the root the tests run as.
+    /// `baton ARGS…` in a PID namespace of its own (`unshare --pid --fork
+    /// --mount-proc`): a container of this host sharing the project and
+    /// the host name, where baton is pid 1 and every pid means another
+    /// process than here. Killing the returned child (unshare) kills all
+    /// of it.
+    pub fn baton_in_container(&self, args: &[&str]) -> Command {
+        self.baton_under(
+            &["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"],
+            args,
+        )
+    }
+
+    /// `baton ARGS…` with the project folder mounted read-only for it alone
+    /// (a mount namespace of its own): what a person with no write access
+    /// to the project gets, even for the root the tests run as.
     pub fn baton_read_only(&self, args: &[&str]) -> Command {
-        let inner = self.baton(args);
         let root = self.root().display().to_string();
-        let mut c = Command::new("unshare");
-        c.args(["--mount", "sh", "-c"])
-            .arg(r#"mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@""#)
-            .arg(&root)
-            .arg(inner.get_program())
-            .args(inner.get_args())
-            .current_dir(self.root())
-            .stdin(std::process::Stdio::null());
-        for (k, v) in inner.get_envs() {
-            match v {
-                Some(v) => c.env(k, v),
-                None => c.env_remove(k),
-            };
-        }
-        c
+        self.baton_under(
+            &[
+                "unshare",
+                "--mount",
+                "sh",
+                "-c",
+                r#"mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@""#,
+                &root,
+            ],
+            args,
+        )
     }
 
     /// Runs baton and returns (exit code, stdout, stderr).
