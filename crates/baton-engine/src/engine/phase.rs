@@ -57,6 +57,23 @@ struct Attempt {
     timeout: Option<Duration>,
 }
 
+/// Where `phase` is in the held task (its index in the state) and its
+/// definition.
+fn place_of(held: &Held, phase: &PhaseId) -> (usize, workflow::Phase) {
+    let idx = held
+        .state
+        .phases
+        .iter()
+        .position(|p| &p.id == phase)
+        .expect("phase of state");
+    let def = held
+        .wf
+        .phase(phase.as_str())
+        .expect("phase of workflow")
+        .clone();
+    (idx, def)
+}
+
 /// The value of template variable `v` in attempt `at`.
 fn attempt_var(state: &TaskState, at: &Attempt, v: &str) -> Option<String> {
     match v {
@@ -104,19 +121,9 @@ impl Engine {
         held: &mut Held,
         phase: &PhaseId,
     ) -> Result<Option<Outcome>> {
-        let idx = held
-            .state
-            .phases
-            .iter()
-            .position(|p| &p.id == phase)
-            .expect("phase of state");
+        let (idx, def) = place_of(held, phase);
         let ps = held.state.phases[idx].clone();
         let exit = ps.exited.expect("an exited attempt");
-        let def = held
-            .wf
-            .phase(phase.as_str())
-            .expect("phase of workflow")
-            .clone();
         let label = start::attempt_label(idx, phase.as_str(), ps.iteration, ps.attempt);
         let dir = self.project.task_dir(&held.state.task_id);
         let stdout = dir.join("logs").join(format!("{label}.out"));

@@ -28,17 +28,7 @@ impl Engine {
     /// journals the start and prepares the attempt's files.
     pub(super) fn start_attempt(&self, held: &mut Held, phase: &PhaseId) -> Result<Attempt> {
         let id = held.state.task_id.clone();
-        let idx = held
-            .state
-            .phases
-            .iter()
-            .position(|p| &p.id == phase)
-            .expect("phase of state");
-        let def = held
-            .wf
-            .phase(phase.as_str())
-            .expect("phase of workflow")
-            .clone();
+        let (idx, def) = super::place_of(held, phase);
         let ps = held.state.phases[idx].clone();
         let attempt = ps.attempt + 1;
         let label = attempt_label(idx, phase.as_str(), ps.iteration, attempt);
