@@ -661,3 +661,79 @@ fn a_teammate_cannot_act_as_another() {
         assert!(text.contains("you are alice of team crew"), "{text}");
     }
 }
+
+/// Every file under `root` (skipping git's own folder), as bytes.
+fn every_file(root: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = e.path();
+            let kind = e.file_type().unwrap();
+            if kind.is_dir() && e.file_name() != ".git" {
+                dirs.push(path);
+            } else if kind.is_file() {
+                out.push((path.clone(), std::fs::read(&path).unwrap_or_default()));
+            }
+        }
+    }
+    out
+}
+
+/// Issue 35, its secrets part: a secret baton knows of (the store URL's
+/// password, the way docs/config.md recommends giving it, tokens, API
+/// keys, the webhook secret) landed in `state.json`, the phase's output,
+/// the logs and the session log when a phase printed it. Each is planted,
+/// printed by a phase and written as its summary, and every file baton
+/// wrote is searched.
+#[test]
+fn secrets_baton_knows_of_never_reach_a_file_it_writes() {
+    baton_testkit::with_backend(baton_testkit::Backend::Postgres, || {
+        let mut p = TestProject::new();
+        let url = p.database_url.clone().unwrap();
+        // The test cluster trusts its superuser: any password connects.
+        p.database_url = Some(url.replacen("postgres@", "postgres:Db-Pa55word-7@", 1));
+        let planted = [
+            ("GITHUB_TOKEN", "ghp_PlantedToken0123456789abcdefghijklmn"),
+            ("ANTHROPIC_API_KEY", "sk-ant-planted-0123456789abcdefghij"),
+            ("BATON_WEBHOOK_SECRET", "planted-webhook-secret-42"),
+            ("MY_SERVICE_PASSWORD", "planted-service-pw-17"),
+        ];
+        p.workflow(
+            "leak",
+            "name = \"leak\"\n[[phase]]\nid = \"a\"\nrun = '''echo \"db=$BATON_DATABASE_URL gh=$GITHUB_TOKEN key=$ANTHROPIC_API_KEY hook=$BATON_WEBHOOK_SECRET pw=$MY_SERVICE_PASSWORD\"; echo \"$BATON_DATABASE_URL $MY_SERVICE_PASSWORD\" > \"$BATON_SUMMARY_FILE\"; echo \"$GITHUB_TOKEN\" >&2'''\n[[phase]]\nid = \"b\"\nrun = '''echo \"done with $MY_SERVICE_PASSWORD\"'''\n",
+        );
+        let mut c = p.baton(&["run", "leak", "x", "--id", "s1"]);
+        for (k, v) in planted {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (code, _, err) = p.run(&["session", "ls"]);
+        assert_eq!(code, 0, "{err}");
+        let files = every_file(&p.root().join(".baton"));
+        assert!(files.len() > 5, "{} files", files.len());
+        for secret in planted.iter().map(|(_, v)| *v).chain(["Db-Pa55word-7"]) {
+            for (path, bytes) in &files {
+                assert!(
+                    !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                    "{secret} is in {}",
+                    path.display()
+                );
+            }
+        }
+        // What was said around them is kept.
+        let doc = p.state("s1");
+        assert!(
+            doc["completed_phases"][0]["summary"]
+                .as_str()
+                .unwrap()
+                .contains("[REDACTED:"),
+            "{doc}"
+        );
+    });
+}

@@ -48,6 +48,24 @@ fn pairs() -> &'static Regex {
     })
 }
 
+/// A URL's user and password (`scheme://user:PASSWORD@`): the password
+/// goes, the rest of the URL stays.
+fn url_credentials() -> &'static Regex {
+    static P: OnceLock<Regex> = OnceLock::new();
+    P.get_or_init(|| {
+        Regex::new(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]+:)[^@\s/]{3,}@")
+            .expect("a valid pattern")
+    })
+}
+
+/// The password in `text` when it is a URL with one.
+fn url_password(text: &str) -> Option<&str> {
+    let (_, rest) = text.split_once("://")?;
+    let userinfo = rest.split(['/', '?', '#']).next()?.rsplit_once('@')?.0;
+    let (_, password) = userinfo.split_once(':')?;
+    (!password.is_empty()).then_some(password)
+}
+
 /// Every pattern and the pairs, in one set: whether a text holds any of
 /// them is one pass over it (a phase's output may be gigabytes).
 fn any_pattern() -> &'static regex::RegexSet {
@@ -57,7 +75,7 @@ fn any_pattern() -> &'static regex::RegexSet {
             patterns()
                 .iter()
                 .map(|(_, re)| re.as_str())
-                .chain(std::iter::once(pairs().as_str())),
+                .chain([pairs().as_str(), url_credentials().as_str()]),
         )
         .expect("valid patterns")
     })
@@ -90,11 +108,17 @@ impl Redactor {
     /// The values of `env` whose names look secret (values shorter than 6
     /// characters are left: they would take out ordinary words).
     pub fn with_env<'a>(env: impl IntoIterator<Item = (&'a str, &'a str)>) -> Redactor {
-        let mut values: Vec<String> = env
-            .into_iter()
-            .filter(|(k, v)| secret_name(k) && v.len() >= 6)
-            .map(|(_, v)| v.to_string())
-            .collect();
+        let mut values = Vec::new();
+        for (k, v) in env {
+            if secret_name(k) && v.len() >= 6 {
+                values.push(v.to_string());
+            }
+            // A URL's password, whatever the variable is called
+            // (`BATON_DATABASE_URL=postgres://user:PASSWORD@host/db`).
+            if let Some(p) = url_password(v).filter(|p| p.len() >= 4) {
+                values.push(p.to_string());
+            }
+        }
         // The longest first, so one that contains another goes whole.
         values.sort_by_key(|v| std::cmp::Reverse(v.len()));
         values.dedup();
@@ -116,6 +140,13 @@ impl Redactor {
                         .into_owned(),
                 );
             }
+        }
+        if url_credentials().is_match(&out) {
+            out = Cow::Owned(
+                url_credentials()
+                    .replace_all(&out, "${1}[REDACTED:url-password]@")
+                    .into_owned(),
+            );
         }
         if pairs().is_match(&out) {
             out = Cow::Owned(
@@ -384,6 +415,30 @@ mod tests {
         assert_eq!(r.text_file(one).unwrap(), "x [REDACTED:private-key] y\n");
         let cut = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\nmore\n";
         assert_eq!(r.text_file(cut).unwrap(), "[REDACTED:private-key]\n");
+    }
+
+    /// Issue 35, first part: a URL's password went into every file baton
+    /// writes (`BATON_DATABASE_URL=postgres://user:PASSWORD@…`), whatever
+    /// the variable is called; in text, any URL's password goes and the
+    /// rest of the URL stays.
+    #[test]
+    fn a_urls_password_goes_and_the_url_stays() {
+        let r = Redactor::with_env([(
+            "BATON_DATABASE_URL",
+            "postgres://ana:Pa55-w0rd@db:5432/baton",
+        )]);
+        assert_eq!(r.redact("connect: Pa55-w0rd"), "connect: [REDACTED:env]");
+        assert_eq!(
+            redact("at https://bob:hunter2x@example.com/x and postgresql://u:p%40ss@h/db"),
+            "at https://bob:[REDACTED:url-password]@example.com/x and postgresql://u:[REDACTED:url-password]@h/db"
+        );
+        assert!(matches!(
+            redact("https://example.com/a:b@c"),
+            Cow::Borrowed(_)
+        ));
+        assert_eq!(url_password("postgres://u:secret@h/db"), Some("secret"));
+        assert_eq!(url_password("postgres://u@h/db"), None);
+        assert_eq!(url_password("not a url"), None);
     }
 
     #[test]

@@ -515,6 +515,10 @@ impl Engine {
 /// agent's own `env`, where a name looks secret.
 fn redactor_of(project: &Project) -> baton_core::redact::Redactor {
     let mut env: Vec<(String, String)> = std::env::vars().collect();
+    // The store's URL in config.toml: its password, if it has one.
+    if let Some(url) = &project.config.store.url {
+        env.push(("store".into(), url.clone()));
+    }
     for a in project.config.agents.values() {
         env.extend(a.env.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
